@@ -1,0 +1,1 @@
+"""Backends play two roles: the frozen agent that runs tasks, and the optimizer model that edits skills."""

@@ -1,0 +1,39 @@
+"""Environments: a task set split into train / val / test, and a way to run and score one task.
+
+Built-in environments are registered by name here, in one place; any other environment is named as
+`package.module:ClassName`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from skillopt.errors import ConfigError
+
+# name -> "module:Class". Each built-in environment adds one line.
+BUILTIN_ENVS: dict[str, str] = {}
+
+
+def resolve_env_class(spec: str) -> Any:
+    target = BUILTIN_ENVS.get(spec, spec)
+    if ":" not in target:
+        known = ", ".join(sorted(BUILTIN_ENVS)) or "none"
+        raise ConfigError(
+            f"unknown environment {spec!r}",
+            hint=f"use a built-in name ({known}) or 'package.module:ClassName'",
+        )
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import environment module {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, class_name)
+    except AttributeError:
+        raise ConfigError(f"module {module_name!r} has no environment class {class_name!r}") from None
+
+
+def load_env(spec: str, **kwargs: Any) -> Any:
+    """Instantiate an environment by built-in name or import path, passing keyword options through."""
+    return resolve_env_class(spec)(**kwargs)

@@ -1,0 +1,186 @@
+"""skillopt's settings: one pydantic model, read from `config.toml`, overridable by `SKILLOPT_*` variables.
+
+Precedence (highest first): environment (`SKILLOPT_NIGHT__SCHEDULE="0 4 * * *"`, nested keys joined by
+`__`), the TOML file in the config folder, the defaults below. Every section forbids unknown keys so that a
+typo is an error naming the key, not a setting silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from skillopt.agents import AgentTool
+from skillopt.errors import ConfigError
+from skillopt_daemon import paths
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ToolSettings(_Section):
+    """Per agent tool: where its home is (None: the tool's own variable or default) and whether to use it."""
+
+    enabled: bool = True
+    home: Path | None = None
+    cli: str | None = Field(default=None, description="path or name of the tool's CLI executable")
+
+
+class BackendSettings(_Section):
+    """A model backend for one role. Keys are never stored here: `api_key_env` names the variable."""
+
+    backend: str = Field(default="", description="openai | azure | anthropic | claude-code | codex | a preset name")
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    azure_api_version: str | None = None
+
+
+class IngestSettings(_Section):
+    rescan_interval_s: float = 30.0
+    keep_automation: bool = Field(default=True, description="keep `claude -p` sessions from other programs, flagged")
+    redact_patterns: list[str] = Field(default_factory=list, description="extra regexes whose matches are redacted")
+    excerpt_chars: int = 2000
+    batch_lines: int = 2000
+
+
+class ReplaySettings(_Section):
+    max_parallel: int = 2
+    timeout_s: float = 600.0
+    max_turns: int = 30
+    keep_workspaces: bool = False
+    max_output_bytes: int = 5_000_000
+    env_allowlist: list[str] = Field(
+        default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME"]
+    )
+    claude_permission_mode: str = "acceptEdits"
+    claude_allowed_tools: list[str] = Field(default_factory=lambda: ["Bash", "Read", "Write", "Edit", "Glob", "Grep"])
+
+
+class NightSettings(_Section):
+    enabled: bool = True
+    schedule: str = Field(default="17 3 * * *", description="cron expression, local time")
+    misfire_grace_s: int = 6 * 3600
+    max_tokens: int = 2_000_000
+    max_cost_usd: float = 5.0
+    max_wall_s: float = 3 * 3600
+    max_replays: int = 200
+    min_tasks: int = 4
+    auto_approve: list[str] = Field(default_factory=list, description="skills whose gated proposals install at once")
+    local_only: bool = Field(default=False, description="refuse any model endpoint that is not on loopback")
+    seed: int = 42
+
+
+class UISettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = 8765
+
+
+class Price(_Section):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SKILLOPT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    tools: dict[AgentTool, ToolSettings] = Field(default_factory=dict)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    agent: BackendSettings = Field(default_factory=BackendSettings)
+    optimizer: BackendSettings = Field(default_factory=BackendSettings)
+    judge: BackendSettings = Field(default_factory=BackendSettings)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
+    night: NightSettings = Field(default_factory=NightSettings)
+    ui: UISettings = Field(default_factory=UISettings)
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=paths.config_file()))
+
+    def tool(self, tool: AgentTool) -> ToolSettings:
+        return self.tools.get(tool) or ToolSettings()
+
+
+# Environment variables of ours that are not settings (they locate things before settings load).
+_NON_SETTING_ENV = {"SKILLOPT_HOME", "SKILLOPT_AGENT_CLI_DIR"}
+
+
+def load_settings() -> Settings:
+    """Load and validate; a mistake becomes a ConfigError naming the key and the file or variable."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _NON_SETTING_ENV}
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc), hint=f"fix it in {paths.config_file()} or with `skillopt config set`") from None
+    except (OSError, ValueError) as exc:  # TOML syntax errors are ValueErrors
+        raise ConfigError(f"cannot read {paths.config_file()}: {exc}") from None
+    finally:
+        os.environ.update(saved)
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"unknown configuration key '{key}'")
+        else:
+            lines.append(f"configuration key '{key}': {err['msg']}")
+    return "; ".join(lines)
+
+
+def tool_home(tool: AgentTool, settings: Settings | None = None) -> Path:
+    """The tool's home: config first, then the tool's own variable, then its default folder."""
+    settings = settings or load_settings()
+    configured = settings.tool(tool).home
+    return configured.expanduser() if configured else paths.default_tool_home(tool)
+
+
+SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth")
+
+
+def masked(data: Any) -> Any:
+    """A copy with every value under a secret-looking key masked, whatever the key is called exactly."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            if any(m in str(k).lower() for m in SECRET_MARKERS) and not str(k).lower().endswith("_env"):
+                out[k] = "****" if v not in (None, "") else v
+            else:
+                out[k] = masked(v)
+        return out
+    if isinstance(data, list):
+        return [masked(v) for v in data]
+    return data
+
+
+Scope = Literal["user", "project"]
