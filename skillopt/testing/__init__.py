@@ -6,6 +6,8 @@ This package supplies a deterministic, scripted stand-in that speaks the real wi
 facts needed to run the real CLIs against it in an isolated home directory.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from skillopt.testing.script import (
     Branch,
     Fault,
@@ -21,7 +23,20 @@ from skillopt.testing.script import (
     load_script,
     write_file,
 )
-from skillopt.testing.scripted_server import RecordedRequest, ScriptedServer
+
+if TYPE_CHECKING:
+    from skillopt.testing.scripted_server import RecordedRequest, ScriptedServer
+
+
+def __getattr__(name: str) -> Any:
+    # Imported lazily so that ``python -m skillopt.testing.scripted_server`` does not find the module
+    # already imported by its package (runpy warns about that).
+    if name in ("RecordedRequest", "ScriptedServer"):
+        from skillopt.testing import scripted_server
+
+        return getattr(scripted_server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Branch",
