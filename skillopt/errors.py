@@ -69,6 +69,12 @@ class BackendError(SkillOptError):
     exit_code = 10
 
 
+class InstallError(SkillOptError):
+    """A skill folder cannot be written: not writable, or a symlink leading outside the tool's folders."""
+
+    exit_code = 11
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected failure (a bug: please report it with the message)",
@@ -81,4 +87,5 @@ EXIT_CODES: dict[int, str] = {
     8: "an external program (agent CLI, git) is missing or failed",
     9: "invalid skill document",
     10: "model backend failed after retries",
+    11: "a skill folder cannot be written (permissions, or a symlink leading outside the tool's folders)",
 }

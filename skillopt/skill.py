@@ -24,9 +24,20 @@ SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
+COMPATIBILITY_MAX = 500
 # Files that are never part of a skill version: editor and OS droppings, caches.
 IGNORED_NAMES = {".DS_Store", "Thumbs.db", "__pycache__", ".git"}
 _FENCE_RE = re.compile(r"^---[ \t]*\r?$")
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on '\n' only, ends kept. `str.splitlines` also splits on NEL, U+2028 and form feeds,
+    which would put a fence or a key on a line of its own that YAML and editors do not see."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ class SkillDoc:
     @classmethod
     def parse(cls, text: str) -> SkillDoc:
         """Split frontmatter from body without changing a byte. A file without frontmatter has head ''."""
-        lines = text.splitlines(keepends=True)
+        lines = _lines(text)
         if not lines or not _FENCE_RE.match(lines[0].lstrip("\ufeff").rstrip("\n")):
             return cls(head="", body=text)
         for i in range(1, len(lines)):
@@ -74,7 +85,7 @@ class SkillDoc:
     def frontmatter_text(self) -> str:
         if not self.head:
             return ""
-        lines = self.head.splitlines(keepends=True)
+        lines = _lines(self.head)
         return "".join(lines[1:-1])
 
     @property
@@ -99,7 +110,7 @@ class SkillDoc:
 
     def with_frontmatter(self, **updates: Any) -> SkillDoc:
         """Change frontmatter keys. The name is immutable: changing it would make a different skill."""
-        if "name" in updates and updates["name"] != self.name:
+        if "name" in updates and self.name and updates["name"] != self.name:
             raise SkillFormatError(
                 f"the frontmatter name is immutable (is {self.name!r}, asked for {updates['name']!r})"
             )
@@ -111,12 +122,14 @@ class SkillDoc:
         """Check the Agent Skills rules. Returns every issue found, so a user can fix them in one go."""
         issues: list[SkillIssue] = []
         if not self.head:
-            first = self.body.splitlines()[0] if self.body else ""
+            first = _lines(self.body)[0].rstrip("\n") if self.body else ""
             if _FENCE_RE.match(first.lstrip("\ufeff")):
                 issues.append(SkillIssue(1, "frontmatter", "frontmatter opened with '---' is never closed"))
             else:
                 issues.append(
-                    SkillIssue(1, "frontmatter", "missing YAML frontmatter ('---' block with name and description)")
+                    SkillIssue(
+                        1, "frontmatter", "missing YAML frontmatter ('---' block with name and description)"
+                    )
                 )
             return issues
         try:
@@ -128,7 +141,9 @@ class SkillDoc:
             issues.append(SkillIssue(line, "frontmatter-yaml", f"frontmatter is not valid YAML: {problem}"))
             return issues
         if not isinstance(data, dict):
-            issues.append(SkillIssue(2, "frontmatter-mapping", "frontmatter must be a mapping of keys to values"))
+            issues.append(
+                SkillIssue(2, "frontmatter-mapping", "frontmatter must be a mapping of keys to values")
+            )
             return issues
         name_line = self._key_line("name")
         name = data.get("name")
@@ -138,7 +153,9 @@ class SkillDoc:
             issues.append(SkillIssue(name_line, "name-format", "'name' must be a string"))
         else:
             if len(name) > NAME_MAX:
-                issues.append(SkillIssue(name_line, "name-length", f"'name' is {len(name)} characters; max {NAME_MAX}"))
+                issues.append(
+                    SkillIssue(name_line, "name-length", f"'name' is {len(name)} characters; max {NAME_MAX}")
+                )
             if not NAME_RE.match(name):
                 issues.append(
                     SkillIssue(
@@ -151,13 +168,17 @@ class SkillDoc:
             if folder_name is not None and name != folder_name:
                 issues.append(
                     SkillIssue(
-                        name_line, "name-matches-folder", f"'name' {name!r} must equal the folder name {folder_name!r}"
+                        name_line,
+                        "name-matches-folder",
+                        f"'name' {name!r} must equal the folder name {folder_name!r}",
                     )
                 )
         desc_line = self._key_line("description")
         desc = data.get("description")
         if desc is None or (isinstance(desc, str) and not desc.strip()):
-            issues.append(SkillIssue(desc_line or 1, "description-required", "the 'description' field is required"))
+            issues.append(
+                SkillIssue(desc_line or 1, "description-required", "the 'description' field is required")
+            )
         elif not isinstance(desc, str):
             issues.append(SkillIssue(desc_line, "description-format", "'description' must be a string"))
         elif len(desc) > DESCRIPTION_MAX:
@@ -168,15 +189,31 @@ class SkillDoc:
                     f"'description' is {len(desc)} characters; max {DESCRIPTION_MAX}",
                 )
             )
+        compat = data.get("compatibility")
+        if compat is not None:
+            if not isinstance(compat, str):
+                issues.append(
+                    SkillIssue(
+                        self._key_line("compatibility"),
+                        "compatibility-format",
+                        "'compatibility' must be a string",
+                    )
+                )
+            elif len(compat) > COMPATIBILITY_MAX:
+                issues.append(
+                    SkillIssue(
+                        self._key_line("compatibility"),
+                        "compatibility-length",
+                        f"'compatibility' is {len(compat)} characters; max {COMPATIBILITY_MAX}",
+                    )
+                )
         meta = data.get("metadata")
-        if meta is not None and not (
-            isinstance(meta, dict) and all(isinstance(k, str) for k in meta)
-        ):
+        if meta is not None and not (isinstance(meta, dict) and all(isinstance(k, str) for k in meta)):
             issues.append(SkillIssue(self._key_line("metadata"), "metadata-map", "'metadata' must be a map"))
         return issues
 
     def _key_line(self, key: str) -> int:
-        for i, line in enumerate(self.frontmatter_text.splitlines(), start=2):
+        for i, line in enumerate(_lines(self.frontmatter_text), start=2):
             if re.match(rf"^{re.escape(key)}\s*:", line):
                 return i
         return 0
@@ -223,23 +260,30 @@ class SkillBundle:
         """
         p = Path(path)
         if p.is_file():
-            return cls.from_text(p.read_text(encoding="utf-8"))
+            # Bytes, not read_text(): text mode would turn CRLF into LF and change the version's hash.
+            return cls(files={SKILL_FILE: p.read_bytes()})
         if not p.is_dir():
             raise SkillFormatError(f"no skill at {p}", hint="give a skill folder or a SKILL.md file")
         if not (p / SKILL_FILE).is_file():
-            raise SkillFormatError(f"{p} has no {SKILL_FILE}", hint="a skill folder needs a SKILL.md at its top")
+            raise SkillFormatError(
+                f"{p} has no {SKILL_FILE}", hint="a skill folder needs a SKILL.md at its top"
+            )
         files: dict[str, bytes] = {}
         for root, dirs, names in os.walk(p, followlinks=False):
             dirs[:] = sorted(d for d in dirs if d not in IGNORED_NAMES)
             for d in dirs:
                 if (Path(root) / d).is_symlink():
-                    raise SkillFormatError(f"{Path(root) / d} is a symlink; skills may not link outside their folder")
+                    raise SkillFormatError(
+                        f"{Path(root) / d} is a symlink; skills may not link outside their folder"
+                    )
             for n in sorted(names):
                 if n in IGNORED_NAMES or n.endswith(".pyc"):
                     continue
                 fp = Path(root) / n
                 if fp.is_symlink():
                     raise SkillFormatError(f"{fp} is a symlink; skills may not link outside their folder")
+                if not fp.is_file():
+                    continue  # sockets, fifos: not content
                 files[fp.relative_to(p).as_posix()] = fp.read_bytes()
         return cls(files=files)
 
@@ -297,7 +341,7 @@ class SkillBundle:
             raise SkillFormatError("invalid skill:\n" + "\n".join(f"  {i}" for i in issues))
 
     def materialize(self, folder: str | os.PathLike[str]) -> Path:
-        """Write the bundle into `folder` (created). For sandboxes and exports; installers write atomically."""
+        """Write the bundle into `folder` (created), for sandboxes; installers write atomically."""
         root = Path(folder)
         root.mkdir(parents=True, exist_ok=True)
         for path, data in self.files.items():
@@ -311,9 +355,18 @@ class SkillBundle:
 
 
 def _check_rel_path(path: str) -> None:
-    pure = Path(path)
-    if pure.is_absolute() or ".." in pure.parts or path.startswith("/") or "\\" in path or not path:
-        raise SkillFormatError(f"bundle path {path!r} must be relative and stay inside the skill folder")
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or any(p in ("", ".", "..") for p in parts)
+        or any(ord(c) < 32 for c in path)
+    ):
+        # Normalized paths only: 'a/./b' and 'a/b' name one file, and must not make two versions.
+        raise SkillFormatError(
+            f"bundle path {path!r} must be a normalized relative path that stays inside the skill folder"
+        )
 
 
 def unified_diff(
@@ -333,13 +386,18 @@ def unified_diff(
         except UnicodeDecodeError:
             chunks.append(f"Binary file {path} differs\n")
             continue
-        diff = difflib.unified_diff(
-            a_lines,
-            b_lines,
-            fromfile=f"{old_label}/{path}" if a is not None else "/dev/null",
-            tofile=f"{new_label}/{path}" if b is not None else "/dev/null",
-            n=context,
+        diff = list(
+            difflib.unified_diff(
+                a_lines,
+                b_lines,
+                fromfile=f"{old_label}/{path}" if a is not None else "/dev/null",
+                tofile=f"{new_label}/{path}" if b is not None else "/dev/null",
+                n=context,
+            )
         )
+        if not diff:  # an empty file appeared or disappeared: difflib has no lines to show
+            chunks.append(f"{'New' if a is None else 'Deleted'} empty file {path}\n")
+            continue
         for line in diff:
             chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(chunks)
@@ -354,4 +412,9 @@ def iter_skill_dirs(root: str | os.PathLike[str]) -> Iterable[Path]:
     base = Path(root)
     if not base.is_dir():
         return []
-    return [d for d in sorted(base.iterdir()) if d.is_dir() and (d / SKILL_FILE).is_file()]
+    # Dot folders are skipped: installers stage and set aside versions under hidden names.
+    return [
+        d
+        for d in sorted(base.iterdir())
+        if not d.name.startswith(".") and d.is_dir() and (d / SKILL_FILE).is_file()
+    ]

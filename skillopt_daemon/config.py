@@ -56,6 +56,8 @@ class IngestSettings(_Section):
     redact_patterns: list[str] = Field(default_factory=list, description="extra regexes whose matches are redacted")
     excerpt_chars: int = 2000
     batch_lines: int = 2000
+    max_line_bytes: int = Field(default=16 << 20, description="longer log lines are skipped, with an error")
+    max_document_bytes: int = Field(default=64 << 20, description="larger whole-JSON transcripts are skipped")
 
 
 class ReplaySettings(_Section):

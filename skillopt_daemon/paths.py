@@ -54,6 +54,11 @@ def workspaces_dir() -> Path:
     return data_dir() / "workspaces"
 
 
+def benchmarks_dir() -> Path:
+    """Official benchmark data a user downloaded, one folder per benchmark (`skillopt train --env NAME`)."""
+    return data_dir() / "benchmarks"
+
+
 def inbox_dir() -> Path:
     """Notes dropped by hooks (`skillopt notify`) for the daemon to pick up."""
     return data_dir() / "inbox"

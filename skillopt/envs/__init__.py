@@ -12,7 +12,9 @@ from typing import Any
 from skillopt.errors import ConfigError
 
 # name -> "module:Class". Each built-in environment adds one line.
-BUILTIN_ENVS: dict[str, str] = {}
+BUILTIN_ENVS: dict[str, str] = {
+    "house-style": "skillopt.envs.toy:HouseStyleEnv",
+}
 
 
 def resolve_env_class(spec: str) -> Any:

@@ -7,18 +7,51 @@ user's own recurring tasks are all environments; the trainer never knows which o
 
 Implementing an environment
 ---------------------------
-1. `splits()` returns the items of each split. Splits must be deterministic (same data, same seed, same
-   items) and disjoint; the trainer gates on `val` and never looks at `test` until the final report.
-2. `seed_skill()` returns the skill training starts from (may be a near-empty SKILL.md).
-3. `run(item, skill, agent)` runs the agent on one item with the skill in front of it and returns an
-   `ItemResult`. It must not raise for an agent failure: a crash, time-out or garbled answer is a result
-   with hard score 0 and the reason in `error`. Raise only for a broken environment (missing data).
-4. `feedback` in the result is what the optimizer reads: describe what went wrong in terms of the task,
-   never the hidden checks or gold answers verbatim when they would let the optimizer overfit (the
-   optimizer must not learn to write the grader's wording into the skill).
+Required members (the `Environment` protocol):
 
-`agent` is a `ChatBackend` for chat environments and an `ExecBackend` for environments whose items are run
-by a real agent CLI in a sandbox; an environment declares which it needs in `agent_kind`.
+`name: str`
+    Short, stable identifier; recorded in every run's history and summary.
+`agent_kind: "chat" | "exec"`
+    `chat`: `agent` is a `skillopt.backends.base.ChatBackend` (one `complete()` per turn).
+    `exec`: `agent` is an exec backend (a real agent CLI in a sandbox, `skillopt.backends.exec_base`); the
+    environment calls it itself. The trainer passes the agent object through untouched either way.
+`splits() -> Splits`
+    The items of each split. Splits must be deterministic (same data and options, same items in the same
+    order) and disjoint. The trainer draws training batches from `train`, gates on `val`, and touches
+    `test` only for the final report. Item ids must be unique across all splits: they key gate statistics,
+    histories and checkpoints.
+`seed_skill() -> SkillBundle`
+    The skill training starts from when the user gives none (may be a near-empty SKILL.md). Its
+    frontmatter `name` is kept for the whole run.
+`run(item, skill, agent) -> ItemResult`
+    Run the agent once on one item with the skill in front of it, and score the outcome.
+
+    - It is called concurrently from several threads (the executor's pool) and several times for the same
+      item and skill (the paired gate repeats runs of a stochastic agent), so keep it free of shared mutable
+      state, or lock it.
+    - It must not raise for an agent failure: a crash, time-out or garbled answer is a result with
+      `hard = 0` and the reason in `error`. Raise only for a broken environment (missing data), and let
+      `skillopt.backends.base.BackendUnavailable` propagate (a refused key or unreachable endpoint is the
+      user's configuration to fix, not a score).
+    - `hard` is the pass/fail score in [0, 1] (1 means passed) that the gate and the failure/success split use;
+      `soft` a graded score in [0, 1] for partial credit (the gate can use it with `gate.metric`).
+    - `feedback` is what the optimizer reads about the outcome: say what went wrong in terms of the task.
+      Never paste hidden checks or gold answers verbatim when they would let the optimizer overfit (it must
+      not learn to write the grader's wording into the skill).
+    - `trajectory` is the agent's work as text (messages, tool calls, output), truncated by the trainer for
+      reflection; `answer` the final answer; `usage` the tokens and cost the agent spent on this item (the
+      trainer adds these up per role).
+
+Optional members, used when present:
+
+`describe(item) -> str`
+    The task as the optimizer should read it (default: the item's `data` as JSON).
+`close() -> None`
+    Release resources (sandboxes, servers) at the end of a run.
+
+Determinism: for a given seed and recorded model outputs a run must be reproducible, which is what makes
+`skillopt train --resume` continue exactly where it stopped. Use no randomness in `run` beyond the agent's
+own, and derive any sampling in `splits()` from an explicit seed option.
 """
 
 from __future__ import annotations
@@ -93,3 +126,13 @@ class Environment(Protocol):
     def seed_skill(self) -> SkillBundle: ...
 
     def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult: ...
+
+
+def describe_item(env: Any, item: Item) -> str:
+    """The task text the optimizer reads: the environment's own `describe`, else the item's data as JSON."""
+    describe = getattr(env, "describe", None)
+    if callable(describe):
+        return str(describe(item))
+    import json
+
+    return json.dumps(item.data, ensure_ascii=False, indent=1, default=str)

@@ -188,10 +188,10 @@ class Fault:
 
 @dataclass
 class Branch:
-    """Continue with ``steps`` when the output of the previous step's tool calls matches ``if_output``.
+    """Play ``steps`` when the latest tool output matches ``if_output`` (see :class:`Step`).
 
-    ``if_output`` is a regular expression searched (``re.DOTALL``) in the concatenated tool results;
-    an empty pattern matches anything, so it can serve as an ``else``.
+    ``if_output`` is a regular expression searched (``re.DOTALL``) in the concatenated results of the
+    previous reply's tool calls; an empty pattern matches anything, so a last branch can be an ``else``.
     """
 
     if_output: str
@@ -212,8 +212,10 @@ class Branch:
 class Step:
     """One assistant reply: optional text, then optional tool calls, optionally preceded by a fault.
 
-    ``branches`` are looked at on the *next* request, once the agent has run this step's tool calls:
-    the first branch whose pattern matches the tool output replaces the remaining steps.
+    A step with ``branches`` is a decision point, evaluated when its turn comes, on the output of the
+    tool calls of the previous reply: the first matching branch's steps are played (like an ``if``
+    block), then the steps after this one. If no branch matches, the step's own text/tool calls are
+    played, or, when it has none, it is skipped.
     """
 
     text: str = ""
@@ -382,27 +384,8 @@ class Script:
         """Pick the rule and step for a request; a pure function of the conversation."""
         turn = conv.turns_since_user
         for rule in self.rules:
-            if not rule.match.matches(conv):
-                continue
-            steps, index, path = rule.steps, 0, rule.name
-            outputs = conv.tool_outputs_since_user
-            for k in range(turn):
-                if index >= len(steps):
-                    break
-                taken = None
-                output = outputs[k] if k < len(outputs) else ""
-                for b_index, branch in enumerate(steps[index].branches):
-                    if re.search(branch.if_output, output, re.DOTALL):
-                        taken = (b_index, branch)
-                        break
-                if taken is not None:
-                    path = f"{path}/{index}/branch{taken[0]}"
-                    steps, index = taken[1].steps, 0
-                else:
-                    index += 1
-            if index < len(steps):
-                return Selection(rule, steps[index], f"{path}/{index}", turn)
-            return Selection(rule, Step(text=rule.done_text), f"{path}/done", turn)
+            if rule.match.matches(conv):
+                return _walk(rule, turn, conv.tool_outputs_since_user)
         return Selection(None, Step(text=self.default_text), "default", turn)
 
     def to_dict(self) -> dict[str, Any]:
@@ -436,6 +419,63 @@ class Script:
     @classmethod
     def from_file(cls, path: str | Path) -> Script:
         return cls.from_text(Path(path).read_text(encoding="utf-8"))
+
+
+@dataclass
+class _Frame:
+    steps: list[Step]
+    index: int = 0
+    label: str = ""  # "b<n>" for a branch's steps
+
+
+def _walk(rule: Rule, turn: int, outputs: list[str]) -> Selection:
+    """Replay the rule's steps for the ``turn`` replies already given, then return the next one.
+
+    Branch decisions for reply ``k`` look at the tool output that followed reply ``k - 1``; since
+    those outputs are in the request, every request can be answered without server-side state.
+    """
+    stack = [_Frame(rule.steps)]
+
+    def settle(k: int) -> bool:
+        """Point the top frame at the step to play for reply ``k``; False when the steps ran out."""
+        while True:
+            top = stack[-1]
+            if top.index >= len(top.steps):
+                if len(stack) == 1:
+                    return False
+                stack.pop()
+                stack[-1].index += 1
+                continue
+            step = top.steps[top.index]
+            if step.branches:
+                output = outputs[k - 1] if 0 < k <= len(outputs) else ""
+                taken = next(
+                    (i for i, b in enumerate(step.branches) if re.search(b.if_output, output, re.DOTALL)),
+                    None,
+                )
+                if taken is not None:
+                    stack.append(_Frame(step.branches[taken].steps, 0, f"b{taken}"))
+                    continue
+                if not (step.text or step.tool_calls or step.fault):
+                    top.index += 1
+                    continue
+            return True
+
+    for k in range(turn):
+        if not settle(k):
+            break
+        stack[-1].index += 1
+    playable = settle(turn)
+    parts = [rule.name]
+    for frame in stack:
+        if frame.label:
+            parts.append(frame.label)
+        parts.append(str(frame.index))
+    path = "/".join(parts)
+    if playable:
+        top = stack[-1]
+        return Selection(rule, top.steps[top.index], path, turn)
+    return Selection(rule, Step(text=rule.done_text), f"{rule.name}/done", turn)
 
 
 def load_script(path: str | Path) -> Script:
@@ -682,25 +722,36 @@ def _names(conv: Conversation) -> str:
     return "offered: " + (", ".join(t.name for t in conv.tools) or "none")
 
 
-def resolve_tool_calls(calls: Iterable[ToolCall], conv: Conversation) -> list[ConcreteCall]:
+def resolve_tool_calls(
+    calls: Iterable[ToolCall], conv: Conversation, *, skipped: list[str] | None = None
+) -> list[ConcreteCall]:
     """Translate neutral calls into calls of the tools this request offered.
 
-    Raises :class:`ScriptError` when a call cannot be expressed; the server turns that into an HTTP 500
-    whose message names the offered tools, so a wrong script fails loudly instead of silently.
+    A call that cannot be expressed raises :class:`ScriptError`, unless ``skipped`` is given: then the
+    reason is appended there and the call is left out. The server uses the lenient form because
+    agents send side requests (session titles, summaries) that offer few or no tools and may match
+    the same rule as the main request; it logs the reasons on the request record.
     """
     out: list[ConcreteCall] = []
     for tc in calls:
-        if tc.kind == "bash":
-            out.append(_shell_call(conv, tc.command))
-        elif tc.kind == "write_file":
-            out.extend(_write_call(conv, tc.path, tc.content))
-        elif tc.kind == "apply_patch":
-            out.extend(_patch_call(conv, tc.patch))
-        else:
-            spec = conv.offers(tc.name)
-            if isinstance(tc.args, str) or (spec is not None and spec.kind == "custom"):
-                raw = tc.args if isinstance(tc.args, str) else json.dumps(dict(tc.args or {}))
-                out.append(ConcreteCall(tc.name, "custom", input=raw))
-            else:
-                out.append(ConcreteCall(tc.name, "function", dict(tc.args or {})))
+        try:
+            out.extend(_resolve_one(tc, conv))
+        except ScriptError as exc:
+            if skipped is None:
+                raise
+            skipped.append(str(exc))
     return out
+
+
+def _resolve_one(tc: ToolCall, conv: Conversation) -> list[ConcreteCall]:
+    if tc.kind == "bash":
+        return [_shell_call(conv, tc.command)]
+    if tc.kind == "write_file":
+        return _write_call(conv, tc.path, tc.content)
+    if tc.kind == "apply_patch":
+        return _patch_call(conv, tc.patch)
+    spec = conv.offers(tc.name)
+    if isinstance(tc.args, str) or (spec is not None and spec.kind == "custom"):
+        raw = tc.args if isinstance(tc.args, str) else json.dumps(dict(tc.args or {}))
+        return [ConcreteCall(tc.name, "custom", input=raw)]
+    return [ConcreteCall(tc.name, "function", dict(tc.args or {}))]

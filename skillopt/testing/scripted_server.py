@@ -40,7 +40,6 @@ from skillopt.testing.script import (
     Fault,
     Message,
     Script,
-    ScriptError,
     Selection,
     ToolSpec,
     collect_strings,
@@ -56,6 +55,11 @@ _CWD_PATTERNS = (
     re.compile(r"Primary working directory: *(\S[^\n]*)"),
     re.compile(r"<cwd>([^<]+)</cwd>"),
 )
+_API_ROUTES: dict[str, ApiName] = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "chat",
+    "/v1/responses": "responses",
+}
 _CHUNK = 24  # characters per streamed delta: small enough that clients really assemble deltas
 
 
@@ -78,6 +82,7 @@ class RecordedRequest:
     last_user_text: str = ""
     status: int = 200
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)
     auth_ok: bool = True
 
     def text(self) -> str:
@@ -261,10 +266,15 @@ class ScriptedServer:
             time.sleep(0.05)
         return predicate(self.requests)
 
-    def _record(self, rec: RecordedRequest) -> None:
+    def _register(self, rec: RecordedRequest) -> None:
+        """Log a request on arrival, so hanging and in-flight requests are visible to assertions."""
         with self._lock:
             rec.index = len(self._log)
             self._log.append(rec)
+
+    def _write_log_line(self, rec: RecordedRequest) -> None:
+        """Append the finished record to the JSONL log file, if one was asked for."""
+        with self._lock:
             if self.log_path is not None:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
                 with self.log_path.open("a", encoding="utf-8") as fh:
@@ -289,6 +299,7 @@ class ScriptedServer:
         provider = (
             "anthropic" if ("anthropic-version" in headers or path.startswith("/v1/messages")) else "openai"
         )
+        self._register(rec)
         try:
             raw = self._read_body(h, headers)
             if raw:
@@ -308,7 +319,7 @@ class ScriptedServer:
         except (BrokenPipeError, ConnectionResetError, _ClientGone):
             rec.error = rec.error or "client closed the connection"
         finally:
-            self._record(rec)
+            self._write_log_line(rec)
 
     @staticmethod
     def _read_body(h: _Handler, headers: Mapping[str, str]) -> bytes:
@@ -334,11 +345,7 @@ class ScriptedServer:
                 tokens = _tokens("\n".join(collect_strings(rec.body)))
                 self._send_json(h, rec, 200, {"input_tokens": tokens})
                 return
-            api: ApiName | None = {
-                "/v1/messages": "anthropic",
-                "/v1/chat/completions": "chat",
-                "/v1/responses": "responses",
-            }.get(path)  # type: ignore[assignment]
+            api = _API_ROUTES.get(path)
             if api is not None:
                 self._answer(h, rec, api)
                 return
@@ -403,12 +410,12 @@ class ScriptedServer:
             if fault.malformed:
                 self._send_malformed(h, rec, conv.stream)
                 return
-        try:
-            calls = resolve_tool_calls(step.tool_calls, conv) if conv.tools else []
-        except ScriptError as exc:
-            rec.error = f"script error: {exc}"
-            self._send_error(h, rec, provider, 500, rec.error)
-            return
+        skipped: list[str] = []
+        calls = resolve_tool_calls(step.tool_calls, conv, skipped=skipped) if conv.tools else []
+        if step.tool_calls and not conv.tools:
+            skipped.append("the request offered no tools")
+        if skipped:
+            rec.warnings = [f"tool calls left out: {reason}" for reason in skipped]
         text = step.text if (step.text or calls) else script.default_text
         reply = _Reply(conv=conv, selection=selection, text=text, calls=calls)
         if api == "anthropic":

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "skills",
     "config_cmd",
     "doctor",
+    "install_cmd",
 ]
 
 for _name in COMMAND_MODULES:

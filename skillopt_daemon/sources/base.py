@@ -14,11 +14,17 @@ a source (see `redact.py`): what was never stored cannot leak.
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from skillopt.agents import AgentTool
+from skillopt_daemon import timeutil
+from skillopt_daemon.redact import Redactor, default_redactor
 
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -48,6 +54,11 @@ class SessionInfo:
     ended_at: str | None = None  # UTC ISO; the latest timestamp seen
     title: str | None = None
     is_automation: bool | None = None  # e.g. `claude -p` runs (entrypoint sdk-cli)
+    # Secrets redacted so far in this file (a running total, not an increment: set, don't add). For
+    # whole-document formats, the total of the last parse. Sum over a session's files for the session.
+    redactions: int | None = None
+    # Well-known keys: "skillopt_replay" (True: one of skillopt's own replays, not user work),
+    # "git_dirty" (bool), "git_pinned_at" (UTC ISO: when HEAD was read from the repo), "originator".
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -118,3 +129,359 @@ class Source(Protocol):
     def parse_file(self, ctx: FileContext, data: bytes) -> list[Record]:
         """Whole-document formats only."""
         ...
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared machinery for the readers: JSON decoding that cannot raise, timestamps, redaction, replay
+# detection and repo pinning. Every concrete source derives from BaseSource.
+# --------------------------------------------------------------------------------------------------
+
+# A replay workspace holds this file at its root; replays also carry the marker text in their first prompt
+# and run with SKILLOPT_REPLAY=1.
+REPLAY_MARKER_FILE = ".skillopt-replay"
+REPLAY_MARKER_TEXT = "<!-- skillopt-replay -->"
+REPLAY_ENV = "SKILLOPT_REPLAY"
+
+# Future timestamps beyond this tolerance (clock skew) are dropped rather than trusted.
+_FUTURE_TOLERANCE_S = 24 * 3600
+_TRUNCATED = "…[truncated]"
+
+
+class SourceError(Exception):
+    """Raised inside a reader for input it cannot use; the wrapper turns it into a SkipRecord."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def decode_json_line(line: bytes) -> tuple[Any, bool]:
+    """Parse one JSON line; returns (value, had_invalid_utf8). Raises SourceError for non-JSON."""
+    stripped = line.strip()
+    if not stripped:
+        raise SourceError("blank line")
+    bad_utf8 = False
+    try:
+        return json.loads(stripped), False
+    except UnicodeDecodeError:
+        bad_utf8 = True
+    except ValueError as exc:
+        raise SourceError("invalid json", str(exc)[:200]) from None
+    try:
+        return json.loads(stripped.decode("utf-8", errors="replace")), bad_utf8
+    except ValueError as exc:
+        raise SourceError("invalid json", str(exc)[:200]) from None
+
+
+def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
+    """A timestamp in any form the tools write (ISO with or without zone, epoch s or ms) as UTC ISO.
+
+    Zoneless values are taken as UTC; values more than a day in the future are dropped (None). Both are
+    reported through `notes` so `skillopt status` can show them.
+    """
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            secs = float(value) / 1000.0 if value > 1e11 else float(value)
+            dt = timeutil.from_epoch(secs)
+        elif isinstance(value, str):
+            dt, had_zone = timeutil.parse_iso(value)
+            if not had_zone and notes is not None:
+                notes.append(SkipRecord("timestamp without zone (taken as UTC)", value[:40]))
+        else:
+            return None
+    except (ValueError, OverflowError, OSError):
+        if notes is not None:
+            notes.append(SkipRecord("unreadable timestamp", str(value)[:40]))
+        return None
+    if (dt - timeutil.utcnow()).total_seconds() > _FUTURE_TOLERANCE_S:
+        if notes is not None:
+            notes.append(SkipRecord("timestamp in the future (ignored)", str(value)[:40]))
+        return None
+    return timeutil.to_iso(dt)
+
+
+def summarize_input(value: Any) -> str:
+    """A tool call's input as one readable string: a shell command as itself, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("command", "cmd"):
+            cmd = value.get(key)
+            if isinstance(cmd, str) and len(value) <= 3:
+                return cmd
+            if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
+                return " ".join(cmd)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def text_of(content: Any, *, block_types: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
+    """Concatenated text of a message content: a string, or a list of typed blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif (
+                isinstance(block, dict)
+                and block.get("type") in block_types
+                and isinstance(block.get("text"), str)
+            ):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return str(content["text"])
+    return ""
+
+
+_EXIT_RE = re.compile(r"(?:exit(?:ed)?(?: with)? code[: ]\s*|Exit code:? )(-?\d{1,3})\b", re.IGNORECASE)
+
+
+def exit_code_in(text: str) -> int | None:
+    """An exit code stated in a tool's output text ("Exit code 3", "Process exited with code 0")."""
+    m = _EXIT_RE.search(text[:2000])
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class RepoState:
+    commit: str
+    dirty: bool
+    branch: str | None
+
+
+_repo_cache: dict[str, tuple[float, RepoState | None]] = {}
+_REPO_CACHE_S = 30.0
+
+
+def read_repo_state(path: str | Path) -> RepoState | None:
+    """HEAD commit, dirtiness and branch of the git repo at `path`, or None (not a repo, no git, no HEAD).
+
+    Cached briefly per path: a backfill sees many sessions of one project in a row.
+    """
+    key = str(path)
+    now = time.monotonic()
+    hit = _repo_cache.get(key)
+    if hit is not None and now - hit[0] < _REPO_CACHE_S:
+        return hit[1]
+    state: RepoState | None = None
+    try:
+        if Path(path).is_dir():
+            head = subprocess.run(
+                ["git", "-C", key, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+            )
+            if head.returncode == 0 and head.stdout.strip():
+                status = subprocess.run(
+                    ["git", "-C", key, "status", "--porcelain", "--untracked-files=no"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+                branch = subprocess.run(
+                    ["git", "-C", key, "symbolic-ref", "--short", "-q", "HEAD"],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                )
+                state = RepoState(
+                    commit=head.stdout.strip(),
+                    dirty=bool(status.stdout.strip()) if status.returncode == 0 else False,
+                    branch=branch.stdout.strip() or None,
+                )
+    except (OSError, subprocess.SubprocessError):
+        state = None
+    _repo_cache[key] = (now, state)
+    return state
+
+
+def is_replay_cwd(cwd: str | None, workspaces: Path | None) -> bool:
+    """True when a session ran in one of skillopt's replay workspaces (by location or marker file)."""
+    if not cwd:
+        return False
+    p = Path(cwd)
+    if workspaces is not None:
+        try:
+            p.resolve().relative_to(workspaces.resolve())
+            return True
+        except (ValueError, OSError):
+            pass
+    try:
+        for folder in [p, *list(p.parents)[:4]]:
+            if (folder / REPLAY_MARKER_FILE).exists():
+                return True
+    except OSError:
+        return False
+    return False
+
+
+class BaseSource:
+    """Common behaviour of every reader; subclasses implement `line_records` or `file_records`.
+
+    The public `parse_line` / `parse_file` never raise: a reader bug or hostile input becomes a SkipRecord.
+    On the way out every record is redacted and its long texts are cut to size (after redaction, so a
+    secret cannot be split by the cut), and the file's running redaction count is reported.
+    """
+
+    tool: ClassVar[AgentTool]
+    line_oriented: ClassVar[bool] = True
+    known_version: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        redactor: Redactor | None = None,
+        excerpt_chars: int = 2000,
+        max_text_chars: int = 100_000,
+        workspaces: Path | None = None,
+        pin_repo: bool = True,
+        extra_roots: list[Path] | None = None,
+    ) -> None:
+        self.home = Path(home)
+        self.redactor = redactor or default_redactor()
+        self.excerpt_chars = excerpt_chars
+        self.max_text_chars = max_text_chars
+        self.workspaces = workspaces
+        self.pin_repo = pin_repo
+        self.extra_roots = list(extra_roots or [])
+
+    # ---------------------------------------------------------------- to be provided by readers
+    def roots(self) -> list[Path]:
+        raise NotImplementedError
+
+    def is_transcript(self, path: Path) -> bool:
+        raise NotImplementedError
+
+    def session_key_for(self, path: Path) -> str:
+        return path.stem
+
+    def line_records(self, ctx: FileContext, obj: Any) -> list[Record]:
+        raise NotImplementedError
+
+    def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- the Source protocol
+    def context(self, path: Path, state: dict[str, Any] | None = None) -> FileContext:
+        return FileContext(
+            path=Path(path),
+            tool=self.tool,
+            session_key=self.session_key_for(Path(path)),
+            state=dict(state or {}),
+        )
+
+    def parse_line(self, ctx: FileContext, line: bytes) -> list[Record]:
+        ctx.state["line"] = int(ctx.state.get("line", 0)) + 1
+        records: list[Record]
+        try:
+            obj, bad_utf8 = decode_json_line(line)
+            records = self.line_records(ctx, obj)
+            if bad_utf8:
+                records.append(SkipRecord("invalid utf-8 (replaced)", f"line {ctx.state['line']}"))
+        except SourceError as exc:
+            records = [SkipRecord(exc.reason, exc.detail)]
+        except Exception as exc:  # a reader bug must not stop the daemon; it is counted and shown
+            records = [SkipRecord("reader error", f"{type(exc).__name__}: {exc}"[:300])]
+        return self._finish(ctx, records, cumulative=True)
+
+    def parse_file(self, ctx: FileContext, data: bytes) -> list[Record]:
+        records: list[Record]
+        try:
+            records = self.file_records(ctx, data)
+        except SourceError as exc:
+            records = [SkipRecord(exc.reason, exc.detail)]
+        except Exception as exc:
+            records = [SkipRecord("reader error", f"{type(exc).__name__}: {exc}"[:300])]
+        return self._finish(ctx, records, cumulative=False)
+
+    # ---------------------------------------------------------------- helpers for readers
+    def session_id(self, ctx: FileContext) -> str:
+        return str(ctx.state.get("sid") or ctx.session_key)
+
+    def ts(self, ctx: FileContext, value: Any, notes: list[Record]) -> str | None:
+        """Normalize a timestamp; zone/future notes are reported once per file and reason."""
+        found: list[SkipRecord] = []
+        out = to_utc_iso(value, found)
+        seen = ctx.state.setdefault("ts_notes", [])
+        for note in found:
+            if note.reason not in seen:
+                seen.append(note.reason)
+                notes.append(note)
+        return out
+
+    def first_seen(
+        self, ctx: FileContext, info: SessionInfo, cwd: str | None, first_text: str | None = None
+    ) -> None:
+        """Once per file: mark replays and pin the repo state (HEAD, dirtiness) of the project."""
+        if ctx.state.get("seen"):
+            return
+        ctx.state["seen"] = True
+        if is_replay_cwd(cwd, self.workspaces) or (first_text and REPLAY_MARKER_TEXT in first_text):
+            info.extra["skillopt_replay"] = True
+            ctx.state["replay"] = True
+        if self.pin_repo and cwd and not info.git_commit:
+            repo = read_repo_state(cwd)
+            if repo is not None:
+                info.git_commit = repo.commit
+                info.git_branch = info.git_branch or repo.branch
+                info.extra["git_dirty"] = repo.dirty
+                info.extra["git_pinned_at"] = timeutil.utcnow_iso()
+
+    def check_replay_text(self, ctx: FileContext, sid: str, text: str, out: list[Record]) -> None:
+        if not ctx.state.get("replay") and REPLAY_MARKER_TEXT in text:
+            ctx.state["replay"] = True
+            out.append(SessionInfo(session_id=sid, extra={"skillopt_replay": True}))
+
+    # ---------------------------------------------------------------- redaction and size limits
+    def _fit(self, text: str, limit: int, keep_tail: bool) -> tuple[str, int]:
+        if len(text) <= limit:
+            return self.redactor.redact(text)
+        margin = 4096
+        if not keep_tail:
+            head, n = self.redactor.redact(text[: limit + margin])
+            return head[:limit] + _TRUNCATED, n
+        half = max(limit // 2, 1)
+        head, n1 = self.redactor.redact(text[: half + margin])
+        tail, n2 = self.redactor.redact(text[-(half + margin) :])
+        return head[:half] + "\n" + _TRUNCATED + "\n" + tail[-half:], n1 + n2
+
+    def _redact(self, record: Record) -> int:
+        if isinstance(record, TurnRecord):
+            record.text, n = self._fit(record.text, self.max_text_chars, keep_tail=False)
+            return n
+        if isinstance(record, ToolCallRecord):
+            record.input_summary, n = self._fit(record.input_summary, self.excerpt_chars, keep_tail=False)
+            record.name, m = self.redactor.redact(record.name)
+            return n + m
+        if isinstance(record, ToolResultRecord):
+            record.output_excerpt, n = self._fit(record.output_excerpt, self.excerpt_chars, keep_tail=True)
+            return n
+        if isinstance(record, SkipRecord):
+            record.detail, n = self._fit(record.detail, 300, keep_tail=False)
+            return 0  # a skip's detail is not session content
+        return self.redactor.redact_record(record)
+
+    def _finish(self, ctx: FileContext, records: list[Record], *, cumulative: bool) -> list[Record]:
+        count = sum(self._redact(r) for r in records)
+        if cumulative:
+            if count:
+                ctx.state["redactions"] = int(ctx.state.get("redactions", 0)) + count
+                records.append(
+                    SessionInfo(session_id=self.session_id(ctx), redactions=ctx.state["redactions"])
+                )
+        else:
+            ctx.state["redactions"] = count
+            sids = [r.session_id for r in records if isinstance(r, SessionInfo)]
+            records.append(
+                SessionInfo(session_id=sids[0] if sids else self.session_id(ctx), redactions=count)
+            )
+        return records

@@ -9,11 +9,12 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from skillopt_daemon.store.migrations import m001_registry, m002_ingest
+from skillopt_daemon.store.migrations import m001_registry, m002_ingest, m003_night
 
 Migration = Callable[[sqlite_utils.Database], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_registry", m001_registry.migrate),
     ("m002_ingest", m002_ingest.migrate),
+    ("m003_night", m003_night.migrate),
 ]

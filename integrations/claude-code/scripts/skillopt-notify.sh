@@ -1,0 +1,41 @@
+#!/bin/sh
+# Hook entry point: hand the hook's JSON (on stdin) to `skillopt notify EVENT`, which drops a note for the
+# skillopt daemon and returns. A hook must never break or slow down the agent session, so this script
+# always exits 0, gives skillopt a few seconds at most, and keeps stdout empty (a SessionStart hook's
+# stdout would be added to the model's context).
+#
+# Usage: skillopt-notify.sh session-start|session-end [TOOL]
+# The skillopt executable is looked up in $SKILLOPT_BIN, then on PATH, then in the usual user folders.
+
+event="${1:-session-end}"
+tool="${2:-claude-code}"
+
+find_skillopt() {
+    if [ -n "${SKILLOPT_BIN:-}" ] && [ -x "${SKILLOPT_BIN}" ]; then
+        printf '%s\n' "${SKILLOPT_BIN}"
+        return 0
+    fi
+    found=$(command -v skillopt 2>/dev/null) && [ -n "$found" ] && { printf '%s\n' "$found"; return 0; }
+    for candidate in "${HOME:-}/.local/bin/skillopt" "${HOME:-}/.local/pipx/venvs/skillopt/bin/skillopt" \
+        /opt/homebrew/bin/skillopt /usr/local/bin/skillopt; do
+        if [ -x "$candidate" ]; then
+            printf '%s\n' "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+bin=$(find_skillopt) || {
+    echo "skillopt: the 'skillopt' command was not found on PATH; this session was not recorded (install skillopt or set SKILLOPT_BIN)" >&2
+    exit 0
+}
+
+if command -v timeout >/dev/null 2>&1; then
+    SKILLOPT_HOOK_TOOL="$tool" timeout 8 "$bin" notify "$event" >/dev/null 2>&1 || \
+        echo "skillopt: 'skillopt notify $event' failed; the daemon will still find this session on its next scan" >&2
+else
+    SKILLOPT_HOOK_TOOL="$tool" "$bin" notify "$event" >/dev/null 2>&1 || \
+        echo "skillopt: 'skillopt notify $event' failed; the daemon will still find this session on its next scan" >&2
+fi
+exit 0

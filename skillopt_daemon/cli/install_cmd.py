@@ -1,0 +1,130 @@
+"""`skillopt install TOOL`, `skillopt uninstall TOOL` and `skillopt mcp`.
+
+Installing an integration places skillopt's own files for a tool (its `skillopt` skill, hooks, an MCP
+entry, an optional instruction pointer) and makes the tool an install target for approved skills. Both
+commands are idempotent and take `--dry-run`, which lists every file they would touch and changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from skillopt.agents import AgentTool
+from skillopt.errors import SkillOptError
+from skillopt_daemon.cli.output import console, err_console, print_json
+
+_OPS_STYLE = {
+    "create": "green",
+    "replace": "yellow",
+    "update": "cyan",
+    "merge": "cyan",
+    "unmerge": "cyan",
+    "remove": "red",
+    "restore": "magenta",
+    "keep": "yellow",
+    "unchanged": "dim",
+    "skip": "dim",
+}
+
+
+def _tool(value: str) -> AgentTool:
+    try:
+        return AgentTool.parse(value)
+    except ValueError as exc:
+        raise SkillOptError(str(exc), hint="`skillopt install --help` lists the tools") from None
+
+
+def _scope(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    if value not in ("user", "project"):
+        raise SkillOptError(f"unknown scope {value!r}", hint="use --scope user or --scope project")
+    return value
+
+
+def _show(report_dict: dict, as_json: bool) -> None:  # type: ignore[type-arg]
+    if as_json:
+        print_json(report_dict)
+        return
+    where = report_dict["tool"] + (f" ({report_dict['project']})" if report_dict["project"] else " (user)")
+    verb = report_dict["action"]
+    prefix = "would " if report_dict["dry_run"] else ""
+    for f in report_dict["files"]:
+        style = _OPS_STYLE.get(f["op"], "")
+        detail = f"  [dim]{f['detail']}[/]" if f["detail"] else ""
+        console.print(f"[{style}]{f['op']:9}[/] {f['path']}{detail}", highlight=False)
+    for note in report_dict["notes"]:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    if report_dict["dry_run"]:
+        console.print(f"[bold]dry run:[/] nothing was changed ({prefix}{verb} {where})")
+    else:
+        console.print(f"[bold green]{verb}ed[/] skillopt for {where}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("install")
+    def install_cmd(
+        tool: str = typer.Argument(..., help="claude-code, codex, copilot, cursor, devin or openclaw"),
+        scope: Optional[str] = typer.Option(None, "--scope", help="user (default) or project"),
+        project: Optional[Path] = typer.Option(
+            None, "--project", help="the project folder for --scope project (default: the current folder)"
+        ),
+        instructions: bool = typer.Option(
+            False,
+            "--instructions",
+            help="also add a pointer to the tool's instructions (AGENTS.md, copilot-instructions.md, a "
+            "Cursor rule); for Copilot projects, install approved skills as .instructions.md files",
+        ),
+        force: bool = typer.Option(
+            False,
+            "--force",
+            help="replace files skillopt did not write (backed up), or install for a tool not detected",
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="list every file it would touch; change nothing"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    ) -> None:
+        """Install skillopt's integration for an agent tool, and send approved skills there from now on."""
+        from skillopt_daemon import integrations
+
+        report = integrations.install(
+            _tool(tool),
+            _scope(scope),
+            project,
+            force=force,
+            dry_run=dry_run,
+            instructions=instructions,  # type: ignore[arg-type]
+        )
+        _show(report.as_dict(), as_json)
+
+    @app.command("uninstall")
+    def uninstall_cmd(
+        tool: str = typer.Argument(..., help="claude-code, codex, copilot, cursor, devin or openclaw"),
+        scope: Optional[str] = typer.Option(None, "--scope", help="user (default) or project"),
+        project: Optional[Path] = typer.Option(
+            None, "--project", help="the project folder for --scope project"
+        ),
+        force: bool = typer.Option(
+            False, "--force", help="also remove files you edited since skillopt wrote them"
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="list every file it would touch; change nothing"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    ) -> None:
+        """Remove what `skillopt install` placed and restore what it replaced; your edits are kept."""
+        from skillopt_daemon import integrations
+
+        report = integrations.uninstall(_tool(tool), _scope(scope), project, force=force, dry_run=dry_run)  # type: ignore[arg-type]
+        _show(report.as_dict(), as_json)
+
+    @app.command("mcp")
+    def mcp_cmd() -> None:
+        """Serve the review tools (status, diff, approve, reject, rollback, sleep) over MCP on stdio."""
+        from skillopt_daemon.mcp_server import run_stdio
+
+        run_stdio()

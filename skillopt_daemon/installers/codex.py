@@ -1,0 +1,42 @@
+"""Codex reads skills from `~/.agents/skills/<name>/` (current builds) and `~/.codex/skills/<name>/` (older
+builds still do), and from `<repo>/.agents/skills` and `<repo>/.codex/skills`. A version goes to both, so
+whichever Codex a user runs finds the same version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skillopt.agents import AgentTool
+from skillopt_daemon import paths
+from skillopt_daemon.installers.base import FolderInstaller, Location
+
+
+class CodexInstaller(FolderInstaller):
+    tool = AgentTool.CODEX
+
+    def __init__(self, home: Path | None = None, user_home: Path | None = None) -> None:
+        self._home = home
+        self._user_home = user_home
+
+    def home(self) -> Path:
+        """Codex's own folder (`CODEX_HOME`, or config), resolved at each call."""
+        if self._home is not None:
+            return self._home
+        try:
+            from skillopt_daemon.config import tool_home
+
+            return tool_home(self.tool)
+        except Exception:  # a broken config must not stop installs to the default folder
+            return paths.default_tool_home(self.tool)
+
+    def user_locations(self) -> list[Location]:
+        user = self._user_home or paths.user_home()
+        agents = user / ".agents"
+        codex = self.home()
+        return [Location(agents / "skills", agents), Location(codex / "skills", codex)]
+
+    def project_locations(self, project: Path) -> list[Location]:
+        return [
+            Location(project / ".agents" / "skills", project),
+            Location(project / ".codex" / "skills", project),
+        ]

@@ -1,0 +1,279 @@
+"""Secrets out before anything is stored: every text a source emits passes through a `Redactor`.
+
+Transcripts are full of credentials: keys pasted into prompts, `env` dumps in tool output, `.env` files the
+agent read. What the store never holds cannot leak to the optimizer's model provider, the dashboard or a
+backup, so redaction happens inside the sources, before the pipeline sees a record.
+
+Speed matters because the backfill pushes every byte of a user's history through here. Each pattern has a
+few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, the
+triggers are checked with `in`, and only the patterns whose trigger occurs are run. Most lines of a
+transcript contain no trigger at all and cost a handful of substring scans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from skillopt.errors import ConfigError
+
+MARK = "[REDACTED:{kind}]"
+
+# Value characters of a key=value secret. `[` is excluded so that already-redacted text is left alone
+# (redaction is idempotent), `$`, `{`, `(` and `<` so that references such as `$TOKEN`, `${{ secrets.X }}`,
+# `getpass()` or `<your key>` are not mistaken for values.
+_VALUE = r"""[^\s"'`,;()\[\]{}<>$\\]"""
+_END = r"""(?=[\s"'`,;)}\]>\\]|$)"""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    # Lower-case substrings of which at least one occurs in every match; empty: always run.
+    triggers: tuple[str, ...]
+    # Number of the group holding the secret; 0 replaces the whole match (1+ keeps the key name).
+    group: int = 0
+
+
+def _p(kind: str, regex: str, triggers: Sequence[str], group: int = 0, flags: int = 0) -> Pattern:
+    return Pattern(kind, re.compile(regex, flags), tuple(t.lower() for t in triggers), group)
+
+
+_NB = r"(?<![A-Za-z0-9_\-])"  # not preceded by a token character
+
+BUILTIN_PATTERNS: tuple[Pattern, ...] = (
+    # PEM blocks first: they contain base64 that other patterns would partly eat. A block cut off by an
+    # excerpt (no END line) is redacted to the end of the text.
+    _p(
+        "private-key",
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----.*?"
+        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|\Z)",
+        ["private key"],
+        flags=re.DOTALL,
+    ),
+    _p("anthropic-key", _NB + r"sk-ant-(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_\-]{20,}", ["sk-ant-"]),
+    _p(
+        "openai-key",
+        _NB + r"sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}",
+        ["sk-"],
+    ),
+    _p(
+        "aws-access-key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b",
+        ["akia", "asia", "abia", "acca", "aroa", "aida"],
+    ),
+    _p(
+        "aws-secret-key",
+        r"(?i)(aws_?secret_?access_?key|aws_?session_?token|secretaccesskey)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{30,})",
+        ["aws_secret", "awssecret", "secretaccesskey", "aws_session", "awssession"],
+        group=2,
+    ),
+    _p(
+        "github-token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b",
+        ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+    ),
+    _p("github-token", r"\bgithub_pat_[A-Za-z0-9_]{30,}", ["github_pat_"]),
+    _p(
+        "gitlab-token",
+        r"\bgl(?:pat|ptt|dt|rt|oas|cbt|imt|agent|ft|soat)-[A-Za-z0-9_\-]{20,}",
+        ["glpat-", "glptt-", "gldt-", "glrt-", "gloas-", "glcbt-", "glimt-", "glagent-", "glft-", "glsoat-"],
+    ),
+    _p(
+        "slack-token",
+        r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
+        ["xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"],
+    ),
+    _p(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
+        ["hooks.slack.com"],
+    ),
+    _p("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", ["aiza"]),
+    _p("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}", ["ya29."]),
+    _p("google-oauth-secret", r"\bGOCSPX-[0-9A-Za-z_\-]{20,}", ["gocspx-"]),
+    _p("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}", ["_live_", "_test_"]),
+    _p("stripe-webhook-secret", r"\bwhsec_[0-9A-Za-z]{24,}", ["whsec_"]),
+    _p("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"]),
+    _p("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b", ["hf_"]),
+    _p("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{30,}", ["sg."]),
+    _p("twilio-key", r"\bSK[0-9a-f]{32}\b", ["sk"]),
+    _p("digitalocean-token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["_v1_"]),
+    _p("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ["shpat_", "shpca_", "shppa_", "shpss_"]),
+    _p(
+        "azure-key",
+        r"(?i)\b(AccountKey|SharedAccessKey|SharedAccessSignature|Primary ?Key|Secondary ?Key)"
+        r"=([A-Za-z0-9+/=%]{20,})",
+        [
+            "accountkey=",
+            "sharedaccesskey=",
+            "sharedaccesssignature=",
+            "primarykey=",
+            "secondarykey=",
+            "primary key=",
+        ],
+        group=2,
+    ),
+    # An Azure SAS token is a query string; its signature is the secret.
+    _p("azure-sas", r"(?i)([?&]sig=)([A-Za-z0-9%+/=]{16,})", ["sig="], group=2),
+    _p(
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        ["eyj"],
+    ),
+    _p("bearer-token", r"(?i)\b(Bearer\s+)([A-Za-z0-9._~+/=\-]{16,})", ["bearer"], group=2),
+    _p(
+        "auth-header",
+        r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:Basic|Token|Digest|Bearer|Negotiate)?\s*)([^\s\"'\\\[]{8,})",
+        ["authorization"],
+        group=2,
+    ),
+    _p(
+        "connection-string",
+        r"(?i)\b([a-z][a-z0-9+.\-]{1,30}://[^\s:/@\"'<>]{0,100}:)([^\s@/\"'<>]{1,200})(@[A-Za-z0-9.\-_\[\]]+)",
+        ["://"],
+        group=2,
+    ),
+    _p(
+        "password-in-connection-string",
+        r"(?i)\b((?:Password|Pwd)\s*=\s*)([^;\s\"']{3,})",
+        ["password=", "pwd=", "password =", "pwd ="],
+        group=2,
+    ),
+    # key = value where the key names a secret: FOO_API_KEY=..., "password": "...", token: ... Only the value
+    # is replaced. The value must end at a delimiter, so `os.environ["X"]` or `get_token()` are left alone.
+    _p(
+        "secret-assignment",
+        r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
+        r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
+        r"(?=[^\s\"']*[A-Za-z])(" + _VALUE + r"{6,})" + _END,
+        ["pass", "secret", "token", "key", "credential"],
+        group=1,
+    ),
+    _p(
+        "password-flag",
+        r"(?i)(\s--?(?:password|passwd|token|api-key|secret)[= ]\s*[\"']?)(" + _VALUE + r"{6,})" + _END,
+        ["--password", "-password", "--passwd", "--token", "--api-key", "--secret"],
+        group=2,
+    ),
+)
+
+
+class Redactor:
+    """Replaces secrets in text with `[REDACTED:<kind>]` and counts them.
+
+    `extra_patterns` are the user's own regexes (`ingest.redact_patterns`); a whole match is replaced with
+    `[REDACTED:custom]`. They always run, since no trigger can be derived from an arbitrary regex.
+    """
+
+    def __init__(self, extra_patterns: Iterable[str] = ()) -> None:
+        custom: list[Pattern] = []
+        for raw in extra_patterns:
+            try:
+                custom.append(Pattern("custom", re.compile(raw), ()))
+            except re.error as exc:
+                raise ConfigError(
+                    f"redaction pattern {raw!r} is not a valid regular expression: {exc}",
+                    hint="fix it with `skillopt config set ingest.redact_patterns ...`",
+                ) from None
+        self.patterns: tuple[Pattern, ...] = BUILTIN_PATTERNS + tuple(custom)
+        # Every trigger of every pattern, for a single cheap pre-check of the whole text.
+        self._always = [p for p in self.patterns if not p.triggers]
+        self._triggered = [p for p in self.patterns if p.triggers]
+        self._all_triggers = tuple(sorted({t for p in self._triggered for t in p.triggers}))
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """Return the text with every secret replaced, and how many were replaced."""
+        if not text:
+            return text, 0
+        total = 0
+        lower: str | None = None
+        if len(text) >= 6:
+            lower = text.lower()
+            for pattern in self._triggered:
+                if not any(t in lower for t in pattern.triggers):
+                    continue
+                text, n = self._apply(pattern, text)
+                if n:
+                    total += n
+                    lower = text.lower()
+        for pattern in self._always:
+            text, n = self._apply(pattern, text)
+            total += n
+        return text, total
+
+    @staticmethod
+    def _apply(pattern: Pattern, text: str) -> tuple[str, int]:
+        mark = MARK.format(kind=pattern.kind)
+        if pattern.group == 0:
+            return pattern.regex.subn(mark, text)
+        g = pattern.group
+
+        def keep_rest(m: re.Match[str]) -> str:
+            whole = m.group(0)
+            start, end = m.start(g) - m.start(0), m.end(g) - m.start(0)
+            return whole[:start] + mark + whole[end:]
+
+        return pattern.regex.subn(keep_rest, text)
+
+    def redact_value(self, value: Any) -> tuple[Any, int]:
+        """Redact every string inside a JSON-like value (dicts, lists); returns a new value and the count."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            total = 0
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                out[k], n = self.redact_value(v)
+                total += n
+            return out, total
+        if isinstance(value, list):
+            total = 0
+            items = []
+            for v in value:
+                r, n = self.redact_value(v)
+                items.append(r)
+                total += n
+            return items, total
+        return value, 0
+
+    def redact_record(self, record: Any) -> int:
+        """Redact, in place, every text field of a record dataclass (and string values in its `extra`)."""
+        total = 0
+        for f in fields(record):
+            value = getattr(record, f.name)
+            if isinstance(value, str) and f.name not in _UNREDACTED_FIELDS:
+                new, n = self.redact(value)
+                if n:
+                    setattr(record, f.name, new)
+                    total += n
+            elif isinstance(value, dict) and value:
+                new_d, n = self.redact_value(value)
+                if n:
+                    setattr(record, f.name, new_d)
+                    total += n
+        return total
+
+
+# Identifiers and timestamps: never secrets, and changing them would break keys and joins.
+_UNREDACTED_FIELDS = frozenset(
+    {"session_id", "key", "turn_key", "call_key", "parent_key", "timestamp", "started_at", "ended_at", "role"}
+)
+
+_default: Redactor | None = None
+
+
+def default_redactor() -> Redactor:
+    """The redactor with built-in patterns only; sources built from settings add the user's patterns."""
+    global _default
+    if _default is None:
+        _default = Redactor()
+    return _default
+
+
+def redact(text: str) -> tuple[str, int]:
+    """Redact with the built-in patterns."""
+    return default_redactor().redact(text)

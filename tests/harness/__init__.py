@@ -1,0 +1,1 @@
+"""Pytest plumbing around :mod:`skillopt.testing`: fixtures and small helpers for CLI-driven tests."""

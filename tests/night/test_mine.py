@@ -1,0 +1,135 @@
+"""Mining: what becomes a task, how attempts group into families, and splits that never leak."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sklearn.metrics import adjusted_rand_score
+
+from benchmarks.mining_corpus import generate
+from skillopt_daemon.mine import (
+    Attempt,
+    CommandRun,
+    build_families,
+    cluster_prompts,
+    is_acceptance,
+    is_correction,
+    rubric_item,
+    segment,
+)
+
+
+def _session(**kw: Any) -> dict[str, Any]:
+    base = {"id": 1, "tool": "claude-code", "session_id": "s1", "project_path": "/p", "repo_commit": "abc",
+            "repo_dirty": 0, "started_at": "2026-11-01T10:00:00.000Z", "signals_json": "{}"}
+    base.update(kw)
+    return base
+
+
+def _turn(key: str, role: str, text: str, meta: bool = False) -> dict[str, Any]:
+    return {"key": key, "role": role, "text": text, "is_meta": int(meta), "timestamp": None}
+
+
+def _call(turn_key: str, cmd: str, exit_code: int | None, name: str = "Bash") -> dict[str, Any]:
+    return {"turn_key": turn_key, "name": name, "input_summary": json.dumps({"command": cmd}),
+            "exit_code": exit_code, "is_error": int(bool(exit_code)), "output_excerpt": "", "result_at": "t"}
+
+
+def test_segment_joins_corrections_and_ignores_injected_context() -> None:
+    turns = [
+        _turn("u0", "user", "<environment_context>cwd</environment_context>", meta=True),
+        _turn("u1", "user", "fix the failing tests in parser.py"),
+        _turn("a1", "assistant", "running tests"),
+        _turn("u2", "user", "no, use pytest instead of unittest"),
+        _turn("a2", "assistant", "ok"),
+        _turn("u3", "user", "thanks!"),
+        _turn("u4", "user", "now bump the version to 1.2 and update the changelog"),
+        _turn("a4", "assistant", "done"),
+    ]
+    calls = [
+        _call("a1", "python -m unittest", 1),
+        _call("a2", "pytest -q", 1),
+        _call("a2", "pytest -q", 0),
+    ]
+    attempts = segment(_session(), turns, calls)
+    assert [a.prompt for a in attempts] == [
+        "fix the failing tests in parser.py",
+        "now bump the version to 1.2 and update the changelog",
+    ]
+    first = attempts[0]
+    assert first.corrections == ["no, use pytest instead of unittest"]
+    assert first.accepted is True
+    assert list(first.final_checks) == ["python -m unittest", "pytest -q"]
+    assert first.unresolved_errors == ["python -m unittest"]
+    assert first.outcome == "failure"  # the unittest run it was told to stop using still failed last
+
+
+def test_outcome_success_from_passing_checks_and_abrupt_end() -> None:
+    a = Attempt(key="k", tool="codex", session_id="s", prompt="p",
+                commands=[CommandRun("pytest", 1), CommandRun("pytest", 0)])
+    assert a.outcome == "success"
+    b = Attempt(key="k2", tool="codex", session_id="s", prompt="p", abrupt_end=True)
+    assert b.outcome == "failure"
+    turns = [_turn("u1", "user", "add a migration"), _turn("a1", "assistant", "")]
+    calls = [{"turn_key": "a1", "name": "Bash", "input_summary": '{"command": "alembic revision"}',
+              "exit_code": None, "is_error": None, "output_excerpt": "", "result_at": None}]
+    (attempt,) = segment(_session(), turns, calls)
+    assert attempt.abrupt_end  # the tool call never got a result
+
+
+def test_classifiers() -> None:
+    assert is_correction("No, use pytest")
+    assert is_correction("that's wrong, the file is in src/")
+    assert not is_correction("add a new endpoint for orders")
+    assert is_acceptance("thanks")
+    assert is_acceptance("LGTM!")
+    assert not is_acceptance("thanks, now also add docs for the api")
+    assert rubric_item("no, use pytest instead.") == "use pytest instead"
+
+
+def test_clustering_recovers_known_families() -> None:
+    reqs = generate(400, seed=3)
+    labels = cluster_prompts([r.prompt for r in reqs])
+    pairs = [(r.family, lab) for r, lab in zip(reqs, labels, strict=True) if r.family >= 0]
+    ari = adjusted_rand_score([f for f, _ in pairs], [lab for _, lab in pairs])
+    assert ari > 0.75
+    # No mined cluster mixes two known families.
+    by_label: dict[int, set[int]] = {}
+    for fam, lab in pairs:
+        by_label.setdefault(lab, set()).add(fam)
+    assert all(len(fams) == 1 for fams in by_label.values())
+
+
+def _attempt(i: int, prompt: str, session: str, checks: list[tuple[str, int]] | None = None) -> Attempt:
+    return Attempt(key=f"claude-code:{session}:u{i}", tool="claude-code", session_id=session, prompt=prompt,
+                   started_at=f"2026-11-{i % 28 + 1:02d}T00:00:00.000Z",
+                   commands=[CommandRun(c, e) for c, e in (checks or [])])
+
+
+def test_families_have_checks_rubric_skill_and_leak_free_splits() -> None:
+    attempts = []
+    for i in range(12):
+        a = _attempt(i, f"fix the failing unit tests in module{i}.py", f"s{i}", [("pytest -q", 1), ("pytest -q", 0)])
+        if i % 3 == 0:
+            a.corrections.append("no, run pytest with -q")
+        attempts.append(a)
+    # The same request twice in one session, and a near-verbatim copy in another: must share a split.
+    attempts.append(_attempt(20, "fix the failing unit tests in module3.py", "s3"))
+    attempts.append(_attempt(21, "fix the failing unit tests in module3.py please", "s99"))
+    attempts += [_attempt(30 + i, q, f"n{i}") for i, q in enumerate(["what time is it", "explain monads"])]
+    families = build_families(attempts, seed=1, skills={"test-fixer": "fix failing unit tests with pytest"})
+    assert len(families) == 1
+    fam = families[0]
+    assert len(fam.attempts) == 14
+    assert fam.checks == ["pytest -q"]
+    assert fam.rubric == ["run pytest with -q"]
+    assert fam.skill_name == "test-fixer"
+    splits = fam.splits
+    assert set(splits.values()) == {"train", "val", "test"}
+    assert len({splits[a.key] for a in fam.attempts if a.session_id == "s3"}) == 1
+    assert splits["claude-code:s3:u3"] == splits["claude-code:s99:u21"]
+    # Deterministic from the seed, and a different seed gives a different assignment.
+    again = build_families(attempts, seed=1)[0].splits
+    assert again == splits
+    assert build_families(attempts, seed=2)[0].splits != splits
