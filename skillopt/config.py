@@ -2,8 +2,8 @@
 
 Keys are never meant to live in a config file: `api_key_env` names the variable holding one. A literal
 `api_key` is accepted (some users will write one anyway) but is a `SecretStr`, and everything the trainer
-writes goes through `masked_dump` and `Redactor`, which hide secrets by key name *and* by value, so a key under
-an unusual name (an Azure, Qwen or MiniMax setting) still never reaches disk or a log.
+writes goes through `masked_dump` and `Redactor`, which hide secrets by key name *and* by value, so a key
+under an unusual name (an Azure, Qwen or MiniMax setting) still never reaches disk or a log.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from skillopt.skill import SKILL_FILE, SkillBundle, SkillDoc, _check_rel_path
 from skillopt.errors import SkillFormatError
+from skillopt.skill import SKILL_FILE, SkillBundle, SkillDoc, _check_rel_path
 
 EditOp = Literal["append", "insert_after", "replace", "delete"]
 SourceType = Literal["failure", "success", "slow_update", "manual"]
@@ -277,7 +277,9 @@ def get_protected_region(bundle: SkillBundle, name: str = GUIDANCE_REGION) -> st
 
 
 def set_protected_region(bundle: SkillBundle, content: str, name: str = GUIDANCE_REGION) -> SkillBundle:
-    """Write a protected region of SKILL.md (the slow update's privilege); created after the title if absent."""
+    """Write a protected region of SKILL.md (the slow update's privilege).
+
+    Created after the first heading when absent."""
     if _MARKER_RE.search(content):
         raise SkillFormatError("protected region content may not contain skillopt region markers")
     doc = bundle.doc
@@ -297,7 +299,7 @@ def set_protected_region(bundle: SkillBundle, content: str, name: str = GUIDANCE
 
 
 def parse_edits(data: Any) -> list[Edit]:
-    """Validate a list of edit dicts, keeping the valid ones (a model's one bad edit must not sink the rest)."""
+    """Validate a list of edit dicts, keeping the valid ones (one bad edit must not sink the rest)."""
     out: list[Edit] = []
     for raw in data or []:
         try:

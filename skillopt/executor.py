@@ -66,10 +66,15 @@ class LocalExecutor:
         self.close()
 
 
+# name -> "module:Class" for executors that live elsewhere (loaded only when chosen).
+EXECUTORS: dict[str, str] = {"ray": "skillopt.executor_ray:RayExecutor"}
+
+
 def make_executor(kind: str, max_workers: int) -> Executor:
     """The executor named in the config; others register by import path `module:Class(max_workers=...)`."""
     if kind in ("local", "thread", "threads"):
         return LocalExecutor(max_workers)
+    kind = EXECUTORS.get(kind, kind)
     if ":" in kind:
         import importlib
 

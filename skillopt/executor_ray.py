@@ -106,7 +106,9 @@ def register_serializers() -> None:
         try:
             import openai
 
-            ray.util.register_serializer(openai.OpenAI, serializer=_client_settings, deserializer=_rebuild_openai)
+            ray.util.register_serializer(
+                openai.OpenAI, serializer=_client_settings, deserializer=_rebuild_openai
+            )
             ray.util.register_serializer(
                 openai.AzureOpenAI, serializer=_azure_settings, deserializer=_rebuild_azure
             )
@@ -150,7 +152,9 @@ class RayExecutor:
         self._ray = ray
         self._started_here = False
         if not ray.is_initialized():
-            address = address or os.environ.get("SKILLOPT_RAY_ADDRESS") or os.environ.get("RAY_ADDRESS") or None
+            address = (
+                address or os.environ.get("SKILLOPT_RAY_ADDRESS") or os.environ.get("RAY_ADDRESS") or None
+            )
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
                 kwargs["num_cpus"] = self.max_workers

@@ -1,8 +1,8 @@
 """Acceptance gates: does a candidate skill replace the incumbent?
 
 `strict` is the published rule: the candidate's validation score must strictly beat the incumbent's cached
-score. On a small validation split an edit with no effect passes that test almost half the time, and the cached
-incumbent score keeps whatever luck it had.
+score. On a small validation split an edit with no effect passes that test almost half the time, and the
+cached incumbent score keeps whatever luck it had.
 
 `paired` (the default) scores candidate and incumbent on the same validation items, each `repeats` times, in
 the same decision (the incumbent is re-measured, never trusted from an earlier run). Per item it takes the
@@ -73,7 +73,7 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def sign_flip_p(diffs: Sequence[float], scale: int, max_exact: int = 40) -> float | None:
-    """Exact one-sided p-value of the paired sign-flip (randomisation) test, or None when too many items differ.
+    """Exact one-sided p-value of the paired sign-flip test; None when too many items differ.
 
     Under "the edit has no effect" candidate and incumbent runs of an item are exchangeable, so each item's
     difference is as likely negative as positive. With few differing items the t bound is optimistic (three
@@ -203,7 +203,8 @@ def paired_decision(
     return GateDecision(
         True,
         "paired",
-        f"improvement {mean_diff:+.3f} with {confidence:.0%} lower bound {bound:+.3f} (n={n}, repeats={repeats})",
+        f"improvement {mean_diff:+.3f} with {confidence:.0%} lower bound {bound:+.3f} "
+        f"(n={n}, repeats={repeats})",
         stats,
     )
 

@@ -46,6 +46,8 @@ from skillopt.skill import SkillBundle
 
 MARKER = ".skillopt-replay"
 DEFAULT_ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "SHELL", "USER", "LOGNAME")
+# Files that running code leaves behind; they are not changes the agent made, even without a .gitignore.
+BYPRODUCTS = ("__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".DS_Store")
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 _repo_locks: dict[str, threading.Lock] = {}
 _repo_locks_guard = threading.Lock()
@@ -122,9 +124,17 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _git(args: Sequence[str], cwd: Path | None = None, *, check: bool = True, input_text: str | None = None,
-         git_dir: Path | None = None, work_tree: Path | None = None) -> subprocess.CompletedProcess[str]:
-    argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=off"]
+def _git(
+    args: Sequence[str],
+    cwd: Path | None = None,
+    *,
+    check: bool = True,
+    input_text: str | None = None,
+    git_dir: Path | None = None,
+    work_tree: Path | None = None,
+    extra_config: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=off", *extra_config]
     if git_dir is not None:
         argv += [f"--git-dir={git_dir}"]
     if work_tree is not None:
@@ -132,8 +142,13 @@ def _git(args: Sequence[str], cwd: Path | None = None, *, check: bool = True, in
     argv += list(args)
     try:
         proc = subprocess.run(
-            argv, cwd=str(cwd) if cwd else None, env=_git_env(), capture_output=True, text=True,
-            input=input_text, timeout=600,
+            argv,
+            cwd=str(cwd) if cwd else None,
+            env=_git_env(),
+            capture_output=True,
+            text=True,
+            input=input_text,
+            timeout=600,
         )
     except FileNotFoundError:
         raise ExternalToolError("git is not installed", hint="install git: replays need it") from None
@@ -211,7 +226,9 @@ def create_workspace(task: ReplayTask, root: Path) -> Workspace:
     run_dir = root / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(mode=0o700)
     (run_dir / MARKER).write_text(json.dumps({"task": task.id}), encoding="utf-8")
-    ws = Workspace(run_dir=run_dir, path=run_dir / "repo", cwd=run_dir / "repo", home=run_dir / "home", kind="empty")
+    ws = Workspace(
+        run_dir=run_dir, path=run_dir / "repo", cwd=run_dir / "repo", home=run_dir / "home", kind="empty"
+    )
     try:
         ws.home.mkdir(mode=0o700)
         (run_dir / "tmp").mkdir(mode=0o700)
@@ -219,13 +236,31 @@ def create_workspace(task: ReplayTask, root: Path) -> Workspace:
         (ws.path / MARKER).write_text(json.dumps({"task": task.id, "kind": ws.kind}), encoding="utf-8")
     except BaseException as exc:
         remove_workspace(ws)
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        if is_disk_full(exc):
+            raise _disk_full(root) from None
+        if isinstance(exc, shutil.Error):
+            first = exc.args[0][0] if exc.args and exc.args[0] else ("?", "?", str(exc))
             raise SandboxError(
-                "the disk filled up while preparing the replay workspace; it was removed",
-                hint=f"free some space on the disk holding {root} and run the replay again",
+                f"could not copy the project into the replay workspace: {first[0]}: {first[2]}",
+                hint="make every file of the project readable, or replay from a pinned commit",
             ) from None
         raise
     return ws
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC, raised directly or collected by `shutil.copytree` among per-file errors."""
+    if isinstance(exc, shutil.Error):
+        entries = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        return any("[Errno 28]" in str(e[-1]) or "No space left" in str(e[-1]) for e in entries)
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+def _disk_full(root: Path) -> SandboxError:
+    return SandboxError(
+        "the disk filled up while preparing the replay workspace; it was removed",
+        hint=f"free some space on the disk holding {root} and run the replay again",
+    )
 
 
 def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
@@ -235,14 +270,17 @@ def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
         ws.notes.append("no project given: the agent starts in an empty folder")
         return
     if not src.is_dir():
-        raise SandboxError(f"the project folder {src} does not exist", hint="check the task's repository path")
+        raise SandboxError(
+            f"the project folder {src} does not exist", hint="check the task's repository path"
+        )
     top = git_toplevel(src)
     head = _head(top) if top else None
     if top is not None and head is not None and task.commit:
         commit = task.commit
         if not _commit_exists(top, commit):
             ws.notes.append(
-                f"the pinned commit {commit[:12]} no longer exists in {top}; replaying from HEAD ({head[:12]}) instead"
+                f"the pinned commit {commit[:12]} no longer exists in {top}; "
+                f"replaying from HEAD ({head[:12]}) instead"
             )
             commit = head
         ws.refs_before = _refs(top)
@@ -252,11 +290,15 @@ def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
         ws.kind, ws.source, ws.commit = "worktree", top, commit
         if task.dirty_diff:
             patch = ws.run_dir / "dirty.patch"
-            patch.write_text(task.dirty_diff if task.dirty_diff.endswith("\n") else task.dirty_diff + "\n",
-                             encoding="utf-8")
+            patch.write_text(
+                task.dirty_diff if task.dirty_diff.endswith("\n") else task.dirty_diff + "\n",
+                encoding="utf-8",
+            )
             applied = _git(["apply", "--whitespace=nowarn", "--binary", str(patch)], cwd=ws.path, check=False)
             if applied.returncode != 0:
-                ws.notes.append(f"the recorded uncommitted changes did not apply: {excerpt(applied.stderr.strip(), 300)}")
+                ws.notes.append(
+                    f"the recorded uncommitted changes did not apply: {excerpt(applied.stderr.strip(), 300)}"
+                )
             patch.unlink()
         rel = src.relative_to(top) if src != top else Path()
         ws.cwd = ws.path / rel
@@ -294,7 +336,9 @@ def _restore_refs(ws: Workspace) -> list[str]:
             _git(["update-ref", "-d", name, sha], cwd=ws.git_top, check=False)
             notes.append(f"removed {name}, created by the agent inside the replay")
         elif ws.refs_before[name] != sha:
-            notes.append(f"the agent moved {name} in your repository (from {ws.refs_before[name][:12]} to {sha[:12]})")
+            notes.append(
+                f"the agent moved {name} in your repository (from {ws.refs_before[name][:12]} to {sha[:12]})"
+            )
     return notes
 
 
@@ -345,7 +389,8 @@ class Snapshot:
         _git(["init", "-q", "--bare", str(self.git_dir)], cwd=ws.run_dir)
         exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
-        exclude.write_text("".join(f"/{p.strip('/')}\n" for p in [MARKER, *excluded]), encoding="utf-8")
+        anchored = "".join(f"/{p.strip('/')}\n" for p in [MARKER, *excluded])
+        exclude.write_text(anchored + "".join(f"{p}\n" for p in BYPRODUCTS), encoding="utf-8")
         if ws.git_top is not None:
             common = _git(["rev-parse", "--git-common-dir"], cwd=ws.git_top).stdout.strip()
             objects = (ws.git_top / common).resolve() / "objects"
@@ -353,11 +398,27 @@ class Snapshot:
             alt.parent.mkdir(parents=True, exist_ok=True)
             alt.write_text(str(objects) + "\n", encoding="utf-8")
         self._add()
-        self._g(["-c", "user.name=skillopt", "-c", "user.email=skillopt@localhost", "commit", "-q", "--no-verify",
-                 "--allow-empty", "-m", "before the agent"])
+        self._g(
+            [
+                "-c",
+                "user.name=skillopt",
+                "-c",
+                "user.email=skillopt@localhost",
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty",
+                "-m",
+                "before the agent",
+            ]
+        )
 
     def _g(self, args: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
-        return _git(args, cwd=self.ws.path, git_dir=self.git_dir, work_tree=self.ws.path, check=check)
+        # A throwaway object store: no fsync, no automatic gc.
+        fast = ("-c", "core.fsync=none", "-c", "gc.auto=0")
+        return _git(
+            args, cwd=self.ws.path, git_dir=self.git_dir, work_tree=self.ws.path, check=check, extra_config=fast
+        )
 
     def _add(self) -> None:
         self._g(["add", "-A", "--ignore-errors", "."], check=False)
@@ -379,7 +440,11 @@ def run_checks(
     results = []
     for cmd in checks:
         out = run_process(
-            ["/bin/sh", "-c", cmd], cwd=workspace, env=env, timeout_s=timeout_s, max_output_bytes=200_000,
+            ["/bin/sh", "-c", cmd],
+            cwd=workspace,
+            env=env,
+            timeout_s=timeout_s,
+            max_output_bytes=200_000,
             merge_stderr=True,
         )
         results.append(
@@ -427,12 +492,9 @@ def replay(
             env = scrub_env(config.env_allowlist, home=ws.home, tmp=ws.run_dir / "tmp", extra=extra)
             snapshot = Snapshot(ws, excluded)
         except OSError as exc:
-            if exc.errno == errno.ENOSPC:
+            if is_disk_full(exc):
                 keep = False
-                raise SandboxError(
-                    "the disk filled up while preparing the replay workspace; it was removed",
-                    hint=f"free some space on the disk holding {config.root} and run the replay again",
-                ) from None
+                raise _disk_full(config.root) from None
             raise
         stage("agent")
         result = backend.run(task.prompt, cwd=ws.cwd, env=env, limits=limits)
@@ -447,7 +509,9 @@ def replay(
         if task.checks:
             stage("checks")
             check_env = scrub_env(config.env_allowlist, home=ws.home, tmp=ws.run_dir / "tmp")
-            result.checks = run_checks(ws.cwd, task.checks, check_env, task.check_timeout_s or config.check_timeout_s)
+            result.checks = run_checks(
+                ws.cwd, task.checks, check_env, task.check_timeout_s or config.check_timeout_s
+            )
         return result
     finally:
         if not keep:
@@ -463,6 +527,7 @@ def replay_many(
     limits: ExecLimits | None = None,
 ) -> list[ExecResult | SandboxError]:
     """Replay tasks with at most `config.max_parallel` agents at once, results in task order."""
+
     def one(t: ReplayTask) -> ExecResult | SandboxError:
         try:
             return replay(t, backend, config, skill=skill, limits=limits)

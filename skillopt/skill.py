@@ -136,7 +136,13 @@ class SkillDoc:
             data = yaml.safe_load(self.frontmatter_text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            line = (mark.line + 2) if mark is not None else 1
+            n_lines = len(_lines(self.frontmatter_text))
+            # An error found only at the end of the block (an unclosed bracket or quote) belongs to the line
+            # where the construct opened, not to the closing fence.
+            context = getattr(exc, "context_mark", None)
+            if context is not None and (mark is None or mark.line >= n_lines):
+                mark = context
+            line = min(mark.line + 2, n_lines + 1) if mark is not None else 1
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             issues.append(SkillIssue(line, "frontmatter-yaml", f"frontmatter is not valid YAML: {problem}"))
             return issues

@@ -34,6 +34,9 @@ class ToolSettings(_Section):
     enabled: bool = True
     home: Path | None = None
     cli: str | None = Field(default=None, description="path or name of the tool's CLI executable")
+    extra_dirs: list[Path] = Field(
+        default_factory=list, description="more folders to read this tool's session logs from (e.g. Devin exports)"
+    )
 
 
 class BackendSettings(_Section):
@@ -126,7 +129,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=paths.config_file()))
+        toml_file = _CONFIG_FILE_OVERRIDE[-1] if _CONFIG_FILE_OVERRIDE else paths.config_file()
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
 
     def tool(self, tool: AgentTool) -> ToolSettings:
         return self.tools.get(tool) or ToolSettings()
@@ -136,8 +140,13 @@ class Settings(BaseSettings):
 _NON_SETTING_ENV = {"SKILLOPT_HOME", "SKILLOPT_AGENT_CLI_DIR"}
 
 
+_CONFIG_FILE_OVERRIDE: list[Path] = []
+
+
 def load_settings() -> Settings:
     """Load and validate; a mistake becomes a ConfigError naming the key and the file or variable."""
+    # Locate the file first: SKILLOPT_HOME is set aside below (it is not a setting) but decides the path.
+    _CONFIG_FILE_OVERRIDE.append(paths.config_file())
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _NON_SETTING_ENV}
     try:
         return Settings()
@@ -147,6 +156,7 @@ def load_settings() -> Settings:
         raise ConfigError(f"cannot read {paths.config_file()}: {exc}") from None
     finally:
         os.environ.update(saved)
+        _CONFIG_FILE_OVERRIDE.pop()
 
 
 def _explain(exc: ValidationError) -> str:

@@ -44,6 +44,9 @@ SERVICE_NAME = "skillopt"
 LAUNCHD_LABEL = "dev.skillopt.daemon"
 LOOP_WAIT_S = 0.2
 START_WAIT_S = 15.0
+# A growing session's signals are recomputed once it has been quiet this long, or this often at most.
+SIGNALS_QUIET_S = 1.0
+SIGNALS_MAX_DELAY_S = 30.0
 
 
 def lock_file() -> Path:
@@ -248,6 +251,7 @@ class Daemon:
                     self._rescan.clear()
                     watcher.refresh()
                     self._rescan_files()
+                pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
             log.info("daemon stopping: offsets saved")
             return 0
         finally:
@@ -297,7 +301,7 @@ class Daemon:
             if source is not None:
                 todo.append((source, path))
         if todo:
-            self.pipeline.ingest_paths(todo, should_stop=self._stop.is_set)
+            self.pipeline.ingest_paths(todo, should_stop=self._stop.is_set, signals=False)
 
     def _walk(self, folder: Path) -> list[tuple[Any, Path]]:
         from skillopt_daemon import tail
@@ -312,7 +316,7 @@ class Daemon:
     def _rescan_files(self) -> None:
         files = [(s, p) for s, p in self.pipeline.discover() if self.pipeline.needs_read(p)]
         if files:
-            self.pipeline.ingest_paths(files, should_stop=self._stop.is_set)
+            self.pipeline.ingest_paths(files, should_stop=self._stop.is_set, signals=False)
 
     def _handle_notes(self) -> None:
         handle_notes(self.pipeline)
@@ -330,7 +334,7 @@ def handle_notes(pipeline: Any) -> int:
                 (s for s in pipeline.sources if s.tool == note.tool), None
             )
             if source is not None and path.is_file():
-                pipeline.ingest_paths([(source, path)])
+                pipeline.ingest_paths([(source, path)], signals=False)
                 done += 1
             elif source is not None:
                 ingest.record_problem(

@@ -21,6 +21,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +47,7 @@ from skillopt_daemon.sources.base import (
 from skillopt_daemon.timeutil import parse_iso, to_iso, utcnow, utcnow_iso
 
 FUTURE_SLACK = timedelta(hours=1)
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 PIN_TIMEOUT_S = 10.0
 MAX_ERROR_ROWS = 10_000
 
@@ -288,6 +290,10 @@ class RecordWriter:
     def _norm_time(self, value: str | None, batch: _Batch) -> str | None:
         if not value:
             return None
+        if _CANONICAL.match(value):  # what sources normally hand over: compare as text, no parsing
+            if value > self._future_iso:
+                batch.problems["future-timestamp"] += 1
+            return value
         try:
             dt, had_zone = parse_iso(value)
         except (ValueError, TypeError):
@@ -321,6 +327,7 @@ class RecordWriter:
 
     def apply(self, tool: str, records: Sequence[Record], file_id: int | None, batch: _Batch) -> None:
         self._now = utcnow()
+        self._future_iso = to_iso(self._now + FUTURE_SLACK)
         db = self.db
         for rec in records:
             if isinstance(rec, SkipRecord):
@@ -447,6 +454,7 @@ class RecordWriter:
                 "tool_call_count = CASE WHEN drop_reason IS NULL THEN tool_call_count + ? ELSE 0 END, "
                 "has_user_turn = CASE WHEN drop_reason IS NULL AND (has_user_turn = 1 OR ?) "
                 "THEN 1 ELSE 0 END, "
+                "signals_stale = 1, "
                 "redaction_count = (SELECT COALESCE(SUM(redactions), 0) FROM file_sessions f "
                 "WHERE f.session_pk = sessions.id), "
                 "updated_at = ? WHERE id = ?",
@@ -474,13 +482,12 @@ class RecordWriter:
                 "UPDATE sessions SET skipped_json = ? WHERE id = ?",
                 [json.dumps(dict(sorted(merged.items()))), batch.last_session],
             )
-        compute_signals(db, sorted(batch.touched))
 
 
 def compute_signals(db: sqlite_utils.Database, session_pks: Sequence[int]) -> None:
     """Recompute derived signals (corrections, failed commands, test results, abrupt end) of sessions.
 
-    Runs inside the batch's transaction, so signals always describe exactly the committed turns.
+    Call inside a transaction that also clears the sessions' `signals_stale` flag.
     """
     if not session_pks:
         return
@@ -514,6 +521,7 @@ class Pipeline:
         self._seen: dict[str, tuple[int, int, int, int]] = {}
         self._reported: set[tuple[str, str]] = set()
         self._pin_cache: dict[str, tuple[float, RepoPin]] = {}
+        self._stale_since: dict[int, float] = {}
 
     # --- discovery ------------------------------------------------------------------------------------------
 
@@ -1051,6 +1059,36 @@ class Pipeline:
         self._pin_cache[project] = (time.monotonic(), pin)
         return pin
 
+    # --- derived signals ----------------------------------------------------------------------------------
+
+    def refresh_signals(self, *, quiet_s: float = 0.0, max_delay_s: float = 30.0) -> int:
+        """Recompute the signals of sessions changed since their last computation.
+
+        Signals look at a whole session, so computing them after every batch would make one appended line
+        cost as much as the session is long. Batches only mark a session stale (in their own transaction,
+        so a crash never forgets one); this recomputes a stale session once it has been quiet for
+        `quiet_s`, or after `max_delay_s` at the latest while it keeps growing.
+        """
+        import time
+
+        rows = self.db.execute("SELECT id, updated_at FROM sessions WHERE signals_stale = 1").fetchall()
+        if not rows:
+            self._stale_since.clear()
+            return 0
+        now = time.monotonic()
+        quiet_before = to_iso(utcnow() - timedelta(seconds=quiet_s))
+        due = []
+        for pk, updated_at in rows:
+            first = self._stale_since.setdefault(pk, now)
+            if quiet_s <= 0 or (updated_at or "") <= quiet_before or now - first >= max_delay_s:
+                due.append(pk)
+        for pk in due:
+            with self.db.conn:
+                compute_signals(self.db, [pk])
+                self.db.execute("UPDATE sessions SET signals_stale = 0 WHERE id = ?", [pk])
+            self._stale_since.pop(pk, None)
+        return len(due)
+
     # --- many files -------------------------------------------------------------------------------------
 
     def ingest_paths(
@@ -1059,7 +1097,9 @@ class Pipeline:
         *,
         should_stop: Callable[[], bool] = lambda: False,
         on_bytes: Callable[[int], None] | None = None,
+        signals: bool = True,
     ) -> list[FileOutcome]:
+        """Ingest files in order; with `signals`, bring every touched session's signals up to date too."""
         out: list[FileOutcome] = []
         for source, path in files:
             if should_stop():
@@ -1068,6 +1108,8 @@ class Pipeline:
         if out:
             with self.db.conn:
                 set_meta(self.db, "last_ingest_at", utcnow_iso())
+        if signals and not should_stop():
+            self.refresh_signals()
         return out
 
 
@@ -1135,3 +1177,94 @@ def summarize(outcomes: Sequence[FileOutcome]) -> dict[str, int]:
         "bytes": sum(o.bytes_read for o in outcomes),
         "errors": sum(1 for o in outcomes if o.error),
     }
+
+
+# --- status -------------------------------------------------------------------------------------------------
+
+
+def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
+    """The sessions / ingest part of `skillopt status`: sessions per tool, last ingest, current problems."""
+    from skillopt_daemon.timeutil import humanize_age
+
+    if "sessions" not in db.table_names():
+        return {"sessions": {}, "lines": ["no sessions ingested yet"]}
+    per_tool = dict(
+        db.execute(
+            "SELECT tool, COUNT(*) FROM sessions WHERE drop_reason IS NULL AND has_user_turn = 1 "
+            "GROUP BY tool ORDER BY tool"
+        ).fetchall()
+    )
+    dropped = dict(
+        db.execute(
+            "SELECT drop_reason, COUNT(*) FROM sessions WHERE drop_reason IS NOT NULL GROUP BY 1"
+        ).fetchall()
+    )
+    no_user = db.execute(
+        "SELECT COUNT(*) FROM sessions WHERE drop_reason IS NULL AND has_user_turn = 0"
+    ).fetchone()[0]
+    automation = db.execute(
+        "SELECT COUNT(*) FROM sessions WHERE drop_reason IS NULL AND has_user_turn = 1 AND is_automation = 1"
+    ).fetchone()[0]
+    redacted = db.execute("SELECT COALESCE(SUM(redaction_count), 0) FROM sessions").fetchone()[0]
+    files = db.execute('SELECT COUNT(*), COALESCE(SUM("offset"), 0) FROM ingest_files').fetchone()
+    failing = [
+        {"path": p, "problem": k, "since": at}
+        for p, k, at in db.execute(
+            "SELECT path, last_error, last_error_at FROM ingest_files "
+            "WHERE last_error IS NOT NULL ORDER BY path"
+        ).fetchall()
+    ]
+    since = to_iso(utcnow() - timedelta(days=1))
+    recent = dict(
+        db.execute(
+            "SELECT kind, COUNT(*) FROM ingest_errors WHERE at >= ? GROUP BY kind ORDER BY kind", [since]
+        ).fetchall()
+    )
+    latest = db.execute(
+        "SELECT at, kind, level, path, message FROM ingest_errors ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    last_ingest = get_meta(db, "last_ingest_at")
+    total = sum(per_tool.values())
+    lines = [
+        f"{total} sessions"
+        + (" (" + ", ".join(f"{n} {tool}" for tool, n in per_tool.items()) + ")" if per_tool else "")
+        + (f", {automation} flagged as automation" if automation else "")
+        + f"; last ingest {humanize_age(last_ingest)}"
+    ]
+    not_counted = [f"{n} {_DROP_WORDS.get(k, k)}" for k, n in sorted(dropped.items())]
+    if no_user:
+        not_counted.append(f"{no_user} without a user turn")
+    if not_counted:
+        lines.append("not user work (not listed): " + ", ".join(not_counted))
+    lines.append(
+        f"{files[0]} transcripts followed ({files[1] / 1e6:.1f} MB read), {redacted} secrets redacted"
+    )
+    if failing:
+        lines.append(
+            f"{len(failing)} transcripts cannot be read now: "
+            + ", ".join(f"{f['path']} ({f['problem']})" for f in failing[:3])
+            + (" …" if len(failing) > 3 else "")
+        )
+    if recent:
+        lines.append("problems in the last 24h: " + ", ".join(f"{n} {k}" for k, n in recent.items()))
+        if latest:
+            lines.append(f"latest: {latest[4]}")
+    return {
+        "sessions": per_tool,
+        "dropped": {**dropped, "no_user_turn": no_user},
+        "automation_flagged": automation,
+        "redactions": redacted,
+        "files": files[0],
+        "bytes_read": files[1],
+        "failing_files": failing,
+        "errors_24h": recent,
+        "latest_error": dict(zip(("at", "kind", "level", "path", "message"), latest, strict=True))
+        if latest
+        else None,
+        "last_ingest_at": last_ingest,
+        "backfill_done_at": get_meta(db, "backfill_done_at"),
+        "lines": lines,
+    }
+
+
+_DROP_WORDS = {"replay": "skillopt replays", "automation": "automation runs"}

@@ -22,7 +22,8 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -515,7 +516,7 @@ HOOK_MARKER = "notify session-"
 def skillopt_executable() -> str:
     """The absolute path of the `skillopt` command running now (hooks call it), or plain `skillopt`."""
     argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if argv0 is not None and argv0.name == "skillopt" and argv0.exists():
+    if argv0 is not None and argv0.name == "skillopt" and argv0.is_file() and os.access(argv0, os.X_OK):
         return str(argv0.resolve())
     found = shutil.which("skillopt")
     if found:
@@ -528,13 +529,15 @@ def hook_command(event: str, tool: AgentTool, executable: str | None = None) -> 
     """A shell command for a hook: run `skillopt notify EVENT` quickly and quietly, never failing the session.
 
     The absolute path recorded at install time is tried first, then PATH, so moving skillopt does not
-    silently break the hook; when neither exists it says so on stderr and exits 0.
+    silently break the hook; when neither exists it says so on stderr and exits 0. The hook's input is read
+    at once and skillopt runs in the background: the tool may not wait for a slow SessionEnd hook.
     """
     exe = shlex.quote(executable or skillopt_executable())
     script = (
-        f'b={exe}; [ -x "$b" ] || b=$(command -v skillopt 2>/dev/null) || '
+        f'b={exe}; [ -f "$b" ] && [ -x "$b" ] || b=$(command -v skillopt 2>/dev/null) || '
         '{ echo "skillopt: skillopt command not found; this session was not recorded" >&2; exit 0; }; '
-        f'SKILLOPT_HOOK_TOOL={tool.value} "$b" {HOOK_MARKER.split()[0]} {event} >/dev/null 2>&1; exit 0'
+        f'p=$(cat); ( printf "%s\\n" "$p" | "$b" notify {event} --tool {tool.value} >/dev/null 2>&1 & ) '
+        ">/dev/null 2>&1; exit 0"
     )
     return "sh -c " + shlex.quote(script)
 
@@ -818,6 +821,7 @@ def install(
                 "created_dirs": sorted(created_dirs),
             },
         )
+    _sync_approved_skills(ctx)
     return report
 
 
@@ -893,6 +897,7 @@ def uninstall(
     ctx = _Ctx(target=target, force=force, dry_run=dry_run, report=report, backups=_Backups(target))
     placements = plan_placements(target, instructions=bool(manifest.get("instructions")))
     records = [r for r in manifest.get("placements", []) if isinstance(r, dict)]
+    _remove_approved_skills(ctx)
     for r in reversed(records):
         root = _root_of(r, placements)
         if root is not None:
@@ -925,6 +930,89 @@ def _prune_empty_dirs(folder: Path, stop: Path | None) -> None:
         except OSError:
             return
         current = current.parent
+
+
+@contextmanager
+def _open_registry() -> Iterator[Any]:
+    from skillopt_daemon.registry import open_registry
+
+    reg, _notes = open_registry(actor="install")
+    try:
+        yield reg
+    finally:
+        reg.db.conn.close()
+
+
+def _sync_approved_skills(ctx: _Ctx) -> None:
+    """Put each skill's current approved version at the new target and enable it there for later approvals.
+
+    A skill whose files at the target were edited by hand (or written by someone else) is left alone and
+    reported: the registry keeps that edit as a version, as for any install.
+    """
+    target = ctx.target
+    installer = get_installer(target.tool)
+    with _open_registry() as reg:
+        for skill in reg.skill_names():
+            if skill == SKILL_NAME:
+                continue
+            version = reg.current_version(skill)
+            if version is None or version.state != "approved":
+                continue
+            if ctx.dry_run:
+                plan = installer.plan(target, skill, reg.load_bundle(version.id), None)
+                for f in plan.files:
+                    ctx.report.actions.append(Action(f.action, f.path, version.label))
+                continue
+            try:
+                outcome = _install_version_at(reg, skill, version, target, ctx.force)
+            except SkillOptError as exc:
+                ctx.report.notes.append(f"{skill} was not installed for {target}: {exc.message}")
+                continue
+            for path in sorted(outcome.files):
+                ctx.report.actions.append(
+                    Action("update" if outcome.changed else "unchanged", Path(path), version.label)
+                )
+
+
+def _install_version_at(reg: Any, skill: str, version: Any, target: InstallTarget, force: bool) -> Any:
+    """Install one approved version at one target through the registry (hand edits, intents, audit)."""
+    install_to = getattr(reg, "install_to", None)
+    if callable(install_to):
+        return install_to(skill, target, version=version.id, force=force)
+    with reg._install_lock():
+        reg._preflight(skill, [target], force)
+        ts = reg.ensure_target(skill, target)
+        if ts.active_version_id == version.id and reg.check_drift(skill, target) is None:
+            from skillopt_daemon.registry import InstallOutcome
+
+            return InstallOutcome(target, version, False, dict(ts.installed))
+        return reg._install_version(version, ts, "install", force=force)
+
+
+def _remove_approved_skills(ctx: _Ctx) -> None:
+    """Remove the approved skills skillopt installed at this target, and stop installing there."""
+    target = ctx.target
+    installer = get_installer(target.tool)
+    with _open_registry() as reg:
+        for ts in reg.targets():
+            if ts.target != target or ts.skill == SKILL_NAME:
+                continue
+            if ts.active_version_id is None:
+                if ts.enabled and not ctx.dry_run:
+                    reg.set_target_enabled(ts.skill, target, False)
+                continue
+            if ctx.dry_run:
+                for path in sorted(installer.scan(target, ts.skill)):
+                    ctx.report.actions.append(Action("remove", Path(path), ts.skill))
+                continue
+            try:
+                removed = reg.uninstall(ts.skill, target, force=ctx.force)
+            except SkillOptError as exc:
+                ctx.report.actions.append(Action("keep", installer.locations(target)[0].skill_dir(ts.skill)))
+                ctx.report.notes.append(f"kept {ts.skill} at {target}: {exc.message}")
+                continue
+            for path in removed:
+                ctx.report.actions.append(Action("remove", path, ts.skill))
 
 
 def _topmost_missing(folder: Path, root: Path) -> Path | None:
@@ -1090,3 +1178,32 @@ def _json_has_our_hook(path: Path) -> bool:
 def doctor_report(*, with_versions: bool = True) -> list[IntegrationStatus]:
     """Every tool's integration status, for `skillopt doctor`."""
     return [status(tool, with_version=with_versions) for tool in AgentTool]
+
+
+def doctor_section(*, with_versions: bool = True) -> dict[str, Any]:
+    """`skillopt doctor`'s integrations part: JSON-ready, with the human lines under "lines".
+
+    For each tool: detected (home folder or CLI), installed (where, and whether files went missing or were
+    edited), hooks active (skillopt's hooks in the tool's settings, or the Claude Code plugin enabled), and
+    versions (the tool's CLI, the skillopt that installed the integration, the plugin).
+    """
+    tools = doctor_report(with_versions=with_versions)
+    lines: list[str] = []
+    for st in tools:
+        where = ", ".join(
+            (i["scope"] if not i["project"] else f"project {i['project']}")
+            + f" (skillopt {i['skillopt_version']})"
+            for i in st.installed
+        )
+        parts = [
+            "detected" if st.detected else "not detected",
+            st.version or "",
+            f"installed: {where}" if where else "not installed",
+        ]
+        if st.plugin:
+            parts.append(f"plugin {st.plugin}")
+        if st.hooks_active is not None:
+            parts.append("hooks active" if st.hooks_active else "hooks missing")
+        lines.append(f"{st.tool}: " + "; ".join(p for p in parts if p))
+        lines.extend(f"  ! {p}" for p in st.problems)
+    return {"tools": [t.as_dict() for t in tools], "lines": lines, "ok": not any(t.problems for t in tools)}

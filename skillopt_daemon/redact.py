@@ -26,6 +26,9 @@ MARK = "[REDACTED:{kind}]"
 # `getpass()` or `<your key>` are not mistaken for values.
 _VALUE = r"""[^\s"'`,;()\[\]{}<>$\\]"""
 _END = r"""(?=[\s"'`,;)}\]>\\]|$)"""
+# A value never ends in `:` (that is the next key: `label: auth_token: <secret>`).
+_VALUE_LAST = r"""[^\s"'`,;()\[\]{}<>$\\:]"""
+_SECRET = "(" + _VALUE + "{5,}" + _VALUE_LAST + ")"
 
 
 @dataclass(frozen=True)
@@ -133,13 +136,13 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "connection-string",
-        r"(?i)\b([a-z][a-z0-9+.\-]{1,30}://[^\s:/@\"'<>]{0,100}:)([^\s@/\"'<>]{1,200})(@[A-Za-z0-9.\-_\[\]]+)",
+        r"(?i)\b([a-z][a-z0-9+.\-]{1,30}://[^\s:/@\"'<>]{0,100}:)(?!\[REDACTED)([^\s@/\"'<>]{1,200})(@[A-Za-z0-9.\-_\[\]]+)",
         ["://"],
         group=2,
     ),
     _p(
         "password-in-connection-string",
-        r"(?i)\b((?:Password|Pwd)\s*=\s*)([^;\s\"']{3,})",
+        r"(?i)\b((?:Password|Pwd)\s*=\s*)(?!\[REDACTED)([^;\s\"']{3,})",
         ["password=", "pwd=", "password =", "pwd ="],
         group=2,
     ),
@@ -149,13 +152,13 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         "secret-assignment",
         r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
         r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
-        r"(?=[^\s\"']*[A-Za-z])(" + _VALUE + r"{6,})" + _END,
+        r"(?=[^\s\"']*[A-Za-z])" + _SECRET + _END,
         ["pass", "secret", "token", "key", "credential"],
         group=1,
     ),
     _p(
         "password-flag",
-        r"(?i)(\s--?(?:password|passwd|token|api-key|secret)[= ]\s*[\"']?)(" + _VALUE + r"{6,})" + _END,
+        r"(?i)(\s--?(?:password|passwd|token|api-key|secret)[= ]\s*[\"']?)" + _SECRET + _END,
         ["--password", "-password", "--passwd", "--token", "--api-key", "--secret"],
         group=2,
     ),
@@ -180,26 +183,32 @@ class Redactor:
                     hint="fix it with `skillopt config set ingest.redact_patterns ...`",
                 ) from None
         self.patterns: tuple[Pattern, ...] = BUILTIN_PATTERNS + tuple(custom)
-        # Every trigger of every pattern, for a single cheap pre-check of the whole text.
         self._always = [p for p in self.patterns if not p.triggers]
         self._triggered = [p for p in self.patterns if p.triggers]
-        self._all_triggers = tuple(sorted({t for p in self._triggered for t in p.triggers}))
+        # One scan of the lower-cased text finds every trigger present. The alternation prefers longer
+        # triggers, so a found trigger also stands for the shorter triggers it contains ("sk-ant-" ⊃ "sk-").
+        triggers = sorted({t for p in self._triggered for t in p.triggers}, key=len, reverse=True)
+        self._trigger_re = re.compile("|".join(re.escape(t) for t in triggers))
+        self._implied: dict[str, frozenset[str]] = {
+            t: frozenset(u for u in triggers if u in t) for t in triggers
+        }
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return the text with every secret replaced, and how many were replaced."""
         if not text:
             return text, 0
         total = 0
-        lower: str | None = None
         if len(text) >= 6:
-            lower = text.lower()
-            for pattern in self._triggered:
-                if not any(t in lower for t in pattern.triggers):
-                    continue
-                text, n = self._apply(pattern, text)
-                if n:
+            found = set(self._trigger_re.findall(text.lower()))
+            if found:
+                present: set[str] = set()
+                for t in found:
+                    present |= self._implied[t]
+                for pattern in self._triggered:
+                    if present.isdisjoint(pattern.triggers):
+                        continue
+                    text, n = self._apply(pattern, text)
                     total += n
-                    lower = text.lower()
         for pattern in self._always:
             text, n = self._apply(pattern, text)
             total += n

@@ -17,14 +17,17 @@ dashboard only call it, so the rules live in one place:
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import os
 import secrets
+import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import sqlite_utils
 from pydantic import BaseModel, ConfigDict
@@ -46,6 +49,7 @@ Origin = Literal["imported", "hand-edit", "proposed", "trained"]
 State = Literal["proposed", "approved", "rejected"]
 ORIGINS: tuple[str, ...] = ("imported", "hand-edit", "proposed", "trained")
 LOCK_TIMEOUT_S = 60.0
+_T = TypeVar("_T")
 
 
 class Evidence(BaseModel):
@@ -193,8 +197,17 @@ class HandEdit:
     version: Version | None  # None when the skill's folder was deleted (nothing to import)
 
     def describe(self) -> str:
-        what = f"imported as {self.version.label} ({self.version.short_id})" if self.version else "removed"
-        return f"{self.target}: hand-edited ({', '.join(self.changed) or 'folder'}), {what}"
+        if self.version is None:
+            return f"{self.target}: the skill's folder was removed by hand"
+        if not self.changed:
+            return (
+                f"{self.target}: the active version {self.version.label} is a hand edit "
+                "the proposal does not include"
+            )
+        return (
+            f"{self.target}: hand-edited ({', '.join(self.changed)}), "
+            f"imported as {self.version.label} ({self.version.short_id})"
+        )
 
 
 @dataclass
@@ -242,6 +255,37 @@ def _new_id() -> str:
     return secrets.token_hex(8)
 
 
+def _store_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn SQLite's exceptions into errors a user can act on (exit code 5), at the public surface."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError(
+                    "the database is locked by another process",
+                    hint="another skillopt command may be running a long write; try again in a moment",
+                ) from None
+            raise StoreError(f"the database cannot be used: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"the database is corrupt: {exc}",
+                hint="move it aside and run the command again to start a fresh one, or restore a backup",
+            ) from None
+
+    return wrapper
+
+
+def _guard_public(cls: type[_T]) -> type[_T]:
+    for name, member in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(member):
+            setattr(cls, name, _store_errors(member))
+    return cls
+
+
+@_guard_public
 class Registry:
     """All registry operations over one open database. `actor` names who acted, for the audit log."""
 
@@ -405,11 +449,14 @@ class Registry:
         if "@" in ref:
             skill, _, which = ref.partition("@")
             self.require_skill(skill)
-            num = which[1:] if which[:1] in ("v", "V") else which
+            explicit = which[:1] in ("v", "V") and which[1:].isdigit()
+            num = which[1:] if explicit else which
+            row = None
             if num.isdigit():
                 row = self.db.execute(
                     self._VERSION_SQL + " WHERE s.name = ? AND v.seq = ?", [skill, int(num)]
                 ).fetchone()
+            if explicit or (row is not None):
                 if row is None:
                     raise NotFoundError(
                         f"{skill} has no version {which}", hint=f"see: skillopt history {skill}"
@@ -770,9 +817,19 @@ class Registry:
                 msg = f"imported as {he.version.label}"
             return ImportResult(name, status, str(folder), target, he.version, msg)
 
-    def import_target(self, target: InstallTarget) -> list[ImportResult]:
+    def import_target(self, target: InstallTarget, seen: set[Path] | None = None) -> list[ImportResult]:
+        """Import every skill folder at `target`. Folders in `seen` (resolved) are skipped and new ones added:
+        tools share folders (`~/.agents/skills`), and one folder must belong to one target only."""
         installer = get_installer(target.tool)
-        return [self.import_folder(d, target) for d in installer.discover(target)]
+        out: list[ImportResult] = []
+        for d in installer.discover(target):
+            real = d.resolve()
+            if seen is not None:
+                if real in seen:
+                    continue
+                seen.add(real)
+            out.append(self.import_folder(d, target))
+        return out
 
     def import_path(self, path: Path) -> list[ImportResult]:
         """A skill folder, a SKILL.md or a folder of skills; a tool's skills folder implies the target."""
@@ -796,8 +853,11 @@ class Registry:
         parent = folder.absolute().parent
         real_parent = parent.resolve()
         for tool in INSTALLERS:
-            installer = get_installer(tool)
-            for loc in installer.locations(InstallTarget(tool, "user")):
+            try:
+                user_locs = get_installer(tool).locations(InstallTarget(tool, "user"))
+            except SkillOptError:  # a tool without a user scope, or one that cannot load
+                user_locs = []
+            for loc in user_locs:
                 if loc.root.absolute() == parent or loc.root.resolve() == real_parent:
                     return InstallTarget(tool, "user")
             for rel in PROJECT_SKILL_DIRS.get(tool, ())[:1]:
@@ -907,13 +967,27 @@ class Registry:
             [state, utcnow_iso(), error, install_id],
         )
 
-    def _preflight(self, skill: str, targets: Sequence[InstallTarget], force: bool) -> list[HandEdit]:
-        """Import hand edits at each target, then refuse unless forced; check every folder is writable."""
+    def _preflight(
+        self, skill: str, targets: Sequence[InstallTarget], force: bool, incoming: Version | None = None
+    ) -> list[HandEdit]:
+        """Import hand edits at each target, then refuse unless forced; check every folder is writable.
+
+        With `incoming` (a proposal being approved), a hand edit recorded earlier still counts while the
+        proposal does not descend from it: approving twice must not quietly replace what the user wrote.
+        """
         edits: list[HandEdit] = []
         for target in targets:
             changed = self.check_drift(skill, target)
             if changed is not None:
                 edits.append(self._import_drift(skill, target, changed))
+            elif incoming is not None:
+                active = self.active_version(skill, target)
+                if (
+                    active is not None
+                    and active.origin == "hand-edit"
+                    and not self._descends(incoming, active.id)
+                ):
+                    edits.append(HandEdit(target, [], active))
         if edits and not force:
             raise ConflictError(
                 "skillopt will not overwrite files edited by hand:\n  "
@@ -924,6 +998,17 @@ class Registry:
         for target in targets:
             get_installer(target.tool).check_writable(target, skill)
         return edits
+
+    def _descends(self, version: Version, ancestor_id: str) -> bool:
+        seen: set[str] = set()
+        cur: str | None = version.id
+        while cur and cur not in seen:
+            if cur == ancestor_id:
+                return True
+            seen.add(cur)
+            row = self.db.execute("SELECT parent_id FROM versions WHERE id = ?", [cur]).fetchone()
+            cur = row[0] if row else None
+        return False
 
     # -- decisions -----------------------------------------------------------------------------------------
 
@@ -960,7 +1045,7 @@ class Registry:
                     inst = get_installer(t.tool)
                     plans.append(inst.plan(t, v.skill, bundle, paths.backups_dir() / "<install id>").lines())
                 return ApproveResult(v, plans=plans)
-            edits = self._preflight(v.skill, chosen, force)
+            edits = self._preflight(v.skill, chosen, force, incoming=v)
             states = [self.ensure_target(v.skill, t) for t in chosen]
             bundle = self.load_bundle(v.id)
             intents: list[tuple[str, TargetState]] = []

@@ -121,7 +121,7 @@ def _nightly(db: sqlite_utils.Database) -> dict[str, Any]:
             if "started_at" in cols:
                 row = db.execute(f"SELECT * FROM [{table}] ORDER BY started_at DESC LIMIT 1").fetchone()
                 if row is not None:
-                    last = dict(zip([c.name for c in db[table].columns], row))
+                    last = dict(zip([c.name for c in db[table].columns], row, strict=False))
                 break
     daemon = daemon_state()
     next_run: str | None = None
@@ -140,7 +140,8 @@ def _nightly(db: sqlite_utils.Database) -> dict[str, Any]:
         except Exception:
             next_run = None
     last_text = (
-        f"last run {humanize_age(last.get('started_at'))}" + (f" ({last['state']})" if last.get("state") else "")
+        f"last run {humanize_age(last.get('started_at'))}"
+        + (f" ({last['state']})" if last.get("state") else "")
         if last
         else "last run: not running"
     )
@@ -151,4 +152,13 @@ def _nightly(db: sqlite_utils.Database) -> dict[str, Any]:
 register_section("pending", _pending)
 register_section("active", _active)
 register_section("daemon", _daemon)
+
+
+def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
+    from skillopt_daemon.ingest import status_section
+
+    return status_section(db)
+
+
+register_section("sessions", _sessions)
 register_section("nightly", _nightly)

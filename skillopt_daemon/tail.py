@@ -127,7 +127,6 @@ def read_lines(
     pos = offset  # file position of buf[0]
     buf = bytearray()
     taken = 0
-    long_start = offset if in_long_line else -1
     while True:
         chunk = f.read(chunk_bytes)
         if not chunk:
@@ -143,7 +142,6 @@ def read_lines(
                     break
                 continue
             pos += nl + 1
-            batch.oversized.append((long_start, pos - long_start))
             batch.in_long_line = False
             batch.end = pos
             chunk = chunk[nl + 1 :]
@@ -167,14 +165,11 @@ def read_lines(
             break
         if len(buf) > max_line_bytes:
             # Too long to keep: skip it from here, remembering that its rest is to be skipped too.
-            long_start = pos
+            batch.oversized.append((pos, len(buf)))
             pos += len(buf)
             buf.clear()
             batch.in_long_line = True
             batch.end = pos
-    if batch.in_long_line and batch.eof:
-        # The over-long line is still being written: the part seen so far is skipped already.
-        batch.oversized.append((long_start, batch.end - long_start))
     return batch
 
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from harness.fixtures import (  # noqa: F401 - re-exported as fixtures
-    agent_clis,
-    claude_cli,
-    claude_sandbox,
-    codex_cli,
-    codex_sandbox,
-    model_server,
-    tmux_bin,
-)
+
+try:  # tests/ is on sys.path while it has no __init__.py; the fallback covers the other layout
+    from harness import fixtures
+except ModuleNotFoundError:  # pragma: no cover
+    from tests.harness import fixtures  # type: ignore[no-redef]
+
+agent_clis = fixtures.agent_clis
+claude_cli = fixtures.claude_cli
+codex_cli = fixtures.codex_cli
+tmux_bin = fixtures.tmux_bin
+model_server = fixtures.model_server
+claude_sandbox = fixtures.claude_sandbox
+codex_sandbox = fixtures.codex_sandbox
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -19,7 +19,6 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from harness.agents import SCRIPTED_API_KEY
 
 from skillopt.testing import (
     Branch,
@@ -35,6 +34,7 @@ from skillopt.testing import (
     load_script,
     write_file,
 )
+from skillopt.testing.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
 from skillopt.testing.script import Conversation, Message, ToolSpec, resolve_tool_calls
 from skillopt.testing.scripted_server import ScriptedServer
 
@@ -624,3 +624,24 @@ def test_runs_as_a_module_and_prints_its_url(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_documented_example_script_walks_as_described() -> None:
+    """The YAML example in docs/testing.md parses and its branches play as the text there says."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
+    script = Script.from_text(doc.split("```yaml\n", 1)[1].split("```", 1)[0])
+    tools = [ToolSpec("Bash", properties={"command": {}}), ToolSpec("apply_patch", "custom")]
+
+    def play(*outputs: str) -> tuple[str, str]:
+        messages = [Message("user", "Please fix the tests")]
+        for output in outputs:
+            messages += [Message("assistant", "..."), Message("tool", output)]
+        selection = script.select(Conversation("anthropic", "m", "", tools, messages, ""))
+        return selection.path, selection.step.text or selection.step.tool_calls[0].kind
+
+    assert play() == ("fix-tests/0", "Running the tests.")
+    assert play("3 passed") == ("fix-tests/1/b0/0", "All green.")
+    assert play("1 failed") == ("fix-tests/1/b1/0", "apply_patch")
+    assert play("1 failed", "Success.") == ("fix-tests/1/b1/1", "Fixed.")
+    assert play("1 failed", "Success.", "") == ("fix-tests/2", "Anything else?")
+    assert play("3 passed", "", "") == ("fix-tests/done", "Nothing more.")

@@ -51,6 +51,12 @@ _BUILTIN: dict[str, str] = {
     "openai": "skillopt.backends.openai:create",
     "azure": "skillopt.backends.openai:create_azure",
     "anthropic": "skillopt.backends.anthropic:create",
+    "claude-code": "skillopt.backends.claude_code:create",
+    "codex": "skillopt.backends.codex:create",
+    "copilot": "skillopt.backends.copilot:create",
+    "cursor": "skillopt.backends.cursor:create",
+    "claude-code-chat": "skillopt.backends.cli_chat:create_claude_code_chat",
+    "codex-chat": "skillopt.backends.cli_chat:create_codex_chat",
 }
 _REGISTRY: dict[str, BackendFactory] = {}
 
@@ -163,6 +169,7 @@ def create_backend(cfg: BackendConfig, role: str = "", **context: Any) -> Any:
     if not resolved.model and resolved.backend in ("openai", "azure", "anthropic"):
         raise ConfigError(
             f"no model set for the {role + ' ' if role else ''}backend {cfg.backend!r}",
-            hint=f"set {role + '.' if role else ''}model in the config or with --set {role or 'agent'}.model=NAME",
+            hint=f"set {role + '.' if role else ''}model in the config "
+            f"or with --set {role or 'agent'}.model=NAME",
         )
     return _factory(resolved.backend)(resolved, {"role": role, **context})

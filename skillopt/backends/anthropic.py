@@ -34,7 +34,9 @@ def _content(message: ChatMessage) -> Any:
     for part in message.content:
         if isinstance(part, ImagePart):
             data = base64.b64encode(part.data).decode("ascii")
-            parts.append({"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": data}})
+            parts.append(
+                {"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": data}}
+            )
         else:
             parts.append({"type": "text", "text": part})
     return parts
@@ -90,7 +92,8 @@ class AnthropicChatBackend:
             ) from None
         except anthropic.APITimeoutError:
             raise BackendError(
-                f"{self.where} did not answer within {self.cfg.timeout_s:g}s (after {self.cfg.max_retries} retries)",
+                f"{self.where} did not answer within {self.cfg.timeout_s:g}s "
+                f"(after {self.cfg.max_retries} retries)",
                 hint="raise timeout_s or check the server",
             ) from None
         except anthropic.APIConnectionError:
@@ -112,7 +115,9 @@ class AnthropicChatBackend:
         usage.cost_usd = cost_usd(self.model, usage.input_tokens, usage.output_tokens, self.prices)
         with self._lock:
             self.usage.add(usage)
-        return ChatResponse(text=text, usage=usage, model=resp.model or self.model, finish_reason=resp.stop_reason or "")
+        return ChatResponse(
+            text=text, usage=usage, model=resp.model or self.model, finish_reason=resp.stop_reason or ""
+        )
 
 
 def create(cfg: BackendConfig, context: dict[str, Any]) -> AnthropicChatBackend:

@@ -22,6 +22,7 @@ from skillopt.backends.exec_base import (
     ToolCallRecord,
     copy_private,
     crashed_or_error,
+    create_from_config,
     excerpt,
     parse_json_lines,
     write_private,
@@ -212,3 +213,10 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
     return ""
+
+
+def create(cfg: Any, context: dict[str, Any]) -> ClaudeCodeBackend:
+    """Registry factory: see `skillopt.backends.exec_base.create_from_config`."""
+    backend = create_from_config(ClaudeCodeBackend, cfg, context)
+    assert isinstance(backend, ClaudeCodeBackend)
+    return backend

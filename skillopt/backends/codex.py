@@ -7,9 +7,10 @@ turn limit of its own, so the runner stops it when it starts more tool calls tha
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,10 @@ from skillopt.backends.exec_base import (
     ExecStatus,
     ProcessOutcome,
     ToolCallRecord,
+    as_dict,
     copy_private,
     crashed_or_error,
+    create_from_config,
     excerpt,
     parse_json_lines,
     write_private,
@@ -34,7 +37,7 @@ from skillopt.backends.exec_base import (
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[no-redef]
 
 TESTED_VERSIONS = ("0.171.0", "0.171.0")
 # Keys of the user's config.toml that say how to reach the model; everything else (skills, MCP servers,
@@ -51,6 +54,8 @@ PROVIDER_KEYS = (
     "openai_base_url",
 )
 _TOOL_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search"}
+_ROLLOUT_EXIT_RE = re.compile(r"(?:Process exited with code|Exit code:) (-?\d+)")
+_SHELL_TOOLS = {"exec_command", "shell", "local_shell", "container.exec"}
 _DENIED_RE = re.compile(r"Read-only file system|Operation not permitted|Permission denied", re.IGNORECASE)
 
 
@@ -90,6 +95,9 @@ class CodexBackend(CliExecBackend):
         doc.update(
             approval_policy="never",
             sandbox_mode=self.sandbox,
+            # The workspace and the run's own TMPDIR stay writable; the shared /tmp does not, so an agent
+            # cannot reach a user's project that happens to live there.
+            sandbox_workspace_write={"exclude_slash_tmp": True, "network_access": False},
             check_for_update_on_startup=False,
             projects={str(workspace.resolve()): {"trust_level": "trusted"}},
             analytics={"enabled": False},
@@ -119,6 +127,28 @@ class CodexBackend(CliExecBackend):
             argv += ["-m", limits.model]
         argv.append(prompt)
         return argv
+
+    def run(
+        self, prompt: str, *, cwd: Path, env: Mapping[str, str], limits: ExecLimits | None = None
+    ) -> ExecResult:
+        """Run, then complete the tool calls from the rollout file in the isolated home.
+
+        `codex exec --json` (0.171) does not report every command it ran as an item; the rollout it writes
+        records each call with its output and exit code, so it is the better source when it exists.
+        """
+        result = super().run(prompt, cwd=cwd, env=env, limits=limits)
+        codex_home = env.get("CODEX_HOME")
+        if codex_home and result.session_id:
+            found = sorted(Path(codex_home).glob(f"sessions/**/rollout-*{result.session_id}.jsonl"))
+            calls = rollout_tool_calls(found[0]) if found else []
+            if len(calls) >= len(result.tool_calls):
+                result.tool_calls = calls
+        denied = [c for c in result.tool_calls if c.denied]
+        if result.status is ExecStatus.OK and denied:
+            result.status = ExecStatus.PERMISSION_DENIED
+            cmd = denied[0].input.get("command") if isinstance(denied[0].input, dict) else denied[0].name
+            result.error = f"the sandbox refused {len(denied)} command(s), first: {cmd}"
+        return result
 
     def stop_when(self, limits: ExecLimits) -> Callable[[str], str | None] | None:
         if not limits.max_turns:
@@ -196,13 +226,61 @@ class CodexBackend(CliExecBackend):
                 output_tokens=int(u.get("output_tokens") or 0),
                 calls=1,
             )
-        denied = [c for c in result.tool_calls if c.denied]
         if failure is not None:
             result.status = ExecStatus.ERROR
             result.error = excerpt(failure, 500)
         elif completed is None:
             result.status, result.error = crashed_or_error(outcome, "the turn completed")
-        elif denied:
-            result.status = ExecStatus.PERMISSION_DENIED
-            result.error = f"the sandbox refused {len(denied)} command(s): {denied[0].input.get('command')}"
         return result
+
+
+def rollout_tool_calls(path: Path) -> list[ToolCallRecord]:
+    """Tool calls with outputs and exit codes from a Codex rollout file (unknown lines are skipped)."""
+    calls: dict[str, ToolCallRecord] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    events, _ = parse_json_lines(lines)
+    for ev in events:
+        if ev.get("type") != "response_item":
+            continue
+        p = as_dict(ev.get("payload"))
+        kind, cid = p.get("type"), str(p.get("call_id") or "")
+        if kind == "function_call":
+            name = str(p.get("name") or "")
+            try:
+                args = json.loads(p.get("arguments") or "{}")
+            except ValueError:
+                args = {"raw": p.get("arguments")}
+            if name in _SHELL_TOOLS:
+                cmd = args.get("cmd") or args.get("command") if isinstance(args, dict) else None
+                if isinstance(cmd, list):
+                    cmd = shlex.join(str(c) for c in cmd)
+                calls[cid] = ToolCallRecord(name="command_execution", input={"command": cmd}, id=cid)
+            else:
+                calls[cid] = ToolCallRecord(name=name, input=args, id=cid)
+        elif kind == "custom_tool_call":
+            name = "file_change" if p.get("name") == "apply_patch" else str(p.get("name") or "")
+            calls[cid] = ToolCallRecord(
+                name=name, input={"patch": excerpt(str(p.get("input") or ""), 2000)}, id=cid
+            )
+        elif kind in ("function_call_output", "custom_tool_call_output") and cid in calls:
+            call = calls[cid]
+            raw = p.get("output")
+            text = raw if isinstance(raw, str) else json.dumps(raw)
+            m = _ROLLOUT_EXIT_RE.search(text)
+            body = text.split("Output:\n", 1)[1] if "Output:\n" in text else text
+            call.output = excerpt(body, 1000)
+            if m:
+                call.exit_code = int(m.group(1))
+                call.is_error = call.exit_code != 0
+                call.denied = call.is_error and bool(_DENIED_RE.search(body))
+    return list(calls.values())
+
+
+def create(cfg: Any, context: dict[str, Any]) -> CodexBackend:
+    """Registry factory: see `skillopt.backends.exec_base.create_from_config`."""
+    backend = create_from_config(CodexBackend, cfg, context)
+    assert isinstance(backend, CodexBackend)
+    return backend

@@ -23,8 +23,10 @@ from skillopt.backends.exec_base import (
     ExecStatus,
     ProcessOutcome,
     ToolCallRecord,
+    as_dict,
     copy_private,
     crashed_or_error,
+    create_from_config,
     excerpt,
     parse_json_lines,
 )
@@ -117,7 +119,7 @@ class CopilotBackend(CliExecBackend):
         out_tokens = 0
         for ev in events:
             kind = str(ev.get("type") or "")
-            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+            data = as_dict(ev.get("data"))
             if kind == "session.start":
                 session_id = str(data.get("sessionId") or "") or session_id
             elif kind == "assistant.message":
@@ -132,8 +134,8 @@ class CopilotBackend(CliExecBackend):
             elif kind == "tool.execution_complete":
                 cid = str(data.get("toolCallId") or "")
                 call = calls.setdefault(cid, ToolCallRecord(name=str(data.get("toolName") or ""), id=cid))
-                res = data.get("result") if isinstance(data.get("result"), dict) else {}
-                err = data.get("error") if isinstance(data.get("error"), dict) else {}
+                res = as_dict(data.get("result"))
+                err = as_dict(data.get("error"))
                 text = str(res.get("content") or err.get("message") or "")
                 call.output = excerpt(text, 1000)
                 call.is_error = data.get("success") is False
@@ -158,7 +160,7 @@ class CopilotBackend(CliExecBackend):
             session_id=session_id,
             malformed_lines=0 if plain else bad,
         )
-        usage = (final or {}).get("usage") if isinstance((final or {}).get("usage"), dict) else {}
+        usage = as_dict((final or {}).get("usage"))
         result.usage = Usage(
             input_tokens=int(usage.get("inputTokens") or 0),
             output_tokens=int(usage.get("outputTokens") or out_tokens),
@@ -182,3 +184,10 @@ class CopilotBackend(CliExecBackend):
                 "copilot printed plain text instead of JSON events; tool calls are unknown"
             )
         return result
+
+
+def create(cfg: Any, context: dict[str, Any]) -> CopilotBackend:
+    """Registry factory: see `skillopt.backends.exec_base.create_from_config`."""
+    backend = create_from_config(CopilotBackend, cfg, context)
+    assert isinstance(backend, CopilotBackend)
+    return backend

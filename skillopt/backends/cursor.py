@@ -21,8 +21,10 @@ from skillopt.backends.exec_base import (
     ExecStatus,
     ProcessOutcome,
     ToolCallRecord,
+    as_dict,
     copy_private,
     crashed_or_error,
+    create_from_config,
     excerpt,
     parse_json_lines,
     write_private,
@@ -96,12 +98,12 @@ class CursorBackend(CliExecBackend):
                         texts.append(str(block["text"]))
             elif kind == "tool_call":
                 cid = str(ev.get("call_id") or len(calls))
-                payload = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+                payload = as_dict(ev.get("tool_call"))
                 name, body = next(iter(payload.items()), ("tool", {}))
                 body = body if isinstance(body, dict) else {}
                 call = calls.setdefault(cid, ToolCallRecord(name=str(name), input=body.get("args"), id=cid))
                 if ev.get("subtype") == "completed":
-                    res = body.get("result") if isinstance(body.get("result"), dict) else {}
+                    res = as_dict(body.get("result"))
                     if "success" in res:
                         ok = res["success"] if isinstance(res["success"], dict) else {}
                         call.exit_code = ok.get("exitCode", 0 if "shell" in call.name.lower() else None)
@@ -132,7 +134,7 @@ class CursorBackend(CliExecBackend):
             result.status, result.error = crashed_or_error(outcome, "its final result")
             return result
         result.final_message = str(final.get("result") or (texts[-1] if texts else ""))
-        u = final.get("usage") if isinstance(final.get("usage"), dict) else {}
+        u = as_dict(final.get("usage"))
         result.usage = Usage(
             input_tokens=int(u.get("inputTokens") or u.get("input_tokens") or 0),
             output_tokens=int(u.get("outputTokens") or u.get("output_tokens") or 0),
@@ -141,8 +143,16 @@ class CursorBackend(CliExecBackend):
         denied = [c for c in result.tool_calls if c.denied]
         if final.get("is_error") or final.get("subtype") not in (None, "success"):
             result.status = ExecStatus.ERROR
-            result.error = f"cursor-agent ended with {final.get('subtype') or 'an error'}: {excerpt(result.final_message, 300)}"
+            ending = final.get("subtype") or "an error"
+            result.error = f"cursor-agent ended with {ending}: {excerpt(result.final_message, 300)}"
         elif denied:
             result.status = ExecStatus.PERMISSION_DENIED
             result.error = f"{len(denied)} tool call(s) were denied permission ({denied[0].name})"
         return result
+
+
+def create(cfg: Any, context: dict[str, Any]) -> CursorBackend:
+    """Registry factory: see `skillopt.backends.exec_base.create_from_config`."""
+    backend = create_from_config(CursorBackend, cfg, context)
+    assert isinstance(backend, CursorBackend)
+    return backend

@@ -412,6 +412,11 @@ def parse_json_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
     return events, bad
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else {} (event fields are not trusted to have their shape)."""
+    return value if isinstance(value, dict) else {}
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The end of a long text (errors and test failures are usually printed last)."""
     if len(text) <= limit:
@@ -481,7 +486,7 @@ def cli_version(exe: str, env: Mapping[str, str] | None = None) -> str | None:
 def version_warning(tool: AgentTool, version: str | None, tested: tuple[str, str]) -> str | None:
     """A warning when the installed CLI is outside the range skillopt was tested with (formats change)."""
     if version is None:
-        return f"could not read the {tool.value} CLI version; skillopt was tested with {tested[0]} to {tested[1]}"
+        return f"could not read the {tool.value} CLI version; skillopt was tested with {tested[0]} to {tested[1]}"  # noqa: E501
     v, lo, hi = parse_version(version), parse_version(tested[0]), parse_version(tested[1])
     if v is None or lo is None or hi is None:
         return None
@@ -681,3 +686,33 @@ def crashed_or_error(outcome: ProcessOutcome, what: str) -> tuple[ExecStatus, st
             f": {tail}" if tail else ""
         )
     return ExecStatus.ERROR, f"the CLI output ended before {what} (truncated or malformed stream)"
+
+
+def create_from_config(cls: type[CliExecBackend], cfg: Any, context: Mapping[str, Any]) -> CliExecBackend:
+    """Build an exec backend from a `BackendConfig` (`skillopt.backends.create_backend`).
+
+    `cfg.model` picks the agent's model; `cfg.options` holds the rest: `cli` (executable), `home` (the
+    user's config home of the tool, to copy credentials from), `max_turns`, `timeout_s` (default 600, not
+    the chat timeout), `allowed_tools`, `denied_tools`, `permission_mode`, `max_output_bytes`, and any
+    keyword the backend class accepts (`sandbox` for Codex, ...).
+    """
+    opts = dict(getattr(cfg, "options", {}) or {})
+    limit_keys = {
+        "max_turns",
+        "timeout_s",
+        "allowed_tools",
+        "denied_tools",
+        "permission_mode",
+        "max_output_bytes",
+    }
+    limits = ExecLimits(
+        max_turns=opts.get("max_turns", 30),
+        timeout_s=float(opts.get("timeout_s", 600.0)),
+        model=getattr(cfg, "model", None) or None,
+        allowed_tools=tuple(opts["allowed_tools"]) if opts.get("allowed_tools") is not None else None,
+        denied_tools=tuple(opts.get("denied_tools") or ()),
+        permission_mode=opts.get("permission_mode"),
+        max_output_bytes=int(opts.get("max_output_bytes", 5_000_000)),
+    )
+    extra = {k: v for k, v in opts.items() if k not in limit_keys and k not in ("cli", "home")}
+    return cls(cli=opts.get("cli"), user_home=opts.get("home"), limits=limits, **extra)

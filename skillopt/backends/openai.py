@@ -91,7 +91,8 @@ class OpenAIChatBackend:
             ) from None
         except openai.APITimeoutError:
             raise BackendError(
-                f"{self.where} did not answer within {self.cfg.timeout_s:g}s (after {self.cfg.max_retries} retries)",
+                f"{self.where} did not answer within {self.cfg.timeout_s:g}s "
+                f"(after {self.cfg.max_retries} retries)",
                 hint="raise timeout_s or check the server",
             ) from None
         except openai.APIConnectionError:
@@ -100,7 +101,8 @@ class OpenAIChatBackend:
             ) from None
         except openai.APIStatusError as exc:
             raise BackendError(
-                f"{self.where} answered HTTP {exc.status_code} after {self.cfg.max_retries} retries: {_msg(exc)}"
+                f"{self.where} answered HTTP {exc.status_code} after {self.cfg.max_retries} retries: "
+                f"{_msg(exc)}"
             ) from None
         except openai.OpenAIError as exc:
             raise BackendError(f"{self.where} failed: {exc}") from None

@@ -13,7 +13,15 @@ from skillopt.errors import ConfigError
 
 # name -> "module:Class". Each built-in environment adds one line.
 BUILTIN_ENVS: dict[str, str] = {
+    "searchqa": "skillopt.envs.searchqa:SearchQAEnv",
+    "livemath": "skillopt.envs.livemath:LiveMathEnv",
+    "docvqa": "skillopt.envs.docvqa:DocVQAEnv",
+    "officeqa": "skillopt.envs.officeqa:OfficeQAEnv",
+    "spreadsheetbench": "skillopt.envs.spreadsheetbench:SpreadsheetBenchEnv",
+    "alfworld": "skillopt.envs.alfworld:ALFWorldEnv",
+    "coding": "skillopt.envs.coding:CodingEnv",
     "house-style": "skillopt.envs.toy:HouseStyleEnv",
+    "exec-tasks": "skillopt.envs.exec_tasks:ExecTasksEnvironment",
 }
 
 

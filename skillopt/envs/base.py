@@ -33,8 +33,8 @@ Required members (the `Environment` protocol):
       `hard = 0` and the reason in `error`. Raise only for a broken environment (missing data), and let
       `skillopt.backends.base.BackendUnavailable` propagate (a refused key or unreachable endpoint is the
       user's configuration to fix, not a score).
-    - `hard` is the pass/fail score in [0, 1] (1 means passed) that the gate and the failure/success split use;
-      `soft` a graded score in [0, 1] for partial credit (the gate can use it with `gate.metric`).
+    - `hard` is the pass/fail score in [0, 1] (1 means passed) that the gate and the failure/success
+      split use; `soft` a graded score in [0, 1] for partial credit (the gate can use it: `gate.metric`).
     - `feedback` is what the optimizer reads about the outcome: say what went wrong in terms of the task.
       Never paste hidden checks or gold answers verbatim when they would let the optimizer overfit (it must
       not learn to write the grader's wording into the skill).

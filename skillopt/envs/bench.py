@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from skillopt.backends.base import ChatMessage, ChatResponse, Usage
 from skillopt.envs.base import Item, ItemResult, Splits
-from skillopt.errors import ConfigError
+from skillopt.errors import ConfigError, SkillOptError
 from skillopt.skill import SKILL_FILE, SkillBundle
 
 SPLIT_NAMES = ("train", "val", "test")
@@ -145,15 +145,14 @@ class BenchmarkEnv:
     def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult:
         """Run one item; a garbled or failed answer is a result with hard 0 and the reason, never a raise.
 
-        A `BackendError` (the model endpoint is unreachable after retries) is not the agent's fault and is
-        left to propagate, so a broken setup stops a run instead of scoring every item 0.
+        Errors of ours (`SkillOptError`: the model endpoint unreachable after retries, a missing agent CLI,
+        a wrong agent kind) are not the agent's fault and propagate, so a broken setup stops a run instead
+        of scoring every item 0.
         """
-        from skillopt.errors import BackendError
-
         start = time.monotonic()
         try:
             out = self.rollout(item, skill, agent)
-        except BackendError:
+        except SkillOptError:
             raise
         except Exception as exc:  # the agent's reply broke the task: score it, keep going
             out = Rollout(hard=0.0, soft=0.0, error=f"{type(exc).__name__}: {exc}", feedback=str(exc))

@@ -50,7 +50,9 @@ def load_tasks(source: str | Path | Sequence[Mapping[str, Any]]) -> list[dict[st
         return [dict(t) for t in source]
     path = Path(source)
     if not path.is_file():
-        raise ConfigError(f"task file {path} does not exist", hint="give a .json, .jsonl or .yaml list of tasks")
+        raise ConfigError(
+            f"task file {path} does not exist", hint="give a .json, .jsonl or .yaml list of tasks"
+        )
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -108,9 +110,13 @@ class ExecTasksEnvironment:
     def splits(self) -> Splits:
         out: dict[str, list[Item]] = {"train": [], "val": [], "test": []}
         for t in self.tasks:
-            split = t.get("split") or _split_of(str(t["id"]), self.seed, self.val_fraction, self.test_fraction)
+            split = t.get("split") or _split_of(
+                str(t["id"]), self.seed, self.val_fraction, self.test_fraction
+            )
             if split not in out:
-                raise ConfigError(f"task {t['id']!r} has unknown split {split!r}", hint="use train, val or test")
+                raise ConfigError(
+                    f"task {t['id']!r} has unknown split {split!r}", hint="use train, val or test"
+                )
             out[split].append(self._item(t))
         return Splits(train=out["train"], val=out["val"], test=out["test"])
 
@@ -118,8 +124,13 @@ class ExecTasksEnvironment:
         return Item(
             id=str(t["id"]),
             data={k: t.get(k) for k in ("prompt", "repo", "commit", "dirty_diff")},
-            gold={"checks": list(t.get("checks") or []), "check_timeout_s": t.get("check_timeout_s") or 300.0},
-            meta={k: v for k, v in t.items() if k not in ("prompt", "repo", "commit", "dirty_diff", "checks")},
+            gold={
+                "checks": list(t.get("checks") or []),
+                "check_timeout_s": t.get("check_timeout_s") or 300.0,
+            },
+            meta={
+                k: v for k, v in t.items() if k not in ("prompt", "repo", "commit", "dirty_diff", "checks")
+            },
         )
 
     def seed_skill(self) -> SkillBundle:
@@ -132,7 +143,8 @@ class ExecTasksEnvironment:
     def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult:
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
-                "the exec-tasks environment needs an exec backend as the agent (claude_code, codex, copilot, cursor)"
+                "the exec-tasks environment needs an exec backend as the agent",
+                hint="set agent.backend to claude-code, codex, copilot or cursor",
             )
         task = ReplayTask(
             prompt=str(item.data["prompt"]),
@@ -187,7 +199,9 @@ def feedback(result: ExecResult) -> str:
         lines.append(f"{len(failed)} of {len(result.tool_calls)} tool calls failed:")
         for c in failed[:5]:
             what = c.input.get("command") if isinstance(c.input, dict) and c.input.get("command") else c.name
-            kind = "denied" if c.denied else (f"exit code {c.exit_code}" if c.exit_code is not None else "error")
+            kind = (
+                "denied" if c.denied else (f"exit code {c.exit_code}" if c.exit_code is not None else "error")
+            )
             lines.append(f"- {what} ({kind}): {c.output[-300:].strip()}")
     if result.files_changed:
         lines.append(f"Files changed: {', '.join(result.files_changed[:20])}")

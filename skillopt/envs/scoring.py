@@ -199,7 +199,7 @@ def normalize_cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, bool):
-        return value
+        return "TRUE" if value else "FALSE"  # as Excel shows it; never equal to the numbers 1 and 0
     if isinstance(value, (int, float)):
         return round(float(value), 2) + 0.0  # + 0.0 turns -0.0 into 0.0
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
@@ -319,13 +319,20 @@ def _clean(text: str) -> str:
 
 
 def extract_choice_label(text: str, labels: Sequence[str]) -> str | None:
-    """The choice label ('A'...'E') a reply settles on, or None when it names none or several at once."""
-    answer = extract_final_answer(text)
+    """The choice label ('A'...'E') a reply settles on, or None when it names none or several at once.
+
+    Read from the final answer: a lone label ('C', '(C)', 'c.'), else a label that opens the answer
+    ('B. Because ...'), else the only standalone capital label in it ('the answer is D').
+    """
+    answer = extract_final_answer(text).strip()
     wanted = {label.upper() for label in labels}
-    m = re.fullmatch(r"[\(\[]?\s*([A-Za-z])\s*[\)\].:]?(?:\s.*)?", answer.strip(), re.DOTALL)
+    m = re.fullmatch(r"[\(\[]?\s*([A-Za-z])\s*[\)\].:]?", answer)
     if m and m.group(1).upper() in wanted:
         return m.group(1).upper()
-    found = {x.upper() for x in re.findall(r"(?<![A-Za-z])\(?([A-Z])\)?(?![A-Za-z])", answer)} & wanted
+    m = re.match(r"[\(\[]?([A-Z])[\)\].:](?:\s|$)", answer)
+    if m and m.group(1) in wanted:
+        return m.group(1)
+    found = set(re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", answer)) & wanted
     if len(found) == 1:
         return found.pop()
     return None

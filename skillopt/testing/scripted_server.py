@@ -156,6 +156,8 @@ class ScriptedServer:
         self._log: list[RecordedRequest] = []
         self._fault_counts: dict[str, int] = {}
         self._stopping = threading.Event()
+        self._idle = threading.Condition(self._lock)
+        self._inflight = 0
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> ScriptedServer:
@@ -164,7 +166,13 @@ class ScriptedServer:
             return self
         self._stopping.clear()
         self._httpd = _HTTPServer((self.host, self._requested_port), self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        # A short poll interval keeps stop() fast: tests start and stop a server each.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="scripted-server",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -173,6 +181,9 @@ class ScriptedServer:
         self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
+            # Let in-flight requests finish writing their log records before callers read the log.
+            with self._idle:
+                self._idle.wait_for(lambda: self._inflight == 0, timeout=5)
             self._httpd.server_close()
             self._httpd = None
         if self._thread is not None:
@@ -271,6 +282,7 @@ class ScriptedServer:
         with self._lock:
             rec.index = len(self._log)
             self._log.append(rec)
+            self._inflight += 1
 
     def _write_log_line(self, rec: RecordedRequest) -> None:
         """Append the finished record to the JSONL log file, if one was asked for."""
@@ -320,6 +332,9 @@ class ScriptedServer:
             rec.error = rec.error or "client closed the connection"
         finally:
             self._write_log_line(rec)
+            with self._idle:
+                self._inflight -= 1
+                self._idle.notify_all()
 
     @staticmethod
     def _read_body(h: _Handler, headers: Mapping[str, str]) -> bytes:

@@ -54,6 +54,7 @@ class TmuxSession:
         self.width = width
         self.height = height
         self.socket = self.work_dir / "tmux.sock"
+        self.status_file = self.work_dir / "exit-status"
         self.target = "agent"
         self._started = False
 
@@ -67,7 +68,10 @@ class TmuxSession:
         launcher = self.work_dir / "launch.sh"
         env_args = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
         launcher.write_text(
-            f"cd {shlex.quote(str(self.cwd))} || exit 97\nexec env -i {env_args} {shlex.join(self.argv)}\n"
+            f"cd {shlex.quote(str(self.cwd))} || exit 97\n"
+            f"env -i {env_args} {shlex.join(self.argv)}\n"
+            # tmux does not always learn a pane's exit status, so the launcher records it.
+            f"echo $? > {shlex.quote(str(self.status_file))}\n"
         )
         self._tmux(
             "-f", "/dev/null", "new-session", "-d", "-s", self.target,
@@ -91,15 +95,14 @@ class TmuxSession:
         return proc.stdout
 
     def exit_status(self) -> int | None:
-        """The command's exit status once it has exited, else ``None``."""
-        proc = self._tmux(
-            "display-message", "-p", "-t", self.target, "#{pane_dead} #{pane_dead_status}", check=False
-        )
-        parts = proc.stdout.split()
-        if proc.returncode != 0 or not parts:
-            return -1
-        if parts[0] == "1":
-            return int(parts[1]) if len(parts) > 1 and parts[1].lstrip("-").isdigit() else -1
+        """The command's exit status once it has exited (-1 if the pane vanished), else ``None``."""
+        try:
+            return int(self.status_file.read_text().strip())
+        except (OSError, ValueError):
+            pass
+        proc = self._tmux("display-message", "-p", "-t", self.target, "#{pane_dead}", check=False)
+        if proc.returncode != 0:
+            return -1  # the tmux server is gone, and the pane with it
         return None
 
     def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -135,6 +138,7 @@ class TmuxSession:
         self.wait_until(settled, timeout, f"the screen to settle for {quiet}s")
 
     def wait_exit(self, timeout: float = 20) -> int | None:
+        """Wait for the command to exit; its status, or ``None`` on timeout."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             status = self.exit_status()

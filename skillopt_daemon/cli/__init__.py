@@ -11,6 +11,7 @@ import importlib
 import sys
 
 import typer
+from rich.markup import escape
 
 from skillopt.errors import SkillOptError
 from skillopt_daemon.cli.output import err_console
@@ -30,6 +31,13 @@ COMMAND_MODULES = [
     "config_cmd",
     "doctor",
     "install_cmd",
+    "replay_cmd",
+    "ingest_cmd",
+    "sessions",
+    "daemon_cmd",
+    "notify",
+    "tasks_cmd",
+    "train_cmd",
 ]
 
 for _name in COMMAND_MODULES:
@@ -40,9 +48,9 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except SkillOptError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
         if exc.hint:
-            err_console.print(f"[dim]→ {exc.hint}[/]", highlight=False)
+            err_console.print(f"[dim]→ {escape(exc.hint)}[/]", highlight=False)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -55,7 +63,10 @@ def main() -> None:
     except Exception as exc:  # click usage errors arrive here in non-standalone mode
         import click
 
-        if isinstance(exc, click.ClickException):
+        # typer may ship its own copy of click, whose exceptions are not click's own classes
+        typer_click = getattr(typer, "_click", None)
+        kinds = tuple(k for k in (click.ClickException, getattr(typer_click, "ClickException", None)) if k)
+        if isinstance(exc, kinds):
             exc.show()
             sys.exit(exc.exit_code)
         raise

@@ -1,7 +1,173 @@
-"""Placeholder: filled in by the module's owner."""
+"""`skillopt doctor`: what is set up, what is missing, and what to do about it.
+
+Checks only read: paths and their permissions, the database, the configuration, the agent CLIs on PATH and
+which API key variables are set (never their values). Exits 5 when the database is unusable, 6 when the
+configuration is, 0 otherwise (warnings do not fail it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 import typer
 
+from skillopt.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt.errors import ConfigError, SkillOptError, StoreError
+from skillopt_daemon import paths
+from skillopt_daemon.cli.output import console, print_json, print_table
+
+Level = Literal["ok", "warn", "error", "info"]
+
+# The executable each tool's CLI installs.
+CLI_NAMES: dict[AgentTool, str] = {
+    AgentTool.CLAUDE_CODE: "claude",
+    AgentTool.CODEX: "codex",
+    AgentTool.COPILOT: "copilot",
+    AgentTool.CURSOR: "cursor-agent",
+    AgentTool.DEVIN: "devin",
+    AgentTool.OPENCLAW: "openclaw",
+}
+
+# Variables that commonly hold model API keys; configured backends' `api_key_env` are added.
+KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "CODEX_API_KEY")
+
+
+@dataclass
+class Check:
+    group: str
+    name: str
+    level: Level
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "name": self.name, "level": self.level, "detail": self.detail}
+
+
+def _path_check(name: str, path: Path, private: bool) -> Check:
+    if not path.exists():
+        return Check("paths", name, "info", f"{path} (not created yet)")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if not os.access(path, os.W_OK):
+        return Check("paths", name, "error", f"{path} is not writable")
+    if private and mode & 0o077:
+        return Check(
+            "paths", name, "warn", f"{path} is readable by others (mode {mode:o}); chmod go-rwx {path}"
+        )
+    return Check("paths", name, "ok", f"{path} (mode {mode:o})")
+
+
+def run_checks() -> tuple[list[Check], int]:
+    checks: list[Check] = []
+    exit_code = 0
+    home = paths.skillopt_home()
+    checks.append(
+        Check("paths", "SKILLOPT_HOME", "info", str(home) if home else "not set (platform folders)")
+    )
+    checks.append(_path_check("config folder", paths.config_dir(), False))
+    checks.append(_path_check("data folder", paths.data_dir(), True))
+    checks.append(_path_check("database", paths.db_path(), True))
+    checks.append(_path_check("skill store", paths.skill_store_dir(), True))
+    checks.append(_path_check("backups", paths.backups_dir(), True))
+
+    settings = None
+    try:
+        from skillopt_daemon.config import load_settings
+
+        settings = load_settings()
+        checks.append(Check("config", "config file", "ok", f"{paths.config_file()} loads"))
+    except ConfigError as exc:
+        checks.append(Check("config", "config file", "error", exc.message))
+        exit_code = exit_code or exc.exit_code
+
+    try:
+        from skillopt_daemon.store import SCHEMA_VERSION, open_db
+
+        db = open_db()
+        ok = db.execute("PRAGMA quick_check").fetchone()[0]
+        applied = [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY id")]
+        mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+        if ok != "ok":
+            checks.append(Check("database", "integrity", "error", f"quick_check says: {ok}"))
+            exit_code = exit_code or StoreError.exit_code
+        else:
+            checks.append(
+                Check(
+                    "database",
+                    "schema",
+                    "ok",
+                    f"{len(applied)}/{SCHEMA_VERSION} migrations, journal {mode}",
+                )
+            )
+        pending = db.execute("SELECT count(*) FROM installs WHERE state = 'intent'").fetchone()[0]
+        if pending:
+            checks.append(
+                Check("database", "installs", "warn", f"{pending} interrupted install(s) to settle")
+            )
+        db.conn.close()
+    except SkillOptError as exc:
+        checks.append(Check("database", "open", "error", exc.message))
+        exit_code = exit_code or exc.exit_code
+
+    for tool, exe in CLI_NAMES.items():
+        configured = settings.tool(tool).cli if settings else None
+        found = shutil.which(configured or exe)
+        if found:
+            checks.append(Check("agent CLIs", tool.value, "ok", found))
+        else:
+            checks.append(
+                Check(
+                    "agent CLIs",
+                    tool.value,
+                    "info",
+                    f"{configured or exe} not on PATH ({CLI_INSTALL_HINT[tool]})",
+                )
+            )
+
+    names = list(KEY_VARS)
+    if settings is not None:
+        for role in (settings.agent, settings.optimizer, settings.judge):
+            if role.api_key_env and role.api_key_env not in names:
+                names.append(role.api_key_env)
+    for var in names:
+        checks.append(
+            Check(
+                "API keys",
+                var,
+                "ok" if os.environ.get(var) else "info",
+                "set" if os.environ.get(var) else "not set",
+            )
+        )
+    return checks, exit_code
+
+
+def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
+    """Check paths, permissions, the database, configuration, agent CLIs and which API keys are set."""
+    checks, code = run_checks()
+    if json_out:
+        print_json({"checks": [c.to_dict() for c in checks], "exit_code": code})
+    else:
+        marks = {
+            "ok": "[green]ok[/]",
+            "warn": "[yellow]warn[/]",
+            "error": "[red]error[/]",
+            "info": "[dim]-[/]",
+        }
+        print_table(
+            None,
+            ["", "group", "check", "detail"],
+            [(marks[c.level], c.group, c.name, c.detail) for c in checks],
+        )
+        if code:
+            console.print("[red]Problems found; see the errors above.[/]")
+    if code:
+        sys.exit(code)
+
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("doctor")(doctor)

@@ -8,7 +8,7 @@ commands are idempotent and take `--dry-run`, which lists every file they would 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -37,7 +37,7 @@ def _tool(value: str) -> AgentTool:
         raise SkillOptError(str(exc), hint="`skillopt install --help` lists the tools") from None
 
 
-def _scope(value: Optional[str]) -> Optional[str]:
+def _scope(value: Optional[str]) -> Any:
     if value is None:
         return None
     if value not in ("user", "project"):
@@ -45,7 +45,7 @@ def _scope(value: Optional[str]) -> Optional[str]:
     return value
 
 
-def _show(report_dict: dict, as_json: bool) -> None:  # type: ignore[type-arg]
+def _show(report_dict: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(report_dict)
         return
@@ -55,7 +55,7 @@ def _show(report_dict: dict, as_json: bool) -> None:  # type: ignore[type-arg]
     for f in report_dict["files"]:
         style = _OPS_STYLE.get(f["op"], "")
         detail = f"  [dim]{f['detail']}[/]" if f["detail"] else ""
-        console.print(f"[{style}]{f['op']:9}[/] {f['path']}{detail}", highlight=False)
+        console.print(f"[{style}]{f['op']:9}[/] {f['path']}{detail}", highlight=False, soft_wrap=True)
     for note in report_dict["notes"]:
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     if report_dict["dry_run"]:
@@ -121,6 +121,34 @@ def register(app: typer.Typer) -> None:
 
         report = integrations.uninstall(_tool(tool), _scope(scope), project, force=force, dry_run=dry_run)  # type: ignore[arg-type]
         _show(report.as_dict(), as_json)
+
+    @app.command("devin-export")
+    def devin_export_cmd(
+        skills: Optional[list[str]] = typer.Argument(
+            None, help="skills to export (default: every approved one)"
+        ),
+        out: Path = typer.Option(Path("devin-export"), "--out", help="folder for knowledge/ and playbooks/"),
+        pinned_repo: Optional[str] = typer.Option(
+            None, "--pinned-repo", help="pin the Knowledge entries to a repository (owner/name)"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    ) -> None:
+        """Write approved skills as Devin Knowledge entries and Playbooks (JSON bodies for Devin's API)."""
+        from skillopt_daemon.devin_export import export_approved
+
+        done = export_approved(out, skills or (), pinned_repo=pinned_repo)
+        if as_json:
+            print_json([d.to_dict() for d in done])
+            return
+        for d in done:
+            console.print(
+                f"{d.skill} ({d.label}): {d.knowledge}  {d.playbook}", highlight=False, soft_wrap=True
+            )
+        console.print(
+            f"exported {len(done)} skill(s); send them with: curl -X POST https://api.devin.ai/v1/knowledge "
+            "-H 'Authorization: Bearer $DEVIN_API_KEY' -H 'Content-Type: application/json' --data @FILE",
+            soft_wrap=True,
+        )
 
     @app.command("mcp")
     def mcp_cmd() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from skillopt.errors import ConflictError, NotFoundError
 from skillopt.skill import SkillBundle
@@ -25,7 +26,7 @@ def cli_registry() -> Registry:
     """Open the registry for a command, telling the user about any interrupted install it settled."""
     reg, notes = open_registry(actor="cli")
     for note in notes:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     return reg
 
 
@@ -53,7 +54,13 @@ def status(json_out: bool = JSON_OPT) -> None:
             "Pending proposals",
             ["id", "skill", "version", "score change", "age"],
             [
-                (p["short_id"], p["skill"], f"v{p['version']}", _fmt_change(p["score_change"], p["confidence"]), p["age"])
+                (
+                    p["short_id"],
+                    p["skill"],
+                    f"v{p['version']}",
+                    _fmt_change(p["score_change"], p["confidence"]),
+                    p["age"],
+                )
                 for p in pending
             ],
         )
@@ -65,7 +72,12 @@ def status(json_out: bool = JSON_OPT) -> None:
             "Active versions",
             ["skill", "target", "active", "since"],
             [
-                (a["skill"], a["target"] + ("" if a["enabled"] else " (disabled)"), a["active"] or "-", humanize_age(a["since"]))
+                (
+                    a["skill"],
+                    a["target"] + ("" if a["enabled"] else " (disabled)"),
+                    a["active"] or "-",
+                    humanize_age(a["since"]),
+                )
                 for a in active
             ],
         )
@@ -75,7 +87,7 @@ def status(json_out: bool = JSON_OPT) -> None:
         if name in ("pending", "active"):
             continue
         lines = section.get("lines") or [f"{k}: {v}" for k, v in section.items() if k != "lines"]
-        console.print(f"[bold]{name.capitalize()}:[/] " + "; ".join(str(x) for x in lines))
+        console.print(f"[bold]{name.capitalize()}:[/] " + escape("; ".join(str(x) for x in lines)))
 
 
 def _read_evidence(value: str | None) -> dict[str, Any]:
@@ -90,7 +102,9 @@ def _read_evidence(value: str | None) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConflictError(f"--evidence is not valid JSON: {exc}", hint="pass a JSON object, or @FILE") from None
+        raise ConflictError(
+            f"--evidence is not valid JSON: {exc}", hint="pass a JSON object, or @FILE"
+        ) from None
     if not isinstance(data, dict):
         raise ConflictError("--evidence must be a JSON object")
     return data
@@ -99,9 +113,13 @@ def _read_evidence(value: str | None) -> dict[str, Any]:
 def propose(
     skill: str = typer.Argument(..., help="The skill's name (must match the SKILL.md name)."),
     source: Path = typer.Argument(..., help="A skill folder, or a SKILL.md file.", show_default=False),
-    evidence: str = typer.Option(None, "--evidence", help="A JSON object (or @FILE) with scores, tasks, cost."),
+    evidence: str = typer.Option(
+        None, "--evidence", help="A JSON object (or @FILE) with scores, tasks, cost."
+    ),
     note: str = typer.Option(None, "--note", help="A short note shown in the history."),
-    parent: str = typer.Option(None, "--parent", help="The version this one edits (default: the active one)."),
+    parent: str = typer.Option(
+        None, "--parent", help="The version this one edits (default: the active one)."
+    ),
     trained: bool = typer.Option(False, "--trained", help="Mark it as produced by training, not by hand."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -131,7 +149,7 @@ def diff(
     """Show what a proposal changes, or the difference between two versions."""
     reg = cli_registry()
     title, text = reg.diff(ref, context)
-    err_console.print(f"[bold]{title}[/]", highlight=False)
+    err_console.print(f"[bold]{escape(title)}[/]", highlight=False)
     if not text:
         err_console.print("(no differences)")
         return
@@ -156,7 +174,9 @@ def approve(
     ref: str = typer.Argument(..., help="The proposal id (a unique prefix is enough)."),
     target: list[str] = TARGET_OPT,
     force: bool = typer.Option(False, "--force", help="Replace files that were edited by hand."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List every file that would be touched; change nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="List every file that would be touched; change nothing."
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Accept a proposal and install it."""
@@ -169,14 +189,14 @@ def approve(
         console.print(f"Approving {result.version.label} would:")
         for lines in result.plans:
             for line in lines:
-                console.print(f"  {line}")
+                console.print(f"  {line}", markup=False)
         return
     for he in result.hand_edits:
-        err_console.print(f"[yellow]hand edit:[/] {he.describe()} (replaced because of --force)")
+        err_console.print(f"[yellow]hand edit:[/] {escape(he.describe())} (replaced because of --force)")
     console.print(f"Approved {result.version.label} ({result.version.short_id}).")
     for inst in result.installs:
         how = "installed" if inst.changed else "already in place"
-        console.print(f"  {how} at {inst.target}")
+        console.print(f"  {how} at {inst.target}", markup=False)
 
 
 def reject(
@@ -195,8 +215,12 @@ def reject(
 
 def rollback(
     skill: str = typer.Argument(..., help="The skill to roll back."),
-    to: str = typer.Option(None, "--to", help="The version to make active (vN, an id, or SKILL@vN). "
-                           "Default: the parent of the active version."),
+    to: str = typer.Option(
+        None,
+        "--to",
+        help="The version to make active (vN, an id, or SKILL@vN). "
+        "Default: the parent of the active version.",
+    ),
     target: list[str] = TARGET_OPT,
     force: bool = typer.Option(False, "--force", help="Replace files that were edited by hand."),
     json_out: bool = JSON_OPT,
@@ -208,7 +232,9 @@ def rollback(
         print_json([o.to_dict() for o in outcomes])
         return
     for o in outcomes:
-        console.print(f"{o.version.label} ({o.version.short_id}) is active again at {o.target}.")
+        console.print(
+            f"{o.version.label} ({o.version.short_id}) is active again at {o.target}.", markup=False
+        )
 
 
 def history(
@@ -227,7 +253,14 @@ def history(
         f"Versions of {skill}",
         ["version", "id", "origin", "state", "parent", "created"],
         [
-            (f"v{v.seq}", v.short_id, v.origin, v.state, labels.get(v.parent_id or "", "-"), local_display(v.created_at))
+            (
+                f"v{v.seq}",
+                v.short_id,
+                v.origin,
+                v.state,
+                labels.get(v.parent_id or "", "-"),
+                local_display(v.created_at),
+            )
             for v in versions
         ],
     )
@@ -235,7 +268,14 @@ def history(
         "Events",
         ["when", "action", "version", "target", "by", "what"],
         [
-            (local_display(e.at), e.action, labels.get(e.version_id or "", "-"), e.target or "-", e.actor, e.message)
+            (
+                local_display(e.at),
+                e.action,
+                labels.get(e.version_id or "", "-"),
+                e.target or "-",
+                e.actor,
+                e.message,
+            )
             for e in events
         ],
     )

@@ -1,7 +1,172 @@
-"""Placeholder: filled in by the module's owner."""
+"""`skillopt skills list|show|import`: the skills skillopt knows and where they came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.markup import escape
+
+from skillopt.agents import AgentTool
+from skillopt.errors import ConflictError, SkillFormatError, SkillOptError
+from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.cli.review import JSON_OPT, cli_registry
+from skillopt_daemon.installers import INSTALLERS, InstallTarget
+from skillopt_daemon.registry import ImportResult
+from skillopt_daemon.timeutil import local_display
+
+skills_app = typer.Typer(help="The skills skillopt knows: list, show, import.", no_args_is_help=True)
+
+
+@skills_app.command("list")
+def list_skills(json_out: bool = JSON_OPT) -> None:
+    """Every registered skill, its active version at each target and its pending proposals."""
+    reg = cli_registry()
+    pending: dict[str, int] = {}
+    for p in reg.list_pending():
+        pending[p.skill] = pending.get(p.skill, 0) + 1
+    rows: list[dict[str, Any]] = []
+    for name in reg.skill_names():
+        versions = reg.versions(name)
+        labels = {v.id: f"v{v.seq}" for v in versions}
+        targets = [
+            {"target": ts.target.key, "active": labels.get(ts.active_version_id or ""), "enabled": ts.enabled}
+            for ts in reg.targets(name)
+        ]
+        rows.append(
+            {"skill": name, "versions": len(versions), "pending": pending.get(name, 0), "targets": targets}
+        )
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("No skills registered yet. Import yours: skillopt skills import")
+        return
+    print_table(
+        None,
+        ["skill", "versions", "pending", "installed at"],
+        [
+            (
+                r["skill"],
+                r["versions"],
+                r["pending"] or "",
+                ", ".join(f"{t['target']} ({t['active'] or '-'})" for t in r["targets"]) or "-",
+            )
+            for r in rows
+        ],
+    )
+
+
+@skills_app.command("show")
+def show(
+    skill: str = typer.Argument(..., help="The skill."),
+    version: str = typer.Option(
+        None, "--version", "-v", help="Which version (vN or an id); default: the current one."
+    ),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """A skill's versions, targets and the text of one version."""
+    reg = cli_registry()
+    versions = reg.versions(skill)
+    if version:
+        v = reg.resolve_id(
+            version if "@" in version or not version.lstrip("vV").isdigit() else f"{skill}@{version}"
+        )
+    else:
+        v = reg.current_version(skill) or versions[-1]
+    bundle = reg.load_bundle(v.id)
+    targets = reg.targets(skill)
+    if json_out:
+        print_json(
+            {
+                "skill": skill,
+                "version": v.to_dict(),
+                "files": sorted(bundle.files),
+                "text": bundle.text_files().get("SKILL.md"),
+                "targets": [t.to_dict() for t in targets],
+                "versions": [x.to_dict() for x in versions],
+            }
+        )
+        return
+    console.print(f"[bold]{v.label}[/] ({v.id}) {v.origin}, {v.state}, created {local_display(v.created_at)}")
+    if targets:
+        for ts in targets:
+            active = next((x.label for x in versions if x.id == ts.active_version_id), "-")
+            console.print(f"  {ts.target}: {active}" + ("" if ts.enabled else " (disabled)"), markup=False)
+    console.print(f"  files: {', '.join(sorted(bundle.files))}", markup=False)
+    console.rule()
+    console.print(bundle.text_files().get("SKILL.md", ""), markup=False, highlight=False, end="")
+
+
+@skills_app.command("import")
+def import_skills(
+    path: Path = typer.Argument(None, help="A skill folder, a SKILL.md, or a folder of skills."),
+    tool: str = typer.Option(None, "--tool", help="Import from one tool's skill folders (e.g. claude-code)."),
+    project: Path = typer.Option(
+        None,
+        "--project",
+        help="Also import the project skills of this repository (default: the current folder).",
+    ),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Register existing skills so they can be optimized: by default every tool's user and project folders."""
+    if path is not None and tool is not None:
+        raise ConflictError("give a PATH or --tool, not both")
+    reg = cli_registry()
+    results: list[ImportResult] = []
+    notes: list[str] = []
+    if path is not None:
+        results = reg.import_path(path)
+    else:
+        try:
+            tools = [AgentTool.parse(tool)] if tool else list(INSTALLERS)
+        except ValueError as exc:
+            raise ConflictError(str(exc)) from None
+        repo = (project or Path.cwd()).absolute()
+        settings = None
+        if not tool:
+            try:
+                from skillopt_daemon.config import load_settings
+
+                settings = load_settings()
+            except SkillOptError:
+                settings = None
+        seen: set[Path] = set()
+        for t in tools:
+            if settings is not None and not settings.tool(t).enabled:
+                continue
+            for target in (InstallTarget(t, "user"), InstallTarget(t, "project", repo)):
+                try:
+                    results += reg.import_target(target, seen)
+                except SkillOptError as exc:
+                    if tool:  # asked for this tool explicitly: say what is wrong
+                        raise
+                    notes.append(f"{target}: {exc.message}")
+    if json_out:
+        print_json([r.to_dict() for r in results])
+    else:
+        for note in notes:
+            err_console.print(f"[dim]skipped {escape(note)}[/]", highlight=False)
+        if not results:
+            console.print("No skills found.")
+        for r in results:
+            where = f" ({r.target})" if r.target else ""
+            if r.status == "invalid":
+                err_console.print(
+                    f"[red]skipped[/] {escape(r.skill + where)}: {escape(r.message)}", highlight=False
+                )
+            elif r.status == "hand-edit":
+                console.print(f"[yellow]{escape(r.skill + where)}: {escape(r.message)}[/]")
+            else:
+                console.print(f"{r.skill}{where}: {r.message}", markup=False, highlight=False)
+    bad = [r for r in results if r.status == "invalid"]
+    if bad:
+        raise SkillFormatError(
+            f"{len(bad)} skill(s) could not be imported because their SKILL.md is invalid",
+            hint="fix the lines named above, then run the import again",
+        )
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.add_typer(skills_app, name="skills")

@@ -56,7 +56,15 @@ def build_source(
     if settings is not None and redactor is None:
         redactor = redactor_for(settings)
     excerpt = settings.ingest.excerpt_chars if settings is not None else 2000
-    return cls(home, redactor=redactor, excerpt_chars=excerpt, workspaces=paths.workspaces_dir(), pin_repo=pin_repo)
+    extra = [d.expanduser() for d in settings.tool(cls.tool).extra_dirs] if settings is not None else []
+    return cls(
+        home,
+        redactor=redactor,
+        excerpt_chars=excerpt,
+        workspaces=paths.workspaces_dir(),
+        pin_repo=pin_repo,
+        extra_roots=extra,
+    )
 
 
 def all_sources(settings: Settings | None = None, tools: list[AgentTool] | None = None) -> list[Source]:

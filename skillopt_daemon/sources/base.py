@@ -174,6 +174,20 @@ def decode_json_line(line: bytes) -> tuple[Any, bool]:
         raise SourceError("invalid json", str(exc)[:200]) from None
 
 
+_CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+_future_cache: tuple[float, str] = (0.0, "")
+
+
+def _future_limit() -> str:
+    """Now plus the clock-skew tolerance, as canonical text (canonical timestamps compare as strings)."""
+    global _future_cache
+    now = time.monotonic()
+    if now - _future_cache[0] > 30.0:
+        limit = timeutil.utcnow().timestamp() + _FUTURE_TOLERANCE_S
+        _future_cache = (now, timeutil.to_iso(timeutil.from_epoch(limit)))
+    return _future_cache[1]
+
+
 def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     """A timestamp in any form the tools write (ISO with or without zone, epoch s or ms) as UTC ISO.
 
@@ -181,6 +195,13 @@ def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     reported through `notes` so `skillopt status` can show them.
     """
     if value is None or value == "":
+        return None
+    if isinstance(value, str) and _CANONICAL_TS.match(value):
+        # What Claude Code and Codex write: already UTC ISO with milliseconds; only the future check remains.
+        if value <= _future_limit():
+            return value
+        if notes is not None:
+            notes.append(SkipRecord("timestamp in the future (ignored)", value[:40]))
         return None
     try:
         if isinstance(value, bool):
@@ -421,20 +442,32 @@ class BaseSource:
     def first_seen(
         self, ctx: FileContext, info: SessionInfo, cwd: str | None, first_text: str | None = None
     ) -> None:
-        """Once per file: mark replays and pin the repo state (HEAD, dirtiness) of the project."""
-        if ctx.state.get("seen"):
-            return
-        ctx.state["seen"] = True
-        if is_replay_cwd(cwd, self.workspaces) or (first_text and REPLAY_MARKER_TEXT in first_text):
+        """Mark replays and pin the project's repo state (HEAD, dirtiness), once per file.
+
+        The result is kept in `ctx.state` and applied again on later calls, so whole-file readers, whose
+        every parse replaces the previous one, keep reporting it.
+        """
+        pinned = ctx.state.get("first")
+        if pinned is None:
+            pinned = {}
+            if is_replay_cwd(cwd, self.workspaces) or (first_text and REPLAY_MARKER_TEXT in first_text):
+                pinned["replay"] = True
+            if self.pin_repo and cwd and not info.git_commit:
+                repo = read_repo_state(cwd)
+                if repo is not None:
+                    pinned.update(
+                        commit=repo.commit, branch=repo.branch, dirty=repo.dirty, at=timeutil.utcnow_iso()
+                    )
+            ctx.state["first"] = pinned
+            ctx.state["seen"] = True
+        if pinned.get("replay") or ctx.state.get("replay"):
             info.extra["skillopt_replay"] = True
             ctx.state["replay"] = True
-        if self.pin_repo and cwd and not info.git_commit:
-            repo = read_repo_state(cwd)
-            if repo is not None:
-                info.git_commit = repo.commit
-                info.git_branch = info.git_branch or repo.branch
-                info.extra["git_dirty"] = repo.dirty
-                info.extra["git_pinned_at"] = timeutil.utcnow_iso()
+        if pinned.get("commit") and not info.git_commit:
+            info.git_commit = pinned["commit"]
+            info.git_branch = info.git_branch or pinned.get("branch")
+            info.extra["git_dirty"] = pinned.get("dirty")
+            info.extra["git_pinned_at"] = pinned.get("at")
 
     def check_replay_text(self, ctx: FileContext, sid: str, text: str, out: list[Record]) -> None:
         if not ctx.state.get("replay") and REPLAY_MARKER_TEXT in text:
@@ -466,8 +499,10 @@ class BaseSource:
             record.output_excerpt, n = self._fit(record.output_excerpt, self.excerpt_chars, keep_tail=True)
             return n
         if isinstance(record, SkipRecord):
-            record.detail, n = self._fit(record.detail, 300, keep_tail=False)
-            return 0  # a skip's detail is not session content
+            # Reasons can quote input (an unknown type's name): redacted too, but not session content.
+            record.reason, _ = self._fit(record.reason, 200, keep_tail=False)
+            record.detail, _ = self._fit(record.detail, 300, keep_tail=False)
+            return 0
         return self.redactor.redact_record(record)
 
     def _finish(self, ctx: FileContext, records: list[Record], *, cumulative: bool) -> list[Record]:
@@ -485,3 +520,16 @@ class BaseSource:
                 SessionInfo(session_id=sids[0] if sids else self.session_id(ctx), redactions=count)
             )
         return records
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """The value if it is a JSON object, else an empty one: readers must tolerate missing fields."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -27,6 +27,8 @@ from skillopt_daemon.sources.base import (
     ToolCallRecord,
     ToolResultRecord,
     TurnRecord,
+    as_dict,
+    as_str,
     exit_code_in,
     summarize_input,
     text_of,
@@ -152,8 +154,8 @@ class ClaudeCodeSource(BaseSource):
         if isinstance(sid, str) and sid and not ctx.state.get("sid"):
             ctx.state["sid"] = sid
         sid = self.session_id(ctx)
-        cwd = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
-        entry = obj.get("entrypoint") if isinstance(obj.get("entrypoint"), str) else None
+        cwd = as_str(obj.get("cwd"))
+        entry = as_str(obj.get("entrypoint"))
         sig = [cwd, obj.get("gitBranch"), obj.get("version"), entry]
         ts = self.ts(ctx, obj.get("timestamp"), out)
         if sig != ctx.state.get("sig") or not ctx.state.get("seen"):
@@ -182,14 +184,16 @@ class ClaudeCodeSource(BaseSource):
 
     def _user(self, ctx: FileContext, obj: dict[str, Any], out: list[Record]) -> None:
         sid = self.session_id(ctx)
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        msg = as_dict(obj.get("message"))
         content = msg.get("content")
-        key = obj.get("uuid") if isinstance(obj.get("uuid"), str) else f"line-{ctx.state.get('line', 0)}"
+        key = as_str(obj.get("uuid")) or f"line-{ctx.state.get('line', 0)}"
         ts = self.ts(ctx, obj.get("timestamp"), [])
         parent = self._parent(ctx, obj)
-        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(
-            content, list
-        ) else []
+        results = (
+            [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if isinstance(content, list)
+            else []
+        )
         text = text_of(content)
         if results:
             out.append(TurnRecord(sid, key, "tool", text, timestamp=ts, parent_key=parent, is_meta=True))
@@ -197,9 +201,11 @@ class ClaudeCodeSource(BaseSource):
             for block in results:
                 out.append(self._result(sid, block, structured if len(results) == 1 else None, ts))
             return
+        if not obj.get("isMeta") and "<system-reminder>" in text:
+            # Reminders are glued to what the person typed; what remains is theirs.
+            stripped = _SYSTEM_REMINDER.sub("", text).strip()
+            text = stripped or text
         meta = bool(obj.get("isMeta")) or is_injected(text)
-        if not meta and "<system-reminder>" in text:
-            text = _SYSTEM_REMINDER.sub("", text).strip()
         out.append(TurnRecord(sid, key, "user", text, timestamp=ts, parent_key=parent, is_meta=meta))
         if not meta:
             self.check_replay_text(ctx, sid, text, out)
@@ -213,9 +219,9 @@ class ClaudeCodeSource(BaseSource):
         elif isinstance(structured, dict) and "stdout" in structured and "interrupted" in structured:
             # A Bash result that was not an error exited 0.
             exit_code = None if structured.get("interrupted") else 0
-        if isinstance(structured, dict) and isinstance(structured.get("stderr"), str) and structured["stderr"]:
-            if structured["stderr"] not in output:
-                output = f"{output}\n{structured['stderr']}" if output else structured["stderr"]
+        stderr = as_str(as_dict(structured).get("stderr"))
+        if stderr and stderr not in output:
+            output = f"{output}\n{stderr}" if output else stderr
         return ToolResultRecord(
             session_id=sid,
             call_key=str(block.get("tool_use_id") or ""),
@@ -227,13 +233,19 @@ class ClaudeCodeSource(BaseSource):
 
     def _assistant(self, ctx: FileContext, obj: dict[str, Any], out: list[Record]) -> None:
         sid = self.session_id(ctx)
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-        key = obj.get("uuid") if isinstance(obj.get("uuid"), str) else f"line-{ctx.state.get('line', 0)}"
+        msg = as_dict(obj.get("message"))
+        key = as_str(obj.get("uuid")) or f"line-{ctx.state.get('line', 0)}"
         ts = self.ts(ctx, obj.get("timestamp"), [])
-        model = msg.get("model") if isinstance(msg.get("model"), str) and msg.get("model") != "<synthetic>" else None
+        model = (
+            msg.get("model")
+            if isinstance(msg.get("model"), str) and msg.get("model") != "<synthetic>"
+            else None
+        )
         content = msg.get("content")
         text = text_of(content)
-        turn = TurnRecord(sid, key, "assistant", text, timestamp=ts, parent_key=self._parent(ctx, obj), model=model)
+        turn = TurnRecord(
+            sid, key, "assistant", text, timestamp=ts, parent_key=self._parent(ctx, obj), model=model
+        )
         mid = msg.get("id")
         usage = msg.get("usage")
         if isinstance(usage, dict) and (mid is None or mid != ctx.state.get("last_msg")):

@@ -30,6 +30,8 @@ from skillopt_daemon.sources.base import (
     ToolCallRecord,
     ToolResultRecord,
     TurnRecord,
+    as_dict,
+    as_str,
     exit_code_in,
     summarize_input,
     text_of,
@@ -167,8 +169,8 @@ class CodexSource(BaseSource):
         sid = p.get("id") or p.get("session_id")
         if isinstance(sid, str) and sid and not ctx.state.get("sid"):
             ctx.state["sid"] = sid
-        git = p.get("git") if isinstance(p.get("git"), dict) else {}
-        cwd = p.get("cwd") if isinstance(p.get("cwd"), str) else None
+        git = as_dict(p.get("git"))
+        cwd = as_str(p.get("cwd"))
         info = SessionInfo(
             session_id=self.session_id(ctx),
             project_path=cwd,
@@ -212,7 +214,9 @@ class CodexSource(BaseSource):
                         out.append(SessionInfo(session_id=sid, ended_at=ts))
             elif role == "assistant":
                 key = self._key(ctx, p, "assistant", text)
-                out.append(TurnRecord(sid, key, "assistant", text, timestamp=ts, model=ctx.state.get("model")))
+                out.append(
+                    TurnRecord(sid, key, "assistant", text, timestamp=ts, model=ctx.state.get("model"))
+                )
                 ctx.state["asst"] = key
                 if ts:
                     out.append(SessionInfo(session_id=sid, ended_at=ts))
@@ -224,7 +228,9 @@ class CodexSource(BaseSource):
             if not turn_key:
                 # A call with no text before it still belongs to an assistant turn: make an empty one.
                 turn_key = f"turn-{call_id}"
-                out.append(TurnRecord(sid, turn_key, "assistant", "", timestamp=ts, model=ctx.state.get("model")))
+                out.append(
+                    TurnRecord(sid, turn_key, "assistant", "", timestamp=ts, model=ctx.state.get("model"))
+                )
                 ctx.state["asst"] = turn_key
             if itype == "function_call":
                 raw = p.get("arguments")
@@ -236,7 +242,7 @@ class CodexSource(BaseSource):
             elif itype == "custom_tool_call":
                 summary = str(p.get("input") or "")
             else:
-                action = p.get("action") if isinstance(p.get("action"), dict) else {}
+                action = as_dict(p.get("action"))
                 summary = summarize_input(action)
             name = str(p.get("name") or ("local_shell" if itype == "local_shell_call" else "?"))
             out.append(ToolCallRecord(sid, call_id, turn_key, name, summary, timestamp=ts))
@@ -262,13 +268,15 @@ class CodexSource(BaseSource):
         if etype == "exec_command_end":
             self._remember_exit(ctx, p.get("call_id"), p.get("exit_code"))
         elif etype == "item_completed":
-            item = p.get("item") if isinstance(p.get("item"), dict) else {}
+            item = as_dict(p.get("item"))
             if item.get("type") == "CommandExecution":
                 self._remember_exit(ctx, item.get("id"), item.get("exit_code"))
         elif etype == "turn_aborted":
             key = f"aborted-{ctx.state.get('line', 0)}"
             reason = str(p.get("reason") or "aborted")
-            out.append(TurnRecord(self.session_id(ctx), key, "system", f"turn aborted: {reason}", is_meta=True))
+            out.append(
+                TurnRecord(self.session_id(ctx), key, "system", f"turn aborted: {reason}", is_meta=True)
+            )
         elif etype in IGNORED_EVENTS:
             pass
         else:
@@ -290,7 +298,7 @@ def _output(raw: Any) -> tuple[str, int | None]:
         return text_of(raw, block_types=("input_text", "output_text", "text")), None
     if isinstance(raw, dict):
         text = raw.get("output") or raw.get("content") or ""
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        meta = as_dict(raw.get("metadata"))
         code = meta.get("exit_code")
         return (text if isinstance(text, str) else json.dumps(text)), code if isinstance(code, int) else None
     if not isinstance(raw, str):

@@ -22,6 +22,8 @@ from skillopt_daemon.sources.base import (
     ToolCallRecord,
     ToolResultRecord,
     TurnRecord,
+    as_dict,
+    as_str,
     exit_code_in,
     summarize_input,
     text_of,
@@ -73,7 +75,7 @@ class CopilotSource(BaseSource):
         if not isinstance(obj, dict):
             raise SourceError("not a json object")
         etype = obj.get("type")
-        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        data = as_dict(obj.get("data"))
         out: list[Record] = []
         ts = self.ts(ctx, obj.get("timestamp"), out)
         sid = self.session_id(ctx)
@@ -82,15 +84,15 @@ class CopilotSource(BaseSource):
             if isinstance(data.get("sessionId"), str) and not ctx.state.get("sid"):
                 ctx.state["sid"] = data["sessionId"]
                 sid = self.session_id(ctx)
-            context = data.get("context") if isinstance(data.get("context"), dict) else {}
+            context = as_dict(data.get("context"))
             cwd = context.get("cwd") or context.get("gitRoot")
             info = SessionInfo(
                 session_id=sid,
                 project_path=cwd if isinstance(cwd, str) else None,
-                git_branch=context.get("branch") if isinstance(context.get("branch"), str) else None,
+                git_branch=as_str(context.get("branch")),
                 tool_version=str(data.get("copilotVersion") or data.get("version") or "") or None,
-                model=data.get("selectedModel") if isinstance(data.get("selectedModel"), str) else None,
-                entrypoint=data.get("producer") if isinstance(data.get("producer"), str) else None,
+                model=as_str(data.get("selectedModel")),
+                entrypoint=as_str(data.get("producer")),
                 started_at=self.ts(ctx, data.get("startTime"), out) or ts,
                 ended_at=ts,
             )
@@ -103,7 +105,9 @@ class CopilotSource(BaseSource):
         elif etype == "user.message":
             text = text_of(data.get("content"))
             meta = text.lstrip().startswith(INJECTED_PREFIXES) or data.get("source") == "system"
-            out.append(TurnRecord(sid, key, "user", text, timestamp=ts, parent_key=_parent(obj), is_meta=meta))
+            out.append(
+                TurnRecord(sid, key, "user", text, timestamp=ts, parent_key=_parent(obj), is_meta=meta)
+            )
             if not meta:
                 self.check_replay_text(ctx, sid, text, out)
             if ts:
@@ -140,7 +144,7 @@ class CopilotSource(BaseSource):
         )
 
     def _result(self, sid: str, data: dict[str, Any], ts: str | None) -> ToolResultRecord:
-        result = data.get("result") if isinstance(data.get("result"), dict) else {}
+        result = as_dict(data.get("result"))
         error = data.get("error")
         text = text_of(result.get("content")) or text_of(result.get("detailedContent"))
         if isinstance(error, dict):

@@ -98,7 +98,11 @@ class CursorSource(BaseSource):
             info = SessionInfo(session_id=sid, started_at=mtime, ended_at=mtime)
             slug = self._slug(ctx.path)
             cwd = None
-            text = text_of((obj.get("message") or {}).get("content")) if isinstance(obj.get("message"), dict) else ""
+            text = (
+                text_of((obj.get("message") or {}).get("content"))
+                if isinstance(obj.get("message"), dict)
+                else ""
+            )
             m = _WORKSPACE.search(text)
             if m:
                 cwd = m.group(1)
@@ -109,7 +113,7 @@ class CursorSource(BaseSource):
             info.project_path = cwd
             self.first_seen(ctx, info, cwd)
             out.append(info)
-        msg = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+        msg: dict[str, Any] = obj["message"] if isinstance(obj.get("message"), dict) else obj
         role = obj.get("role") or msg.get("role")
         content = msg.get("content")
         pos = int(ctx.state.get("pos", 0)) + 1
@@ -117,14 +121,24 @@ class CursorSource(BaseSource):
         raw = text_of(content)
         key = f"{role}-{hashlib.sha1(raw.encode('utf-8', 'replace')).hexdigest()[:16]}-{pos}"
         if role == "user":
-            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(
-                content, list
-            ) else []
+            results = (
+                [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+                if isinstance(content, list)
+                else []
+            )
             for block in results:
                 output = text_of(block.get("content"))
                 is_err = bool(block.get("is_error")) if block.get("is_error") is not None else None
-                out.append(ToolResultRecord(sid, str(block.get("tool_use_id") or ""), exit_code_in(output), is_err,
-                                            output, timestamp=mtime))
+                out.append(
+                    ToolResultRecord(
+                        sid,
+                        str(block.get("tool_use_id") or ""),
+                        exit_code_in(output),
+                        is_err,
+                        output,
+                        timestamp=mtime,
+                    )
+                )
             if results and not raw:
                 return out
             queries = _QUERY.findall(raw)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import SCRIPTED_API_KEY, AgentSandbox, claude_env, codex_env
 from skillopt.testing import Script, load_script
 from skillopt.testing import agent_clis as ac
 from skillopt.testing.scripted_server import ScriptedServer
+
+from .agents import SCRIPTED_API_KEY, AgentSandbox, claude_env, codex_env
 
 
 def in_ci() -> bool:

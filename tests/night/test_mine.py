@@ -21,8 +21,16 @@ from skillopt_daemon.mine import (
 
 
 def _session(**kw: Any) -> dict[str, Any]:
-    base = {"id": 1, "tool": "claude-code", "session_id": "s1", "project_path": "/p", "repo_commit": "abc",
-            "repo_dirty": 0, "started_at": "2026-11-01T10:00:00.000Z", "signals_json": "{}"}
+    base = {
+        "id": 1,
+        "tool": "claude-code",
+        "session_id": "s1",
+        "project_path": "/p",
+        "repo_commit": "abc",
+        "repo_dirty": 0,
+        "started_at": "2026-11-01T10:00:00.000Z",
+        "signals_json": "{}",
+    }
     base.update(kw)
     return base
 
@@ -32,8 +40,15 @@ def _turn(key: str, role: str, text: str, meta: bool = False) -> dict[str, Any]:
 
 
 def _call(turn_key: str, cmd: str, exit_code: int | None, name: str = "Bash") -> dict[str, Any]:
-    return {"turn_key": turn_key, "name": name, "input_summary": json.dumps({"command": cmd}),
-            "exit_code": exit_code, "is_error": int(bool(exit_code)), "output_excerpt": "", "result_at": "t"}
+    return {
+        "turn_key": turn_key,
+        "name": name,
+        "input_summary": json.dumps({"command": cmd}),
+        "exit_code": exit_code,
+        "is_error": int(bool(exit_code)),
+        "output_excerpt": "",
+        "result_at": "t",
+    }
 
 
 def test_segment_joins_corrections_and_ignores_injected_context() -> None:
@@ -66,14 +81,28 @@ def test_segment_joins_corrections_and_ignores_injected_context() -> None:
 
 
 def test_outcome_success_from_passing_checks_and_abrupt_end() -> None:
-    a = Attempt(key="k", tool="codex", session_id="s", prompt="p",
-                commands=[CommandRun("pytest", 1), CommandRun("pytest", 0)])
+    a = Attempt(
+        key="k",
+        tool="codex",
+        session_id="s",
+        prompt="p",
+        commands=[CommandRun("pytest", 1), CommandRun("pytest", 0)],
+    )
     assert a.outcome == "success"
     b = Attempt(key="k2", tool="codex", session_id="s", prompt="p", abrupt_end=True)
     assert b.outcome == "failure"
     turns = [_turn("u1", "user", "add a migration"), _turn("a1", "assistant", "")]
-    calls = [{"turn_key": "a1", "name": "Bash", "input_summary": '{"command": "alembic revision"}',
-              "exit_code": None, "is_error": None, "output_excerpt": "", "result_at": None}]
+    calls = [
+        {
+            "turn_key": "a1",
+            "name": "Bash",
+            "input_summary": '{"command": "alembic revision"}',
+            "exit_code": None,
+            "is_error": None,
+            "output_excerpt": "",
+            "result_at": None,
+        }
+    ]
     (attempt,) = segment(_session(), turns, calls)
     assert attempt.abrupt_end  # the tool call never got a result
 
@@ -102,15 +131,22 @@ def test_clustering_recovers_known_families() -> None:
 
 
 def _attempt(i: int, prompt: str, session: str, checks: list[tuple[str, int]] | None = None) -> Attempt:
-    return Attempt(key=f"claude-code:{session}:u{i}", tool="claude-code", session_id=session, prompt=prompt,
-                   started_at=f"2026-11-{i % 28 + 1:02d}T00:00:00.000Z",
-                   commands=[CommandRun(c, e) for c, e in (checks or [])])
+    return Attempt(
+        key=f"claude-code:{session}:u{i}",
+        tool="claude-code",
+        session_id=session,
+        prompt=prompt,
+        started_at=f"2026-11-{i % 28 + 1:02d}T00:00:00.000Z",
+        commands=[CommandRun(c, e) for c, e in (checks or [])],
+    )
 
 
 def test_families_have_checks_rubric_skill_and_leak_free_splits() -> None:
     attempts = []
     for i in range(12):
-        a = _attempt(i, f"fix the failing unit tests in module{i}.py", f"s{i}", [("pytest -q", 1), ("pytest -q", 0)])
+        a = _attempt(
+            i, f"fix the failing unit tests in module{i}.py", f"s{i}", [("pytest -q", 1), ("pytest -q", 0)]
+        )
         if i % 3 == 0:
             a.corrections.append("no, run pytest with -q")
         attempts.append(a)

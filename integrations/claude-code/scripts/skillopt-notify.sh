@@ -31,11 +31,19 @@ bin=$(find_skillopt) || {
     exit 0
 }
 
-if command -v timeout >/dev/null 2>&1; then
-    SKILLOPT_HOOK_TOOL="$tool" timeout 8 "$bin" notify "$event" >/dev/null 2>&1 || \
-        echo "skillopt: 'skillopt notify $event' failed; the daemon will still find this session on its next scan" >&2
+# skillopt's start-up can take a second or more on a cold cache, and Claude Code does not wait long for a
+# SessionEnd hook: read the hook's input now, hand it to skillopt in the background, and return at once.
+payload=$(cat)
+run_notify() {
+    if command -v timeout >/dev/null 2>&1; then
+        printf '%s\n' "$payload" | timeout 30 "$bin" notify "$event" --tool "$tool" >/dev/null 2>&1
+    else
+        printf '%s\n' "$payload" | "$bin" notify "$event" --tool "$tool" >/dev/null 2>&1
+    fi
+}
+if [ "${SKILLOPT_HOOK_FOREGROUND:-}" = "1" ]; then
+    run_notify || echo "skillopt: 'skillopt notify $event' failed; the daemon will still find this session on its next scan" >&2
 else
-    SKILLOPT_HOOK_TOOL="$tool" "$bin" notify "$event" >/dev/null 2>&1 || \
-        echo "skillopt: 'skillopt notify $event' failed; the daemon will still find this session on its next scan" >&2
+    ( run_notify & ) >/dev/null 2>&1
 fi
 exit 0

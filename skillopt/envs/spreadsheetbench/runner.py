@@ -41,7 +41,9 @@ class SolutionRun:
 
 def scrubbed_env(workdir: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in _SAFE_ENV if k in os.environ}
-    env.update({"HOME": str(workdir), "TMPDIR": str(workdir), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})
+    env.update(
+        {"HOME": str(workdir), "TMPDIR": str(workdir), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+    )
     return env
 
 
@@ -140,7 +142,9 @@ def compare_workbooks(output: Path, answer: Path, answer_position: str) -> list[
             if isinstance(got, str) and got.startswith("=") and not (isinstance(want, str) and want == got):
                 problems.append(f"{label}{cell} holds a formula, not a value")
             elif normalize_cell(got) != normalize_cell(want):
-                problems.append(f"{label}{cell} is empty" if got in (None, "") else f"{label}{cell} = {got!r} is wrong")
+                problems.append(
+                    f"{label}{cell} is empty" if got in (None, "") else f"{label}{cell} = {got!r} is wrong"
+                )
     return problems
 
 

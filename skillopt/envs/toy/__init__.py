@@ -1,9 +1,9 @@
 """`house-style`: a small chat environment whose answers depend on a convention only a skill can teach.
 
 Half of the items ask for a date "in our house format" (day, month and year as `DD.MM.YYYY`), which no model
-can guess; the other half are sums any model gets right. A skill that states the date rule turns the first half
-from failures into passes; a skill that says something harmful (or distracting) can break the second half. It
-is small enough to run in seconds against a local server, and it is what the tests and the README's quick
+can guess; the other half are sums any model gets right. A skill that states the date rule turns the
+first half from failures into passes; a skill that says something harmful can break the second half. It is
+small enough to run in seconds against a local server, and it is what the tests and the README's quick
 example train on.
 
 Options: `n_train`, `n_val`, `n_test` (items per split, default 12 each), `seed`.
@@ -89,7 +89,9 @@ class HouseStyleEnv:
         return self._splits
 
     def seed_skill(self) -> SkillBundle:
-        doc = SkillDoc.new("house-style", "House conventions for answers: formats our team expects.", SEED_BODY)
+        doc = SkillDoc.new(
+            "house-style", "House conventions for answers: formats our team expects.", SEED_BODY
+        )
         return SkillBundle.from_doc(doc)
 
     def describe(self, item: Item) -> str:

@@ -38,6 +38,7 @@ CREATE TABLE sessions (
     redaction_count INTEGER NOT NULL DEFAULT 0,
     skipped_json TEXT NOT NULL DEFAULT '{}',
     signals_json TEXT NOT NULL DEFAULT '{}',
+    signals_stale INTEGER NOT NULL DEFAULT 0,
     extra_json TEXT NOT NULL DEFAULT '{}',
     first_seen_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
@@ -46,6 +47,7 @@ CREATE TABLE sessions (
 CREATE INDEX idx_sessions_started ON sessions (started_at);
 CREATE INDEX idx_sessions_tool_started ON sessions (tool, started_at);
 CREATE INDEX idx_sessions_project ON sessions (project_path);
+CREATE INDEX idx_sessions_signals_stale ON sessions (signals_stale) WHERE signals_stale = 1;
 
 CREATE TABLE ingest_files (
     id INTEGER PRIMARY KEY,

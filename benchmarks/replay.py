@@ -1,0 +1,148 @@
+"""Replay overhead and throughput: `python -m benchmarks.replay [--files 1000] [--replays 8] [--tool codex]`.
+
+Measures, against the scripted model server (no model cost, so the figures are skillopt's and the CLI's own):
+
+- workspace preparation and removal for a git repository of `--files` files: a detached worktree at a pinned
+  commit (plus the snapshot the diff is computed against), and a plain copy of the project;
+- a whole trivial replay (workspace, isolated home, CLI start-up, one model answer, diff, one check, cleanup);
+- replays per minute with 1, 2 and 4 in parallel.
+
+The real CLIs are taken from `SKILLOPT_AGENT_CLI_DIR` or `.cache/agent-clis` (see docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from skillopt.backends.claude_code import ClaudeCodeBackend
+from skillopt.backends.codex import CodexBackend
+from skillopt.backends.exec_base import CliExecBackend, ExecLimits
+from skillopt.sandbox import (
+    ReplayTask,
+    SandboxConfig,
+    Snapshot,
+    create_workspace,
+    remove_workspace,
+    replay,
+    replay_many,
+)
+from skillopt.skill import SkillBundle
+from skillopt.testing import Script
+from skillopt.testing.agent_clis import DEFAULT_API_KEY, locate_agent_clis
+from skillopt.testing.scripted_server import ScriptedServer
+
+SKILL = SkillBundle.from_text("---\nname: bench\ndescription: Benchmark skill.\n---\nDo the task.\n")
+
+
+def make_repo(root: Path, n_files: int) -> tuple[Path, str]:
+    repo = root / "repo"
+    for i in range(n_files):
+        d = repo / f"pkg{i // 100}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"mod{i}.py").write_text(f"VALUE = {i}\n\n\ndef f{i}(x):\n    return x + VALUE\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True, env=env
+    )
+    return repo, head.stdout.strip()
+
+
+def time_workspaces(repo: Path, commit: str, root: Path, rounds: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label, task in (
+        ("worktree", ReplayTask(prompt="x", repo=repo, commit=commit)),
+        ("copy", ReplayTask(prompt="x", repo=repo)),
+    ):
+        times = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            ws = create_workspace(task, root)
+            Snapshot(ws, [])
+            remove_workspace(ws)
+            times.append(time.perf_counter() - t0)
+        out[label] = statistics.median(times)
+    return out
+
+
+def backend_for(tool: str, server: ScriptedServer, home: Path) -> CliExecBackend:
+    clis = locate_agent_clis()
+    path = os.environ["PATH"]
+    if tool == "codex":
+        if clis.codex is None:
+            raise SystemExit(clis.why_missing("codex"))
+        (home / "config.toml").parent.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(
+            'model = "gpt-5.5"\nmodel_provider = "s"\n[model_providers.s]\nname = "s"\n'
+            f'base_url = "{server.base_url_openai}"\nwire_api = "responses"\nenv_key = "BENCH_KEY"\n'
+        )
+        return CodexBackend(
+            cli=str(clis.codex), user_home=home, base_env={"PATH": path, "BENCH_KEY": DEFAULT_API_KEY}
+        )
+    if clis.claude is None:
+        raise SystemExit(clis.why_missing("claude"))
+    env = {"PATH": path, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": DEFAULT_API_KEY}
+    return ClaudeCodeBackend(cli=str(clis.claude), user_home=home, base_env=env)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--replays", type=int, default=8, help="replays per parallelism level")
+    ap.add_argument("--rounds", type=int, default=5, help="repetitions of the workspace timing")
+    ap.add_argument("--tool", choices=("claude-code", "codex"), default="claude-code")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        repo, commit = make_repo(tmp, args.files)
+        ws = time_workspaces(repo, commit, tmp / "ws", args.rounds)
+        print(f"workspace for {args.files} files (create + snapshot + remove, median of {args.rounds}):")
+        for label, secs in ws.items():
+            print(f"  {label:9} {secs * 1000:8.0f} ms")
+        with ScriptedServer(Script(default_text="Done."), expected_key=DEFAULT_API_KEY) as server:
+            backend = backend_for(args.tool, server, tmp / "user-home")
+            limits = ExecLimits(max_turns=5, timeout_s=120)
+            config = SandboxConfig(root=tmp / "ws")
+            task = ReplayTask(prompt="say done", repo=repo, commit=commit, checks=["true"])
+            replay(task, backend, config, skill=SKILL, limits=limits)  # warm caches
+            totals, agent = [], []
+            for _ in range(3):
+                marks: dict[str, float] = {}
+
+                def mark(stage: str, marks: dict[str, float] = marks) -> None:
+                    marks.setdefault(stage, time.perf_counter())
+
+                t0 = time.perf_counter()
+                r = replay(task, backend, config, skill=SKILL, limits=limits, on_stage=mark)
+                total = time.perf_counter() - t0
+                assert r.ok, r.error
+                totals.append(total)
+                agent.append(marks["diff"] - marks["agent"])
+            t_total, t_agent = statistics.median(totals), statistics.median(agent)
+            print(f"one trivial {args.tool} replay (median of 3): {t_total * 1000:.0f} ms end to end")
+            print(
+                f"  CLI run {t_agent * 1000:.0f} ms; skillopt's own part {(t_total - t_agent) * 1000:.0f} ms"
+            )
+            for parallel in (1, 2, 4):
+                config = SandboxConfig(root=tmp / "ws", max_parallel=parallel)
+                t0 = time.perf_counter()
+                results = replay_many([task] * args.replays, backend, config, skill=SKILL, limits=limits)
+                elapsed = time.perf_counter() - t0
+                ok = sum(1 for r in results if not isinstance(r, Exception) and r.ok)
+                rate = args.replays / elapsed * 60
+                print(f"  parallel {parallel}: {rate:6.1f} replays/min ({ok}/{args.replays} ok)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+from romans import to_roman
+
+
+def test_four():
+    assert to_roman(4) == "IV"

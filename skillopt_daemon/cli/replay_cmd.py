@@ -1,0 +1,190 @@
+"""`skillopt replay`: run your own agent CLI on a task in a sandbox with a chosen skill; see what happened.
+
+The agent works in a throwaway workspace under skillopt's workspaces folder (a detached worktree at the
+given commit, or a copy of the project), with an isolated config home, so neither your repository nor your
+installed skills are touched. Afterwards the check commands run in the workspace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from skillopt.agents import AgentTool
+from skillopt.backends.exec_base import CliExecBackend, ExecLimits, ExecResult
+from skillopt.errors import ConfigError
+from skillopt.sandbox import ReplayTask, SandboxConfig, replay
+from skillopt.skill import SkillBundle
+from skillopt_daemon import paths
+from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.config import load_settings, tool_home
+
+_STATUS_STYLE = {"ok": "green", "timeout": "yellow", "max_turns": "yellow"}
+
+
+def make_backend(
+    tool: AgentTool,
+    *,
+    cli: str | None,
+    limits: ExecLimits,
+    home: Path | None,
+    permission_mode: str | None = None,
+    allowed_tools: list[str] | None = None,
+) -> CliExecBackend:
+    """The exec backend for a tool, configured from settings; ConfigError for a tool without one."""
+    kwargs: dict[str, Any] = {"cli": cli, "limits": limits, "user_home": home}
+    if tool is AgentTool.CLAUDE_CODE:
+        from skillopt.backends.claude_code import ClaudeCodeBackend
+
+        if permission_mode:
+            kwargs["permission_mode"] = permission_mode
+        if allowed_tools is not None:
+            kwargs["allowed_tools"] = tuple(allowed_tools)
+        return ClaudeCodeBackend(**kwargs)
+    if tool is AgentTool.CODEX:
+        from skillopt.backends.codex import CodexBackend
+
+        return CodexBackend(**kwargs)
+    if tool is AgentTool.COPILOT:
+        from skillopt.backends.copilot import CopilotBackend
+
+        return CopilotBackend(**kwargs)
+    if tool is AgentTool.CURSOR:
+        from skillopt.backends.cursor import CursorBackend
+
+        return CursorBackend(**kwargs)
+    raise ConfigError(
+        f"{tool.value} cannot be replayed: it has no headless CLI skillopt can drive",
+        hint="use --tool claude-code, codex, copilot or cursor",
+    )
+
+
+def replay_command(
+    prompt: str = typer.Option(..., "--prompt", "-p", help="the task, as you would type it to the agent"),
+    tool: str = typer.Option("claude-code", "--tool", "-t", help="claude-code, codex, copilot or cursor"),
+    repo: Optional[Path] = typer.Option(None, "--repo", "-r", help="your project (never modified)"),
+    commit: Optional[str] = typer.Option(
+        None, "--commit", help="start from this commit (a detached worktree)"
+    ),
+    skill: Optional[Path] = typer.Option(
+        None, "--skill", "-s", help="a SKILL.md file or skill folder to install"
+    ),
+    check: list[str] = typer.Option(
+        [], "--check", "-c", help="a command that must pass afterwards (repeatable)"
+    ),
+    max_turns: Optional[int] = typer.Option(None, "--max-turns", help="default: replay.max_turns"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds; default: replay.timeout_s"),
+    model: Optional[str] = typer.Option(None, "--model", help="the agent's model (default: the tool's own)"),
+    keep: bool = typer.Option(False, "--keep", help="keep the workspace for inspection"),
+    show_diff: bool = typer.Option(False, "--diff", help="print the full diff of changed files"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Run an agent on a task in a sandbox with a candidate skill, and report what happened."""
+    try:
+        agent_tool = AgentTool.parse(tool)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    settings = load_settings()
+    rs = settings.replay
+    limits = ExecLimits(
+        max_turns=max_turns if max_turns is not None else rs.max_turns,
+        timeout_s=timeout if timeout is not None else rs.timeout_s,
+        model=model,
+        max_output_bytes=rs.max_output_bytes,
+    )
+    backend = make_backend(
+        agent_tool,
+        cli=settings.tool(agent_tool).cli,
+        limits=limits,
+        home=tool_home(agent_tool, settings),
+        permission_mode=rs.claude_permission_mode,
+        allowed_tools=list(rs.claude_allowed_tools),
+    )
+    bundle = SkillBundle.from_path(skill) if skill is not None else None
+    if bundle is not None and not bundle.name:
+        raise ConfigError(
+            f"{skill} has no 'name' in its frontmatter", hint="skills need a name and a description"
+        )
+    for warning in backend.preflight():
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    config = SandboxConfig(
+        root=paths.ensure_private_dir(paths.workspaces_dir()),
+        env_allowlist=tuple(rs.env_allowlist),
+        keep=keep or rs.keep_workspaces,
+        max_parallel=rs.max_parallel,
+    )
+    task = ReplayTask(prompt=prompt, repo=repo, commit=commit, checks=list(check), id="cli")
+    labels = {
+        "workspace": "preparing the workspace",
+        "agent": f"running {agent_tool.value}",
+        "diff": "collecting changed files",
+        "checks": "running checks",
+    }
+    with err_console.status("starting", spinner="dots") as status:
+        result = replay(
+            task,
+            backend,
+            config,
+            skill=bundle,
+            limits=limits,
+            on_stage=lambda s: status.update(labels.get(s, s)),
+        )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    _show(result, show_diff=show_diff, kept=config.keep)
+
+
+def _show(result: ExecResult, *, show_diff: bool, kept: bool) -> None:
+    style = _STATUS_STYLE.get(result.status.value, "red")
+    console.print(
+        f"[bold]status:[/] [{style}]{result.status.value}[/]  ({result.duration_s:.1f} s, "
+        f"{result.usage.total_tokens} tokens"
+        + (f", ${result.usage.cost_usd:.4f}" if result.cost_reported else "")
+        + ")"
+    )
+    if result.error:
+        console.print(f"[bold]reason:[/] {result.error}")
+    for w in result.warnings:
+        err_console.print(f"[yellow]note:[/] {w}", highlight=False)
+    if result.tool_calls:
+        rows = []
+        for c in result.tool_calls:
+            arg = c.input.get("command") or c.input.get("file_path") if isinstance(c.input, dict) else c.input
+            if result.workspace and isinstance(arg, str):
+                arg = arg.replace(result.workspace + "/", "")
+            outcome = "denied" if c.denied else ("error" if c.is_error else "")
+            rows.append((c.name, str(arg or "")[:80], "" if c.exit_code is None else c.exit_code, outcome))
+        print_table("tool calls", ["tool", "input", "exit", ""], rows)
+    if result.files_changed:
+        console.print("[bold]files changed:[/] " + ", ".join(result.files_changed))
+    else:
+        console.print("[bold]files changed:[/] none")
+    if show_diff and result.diff:
+        console.print(result.diff, markup=False)
+    if result.final_message:
+        console.print("[bold]final message:[/]")
+        console.print(result.final_message, markup=False)
+    if result.checks:
+        print_table(
+            "checks",
+            ["command", "result", "exit"],
+            [
+                (c.command, "pass" if c.passed else ("timed out" if c.timed_out else "FAIL"), c.exit_code)
+                for c in result.checks
+            ],
+        )
+        for check in result.checks:
+            if not check.passed and check.output:
+                console.print(f"[dim]{check.command}:[/]")
+                console.print(check.output, markup=False)
+        verdict = "[green]all checks passed[/]" if result.checks_passed else "[red]checks failed[/]"
+        console.print(verdict)
+    if kept and result.workspace:
+        console.print(f"[bold]workspace kept:[/] {result.workspace}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay")(replay_command)

@@ -1,0 +1,131 @@
+"""The Ray executor on a local Ray instance (started once for this module, 2 CPUs): order, errors, real
+worker processes, and the same results as the local pool for real benchmark rollouts through the OpenAI
+SDK against the scripted model server."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_helpers import answer_rule, scripted_chat
+
+ray = pytest.importorskip("ray", reason="Ray is installed with the dev extra; pip install 'skillopt[ray]'")
+
+from skillopt.envs import load_env  # noqa: E402
+from skillopt.errors import ConfigError  # noqa: E402
+from skillopt.executor import LocalExecutor, make_executor  # noqa: E402
+from skillopt.executor_ray import RayExecutor  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _slow_square(x: int) -> tuple[int, int]:
+    time.sleep(0.05 * (5 - x % 5))  # later items finish first
+    return x * x, os.getpid()
+
+
+def test_map_keeps_the_order_of_the_items_and_runs_in_worker_processes() -> None:
+    ex = RayExecutor(max_workers=2)
+    out = ex.map(_slow_square, list(range(8)))
+    assert [v for v, _ in out] == [x * x for x in range(8)]
+    assert all(pid != os.getpid() for _, pid in out)
+    assert ex.map(_slow_square, []) == []
+    ex.close()
+    assert ray.is_initialized(), "a Ray started by someone else is left running"
+
+
+def _fail_on_three(x: int) -> int:
+    if x == 3:
+        raise ConfigError("item three is broken", hint="fix item three")
+    return x
+
+
+def test_an_error_in_a_task_is_raised_with_its_own_type_and_hint() -> None:
+    ex = RayExecutor(max_workers=2)
+    with pytest.raises(ConfigError) as err:
+        ex.map(_fail_on_three, [1, 2, 3, 4])
+    assert err.value.message == "item three is broken" and err.value.hint == "fix item three"
+
+
+def _sleepy(x: int) -> float:
+    start = time.monotonic()
+    time.sleep(0.2)
+    return start
+
+
+def test_at_most_max_workers_items_are_in_flight() -> None:
+    starts = RayExecutor(max_workers=1).map(_sleepy, [0, 1, 2])
+    assert starts[1] - starts[0] >= 0.19 and starts[2] - starts[1] >= 0.19
+
+
+def test_the_config_name_ray_selects_the_ray_executor() -> None:
+    assert isinstance(make_executor("ray", 2), RayExecutor)
+
+
+def test_benchmark_rollouts_on_ray_match_the_local_pool() -> None:
+    env = load_env("searchqa", sample=True)
+    sp = env.splits()
+    items = [*sp.train, *sp.val, *sp.test]
+    rules = [
+        answer_rule(i.id, i.data["question"], f"Answer: {i.gold['answers'][0]}")
+        for i in items[::2]  # half right, the rest gets the default reply
+    ]
+    skill = env.seed_skill()
+    with scripted_chat(rules) as (server, agent):
+
+        def run(item: Any) -> Any:
+            return env.run(item, skill, agent)
+
+        with LocalExecutor(2) as local:
+            expected = local.map(run, items)
+        n_local = len(server.requests)
+        ex = RayExecutor(max_workers=2)
+        got = ex.map(run, items)
+        assert len(server.requests) == 2 * n_local  # the workers really called the model server
+    key = [(r.item_id, r.hard, r.soft, r.answer, r.usage.calls, r.usage.input_tokens) for r in expected]
+    assert [(r.item_id, r.hard, r.soft, r.answer, r.usage.calls, r.usage.input_tokens) for r in got] == key
+    assert sum(r.hard for r in got) == len(rules)
+
+
+def test_multimodal_and_code_running_benchmarks_run_on_ray() -> None:
+    docvqa = load_env("docvqa", sample=True)
+    ssb = load_env("spreadsheetbench", sample=True)
+    doc_item = docvqa.splits().train[0]
+    ssb_item = next(i for i in ssb.splits().train if i.id == "101-1")
+    program = (
+        "```python\nimport sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
+        "for r in range(2, ws.max_row + 1):\n    ws.cell(r, 4).value = ws.cell(r, 2).value + ws.cell(r, 3).value\n"
+        "wb.save(sys.argv[2])\n```"
+    )
+    rules = [
+        answer_rule("doc", doc_item.data["question"], f"Answer: {doc_item.gold['answers'][0]}"),
+        answer_rule("ssb", ssb_item.data["instruction"], program),
+    ]
+    with scripted_chat(rules) as (_server, agent):
+        jobs = [(docvqa, doc_item), (ssb, ssb_item)]
+        results = RayExecutor(max_workers=2).map(lambda job: job[0].run(job[1], job[0].seed_skill(), agent), jobs)
+    assert [(r.hard, r.soft) for r in results] == [(1.0, 1.0), (1.0, 1.0)]
+
+
+def test_a_wrong_cluster_address_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    ray.shutdown()
+    try:
+        monkeypatch.setenv("SKILLOPT_RAY_ADDRESS", "127.0.0.1:1")
+        with pytest.raises(ConfigError, match="cannot connect to the Ray cluster"):
+            RayExecutor(max_workers=1)
+    finally:
+        monkeypatch.delenv("SKILLOPT_RAY_ADDRESS")
+        if not ray.is_initialized():
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

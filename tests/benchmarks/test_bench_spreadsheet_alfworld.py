@@ -1,0 +1,238 @@
+"""SpreadsheetBench (model-written code run in a scrubbed, time-limited subprocess) and ALFWorld (an
+interactive multi-turn game) on their shipped samples, against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from bench_helpers import answer_rule, scripted_chat
+
+from skillopt.envs import load_env
+from skillopt.envs.alfworld import parse_action
+from skillopt.envs.alfworld.engine import MiniAlfredGame, load_game
+from skillopt.envs.base import Item
+from skillopt.envs.spreadsheetbench import extract_code
+from skillopt.envs.spreadsheetbench.runner import compare_workbooks, run_solution
+from skillopt.testing import Match, Rule, Step
+
+
+def items_by_id(env: Any) -> dict[str, Item]:
+    sp = env.splits()
+    return {i.id: i for i in (*sp.train, *sp.val, *sp.test)}
+
+
+SUM_PROGRAM = """
+import sys
+import openpyxl
+
+wb = openpyxl.load_workbook(sys.argv[1])
+ws = wb.active
+for row in range(2, ws.max_row + 1):
+    ws.cell(row, 4).value = ws.cell(row, 2).value + ws.cell(row, 3).value
+wb.save(sys.argv[2])
+"""
+
+
+def test_spreadsheet_program_that_computes_passes_every_test_case() -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    item = items_by_id(env)["101-1"]
+    reply = f"Here is the program.\n```python\n{SUM_PROGRAM}```"
+    with scripted_chat([answer_rule("sum", item.data["instruction"], reply)]) as (server, agent):
+        result = env.run(item, env.seed_skill(), agent)
+        prompt = server.requests[0].body["messages"][1]["content"]
+    assert (result.hard, result.soft) == (1.0, 1.0), result.feedback
+    assert result.details == {"passed": 3, "cases": 3}
+    assert "D2:D6" in prompt and "B1='Q1'" in prompt  # the answer cells and a preview of the workbook
+
+
+def test_spreadsheet_program_that_hardcodes_one_case_gets_partial_credit() -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    item = items_by_id(env)["101-1"]
+    first = openpyxl.load_workbook(item.gold["answers"][0])
+    values = [first.active.cell(r, 4).value for r in range(2, 7)]
+    program = (
+        "import sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
+        f"for r, v in enumerate({values!r}, 2):\n    ws.cell(r, 4).value = v\nwb.save(sys.argv[2])\n"
+    )
+    with scripted_chat([answer_rule("hard", item.data["instruction"], f"```python\n{program}```")]) as (_s, agent):
+        result = env.run(item, env.seed_skill(), agent)
+    assert result.hard == 0.0 and result.soft == pytest.approx(1 / 3)
+    assert "test case 2" in result.feedback and "wrong" in result.feedback
+    # the expected values of the failing cases are not revealed to the optimizer
+    second = openpyxl.load_workbook(item.gold["answers"][1])
+    expected = [second.active.cell(r, 4).value for r in range(2, 7)]
+    assert not any(f"{v!r}" in result.feedback for v in expected if v not in values)
+
+
+def test_spreadsheet_reply_without_code_or_with_a_crash_scores_zero() -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    item = items_by_id(env)["104-2"]
+    with scripted_chat([answer_rule("none", item.data["instruction"], "I would use Excel.")]) as (_s, agent):
+        none = env.run(item, env.seed_skill(), agent)
+    crash = "```python\nraise SystemExit('boom: no idea')\n```"
+    with scripted_chat([answer_rule("crash", item.data["instruction"], crash)]) as (_s, agent):
+        crashed = env.run(item, env.seed_skill(), agent)
+    assert (none.hard, none.soft) == (0.0, 0.0) and "python" in none.feedback
+    assert (crashed.hard, crashed.soft) == (0.0, 0.0) and "boom: no idea" in crashed.feedback
+
+
+def test_spreadsheet_answer_on_a_named_sheet_and_formulas_are_reported(tmp_path: Path) -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    item = items_by_id(env)["104-2"]
+    answer = Path(item.gold["answers"][0])
+    out = tmp_path / "out.xlsx"
+    wb = openpyxl.load_workbook(item.data["inputs"][0])
+    wb["Summary"]["B1"] = '=COUNTIF(Orders!B:B,"Shipped")'
+    wb.save(out)
+    problems = compare_workbooks(out, answer, item.data["answer_position"])
+    assert problems == ["Summary!B1 holds a formula, not a value"]
+    wb["Summary"]["B1"] = openpyxl.load_workbook(answer)["Summary"]["B1"].value
+    wb.save(out)
+    assert compare_workbooks(out, answer, item.data["answer_position"]) == []
+
+
+def test_solution_runs_in_a_scrubbed_environment_with_a_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    book = tmp_path / "in.xlsx"
+    openpyxl.Workbook().save(book)
+    spy = (
+        "import os, sys, shutil\n"
+        "open('env.txt', 'w').write('\\n'.join(sorted(os.environ)))\n"
+        "shutil.copy(sys.argv[1], sys.argv[2])\n"
+        "print(os.getcwd())\n"
+    )
+    run = run_solution(spy, book, timeout_s=20)
+    assert run.ok and run.workdir is not None
+    names = (run.workdir / "env.txt").read_text().split()
+    assert "OPENAI_API_KEY" not in names and "SKILLOPT_HOME" not in names
+    assert run.stdout.strip() == str(run.workdir)  # runs in its own fresh folder
+    workdir = run.workdir
+    run.cleanup()
+    assert not workdir.exists()
+    slow = run_solution("import time\ntime.sleep(30)\n", book, timeout_s=1)
+    assert not slow.ok and "timed out" in slow.error
+
+
+def test_extract_code_takes_the_last_python_block() -> None:
+    reply = "first try\n```python\nprint(1)\n```\nbetter:\n```py\nprint(2)\n```"
+    assert extract_code(reply) == "print(2)\n"
+    assert extract_code("no code") == ""
+
+
+# ---------------------------------------------------------------------------------------------- ALFWorld
+
+SOLUTIONS = {
+    "Mug": ["go to cabinet 2", "open cabinet 2", "take mug 1 from cabinet 2", "go to coffeemachine 1",
+            "move mug 1 to coffeemachine 1"],
+    "Plate": ["go to countertop 1", "take plate 1 from countertop 1", "go to sinkbasin 1",
+              "clean plate 1 with sinkbasin 1", "go to shelf 1", "put plate 1 in/on shelf 1"],
+    "Egg": ["go to fridge 1", "open fridge 1", "take egg 1 from fridge 1", "go to microwave 1",
+            "heat egg 1 with microwave 1", "go to countertop 1", "move egg 1 to countertop 1"],
+    "Book": ["go to bed 1", "take book 1 from bed 1", "go to desklamp 1", "use desklamp 1"],
+    "Apple": ["go to countertop 1", "take apple 1 from countertop 1", "go to fridge 1",
+              "cool apple 1 with fridge 1", "go to diningtable 1", "move apple 1 to diningtable 1"],
+    "Pillow": ["go to armchair 1", "take pillow 1 from armchair 1", "go to sofa 1", "move pillow 1 to sofa 1",
+               "go to bed 1", "take pillow 2 from bed 1", "go to sofa 1", "move pillow 2 to sofa 1"],
+}  # fmt: skip
+
+
+def test_every_sample_game_is_winnable_and_only_by_finishing_the_task() -> None:
+    env = load_env("alfworld", sample=True)
+    for item in items_by_id(env).values():
+        game = load_game(Path(item.data["game_dir"]))
+        first = game.reset()
+        assert first.startswith("-= Welcome to TextWorld, ALFRED! =-") and "Your task is to: " in first
+        steps = SOLUTIONS[item.gold["pddl_params"]["object_target"]]
+        for n, command in enumerate(steps, 1):
+            obs, won = game.step(command)
+            assert obs != "Nothing happens.", (item.id, command)
+            assert won == (n == len(steps)), (item.id, command)
+
+
+def test_game_rules_follow_alfworld() -> None:
+    spec = json.loads(
+        (Path(load_env("alfworld", sample=True).root) / "json_2.1.1/valid_seen").glob("pick_heat*/*/game.skillopt.json")
+        .__next__()
+        .read_text()
+    )
+    game = MiniAlfredGame(spec)
+    game.reset()
+    assert game.step("take egg 1 from fridge 1") == ("Nothing happens.", False)  # not there yet
+    assert game.step("go to fridge 1")[0] == "You arrive at fridge 1. The fridge 1 is closed."
+    assert game.step("take egg 1 from fridge 1")[0] == "Nothing happens."  # closed
+    assert game.step("open fridge 1")[0].endswith("In it, you see a egg 1, and a potato 1.")
+    game.step("take egg 1 from fridge 1")
+    assert game.step("inventory")[0] == "You are carrying: a egg 1."
+    game.step("go to countertop 1")
+    # a cold egg on the countertop does not win a "hot egg" task
+    assert game.step("move egg 1 to countertop 1") == ("You move the egg 1 to the countertop 1.", False)
+    assert game.step("fly away")[0] == "Nothing happens."
+
+
+def test_parse_action() -> None:
+    assert parse_action("Think: the mug is likely in a cabinet.\nAction: go to cabinet 1") == ("go to cabinet 1", False)
+    assert parse_action("Think: first find the mug.") == (None, True)
+    assert parse_action("go to cabinet 1") == ("go to cabinet 1", False)
+    assert parse_action("") == (None, False)
+
+
+def _expert_rules(observations_to_actions: list[tuple[str, str]]) -> list[Rule]:
+    return [
+        Rule(name=f"s{i}", match=Match(user=pattern), steps=[Step(text=f"Think: next step.\nAction: {action}")])
+        for i, (pattern, action) in enumerate(observations_to_actions)
+    ]
+
+
+def test_alfworld_episode_with_a_scripted_agent_wins() -> None:
+    env = load_env("alfworld", sample=True)
+    item = next(i for i in items_by_id(env).values() if "Book" in i.id)
+    rules = _expert_rules(
+        [
+            (r"Your task is to: look at book", "go to bed 1"),
+            (r"You arrive at bed 1", "take book 1 from bed 1"),
+            (r"You pick up the book 1", "go to desklamp 1"),
+            (r"You arrive at desklamp 1", "use desklamp 1"),
+        ]
+    )
+    with scripted_chat(rules) as (server, agent):
+        result = env.run(item, env.seed_skill(), agent)
+        last = server.requests[-1].body["messages"]
+    assert (result.hard, result.soft) == (1.0, 1.0)
+    assert result.details == {"steps": 4, "invalid_actions": 0, "won": True}
+    assert result.usage.calls == 4
+    # the whole episode is in the conversation: observation, action, observation, ...
+    assert [m["role"] for m in last[1:]] == ["user", "assistant"] * 3 + ["user"]
+    assert "You pick up the book 1 from the bed 1." in result.trajectory
+
+
+def test_alfworld_episode_ends_at_the_step_limit() -> None:
+    env = load_env("alfworld", sample=True, max_steps=5)
+    item = next(iter(items_by_id(env).values()))
+    with scripted_chat([], default_text="Action: dance") as (_server, agent):
+        result = env.run(item, env.seed_skill(), agent)
+    assert (result.hard, result.soft) == (0.0, 0.0)
+    assert result.details == {"steps": 5, "invalid_actions": 5, "won": False}
+    assert "within 5 steps" in result.feedback
+
+
+def test_official_alfworld_layout_is_read_and_needs_the_real_engine(tmp_path: Path) -> None:
+    trial = tmp_path / "json_2.1.1" / "valid_unseen" / "pick_and_place_simple-Mug-None-Desk-1" / "trial_T1"
+    trial.mkdir(parents=True)
+    (trial / "traj_data.json").write_text(json.dumps({"task_type": "pick_and_place_simple", "pddl_params": {}}))
+    (trial / "game.tw-pddl").write_text("{}")
+    env = load_env("alfworld", data_dir=tmp_path)
+    sp = env.splits()
+    assert [len(sp.train), len(sp.val), len(sp.test)] == [0, 0, 1]
+    try:
+        import alfworld  # noqa: F401
+    except ImportError:
+        from skillopt.errors import ConfigError
+
+        with pytest.raises(ConfigError, match="alfworld"):
+            load_game(trial)
+    assert os.path.basename(sp.test[0].data["game_dir"]) == "trial_T1"

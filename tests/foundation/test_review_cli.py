@@ -1,0 +1,278 @@
+"""The review CLI as a new user meets it: the real `skillopt` executable, isolated homes, exit codes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+def test_new_user_flow_import_propose_diff_approve_rollback_history(env) -> None:
+    env.write_skill()
+    original = env.skill_file().read_bytes()
+
+    out = env.run("skills", "import", check=True)
+    assert "tidy-commits (claude-code:user): imported as tidy-commits@v1" in out.stdout
+
+    listed = env.json("skills", "list")
+    assert listed == [
+        {
+            "skill": "tidy-commits",
+            "versions": 1,
+            "pending": 0,
+            "targets": [{"target": "claude-code:user", "active": "v1", "enabled": True}],
+        }
+    ]
+
+    cand = env.candidate()
+    out = env.run(
+        "propose",
+        "tidy-commits",
+        str(cand / "SKILL.md"),
+        "--evidence",
+        '{"delta": 0.25, "confidence": 0.9}',
+        check=True,
+    )
+    assert "Proposed tidy-commits@v2" in out.stdout
+    assert env.skill_file().read_bytes() == original
+
+    status = env.run("status", check=True).stdout
+    assert "Pending proposals" in status and "+0.250 (90% conf.)" in status
+    assert "Daemon: not running" in status and "not running" in status.split("Nightly:")[1]
+    pending = env.json("status")["pending"]["items"]
+    assert len(pending) == 1 and pending[0]["skill"] == "tidy-commits"
+    pid = pending[0]["id"][:6]
+
+    diff = env.run("diff", pid, check=True)
+    assert "+- Run the tests before committing.\n" in diff.stdout
+    assert diff.stdout.startswith("--- tidy-commits@v1/SKILL.md\n+++ tidy-commits@v2/SKILL.md\n")
+    assert env.run("diff", "tidy-commits@v1..v2", check=True).stdout == diff.stdout
+
+    out = env.run("approve", pid, check=True)
+    assert "Approved tidy-commits@v2" in out.stdout and "installed at claude-code:user" in out.stdout
+    assert env.skill_file().read_text() == env.EDITED
+
+    out = env.run("rollback", "tidy-commits", check=True)
+    assert "tidy-commits@v1" in out.stdout
+    assert env.skill_file().read_bytes() == original
+
+    hist = env.json("history", "tidy-commits")
+    assert [e["action"] for e in hist["events"]] == ["import", "propose", "approve", "install", "rollback"]
+    assert [(v["version"], v["origin"], v["state"]) for v in hist["versions"]] == [
+        (1, "imported", "approved"),
+        (2, "proposed", "approved"),
+    ]
+    assert all(e["at"].endswith("Z") for e in hist["events"])  # stored in UTC
+    human = env.run("history", "tidy-commits", check=True).stdout
+    assert "rollback" in human and "tidy-commits@v2" in human
+
+    shown = env.json("skills", "show", "tidy-commits")
+    assert shown["version"]["label"] == "tidy-commits@v1" and shown["text"] == env.ORIGINAL
+    assert env.json("skills", "show", "tidy-commits", "--version", "v2")["text"] == env.EDITED
+
+
+def test_errors_have_documented_exit_codes_and_hints(env) -> None:
+    env.write_skill()
+    env.run("skills", "import", check=True)
+
+    bad = env.root / "bad" / "SKILL.md"
+    bad.parent.mkdir()
+    bad.write_text("---\nname: Tidy Commits\ndescription: x\n---\nbody\n")
+    r = env.run("propose", "tidy-commits", str(bad))
+    assert r.returncode == 9
+    assert "line 2" in r.stderr and "name-format" in r.stderr
+
+    r = env.run("approve", "deadbeef")
+    assert r.returncode == 3 and "no version or proposal matches" in r.stderr
+
+    r = env.run("rollback", "tidy-commits")
+    assert r.returncode == 3 and "no earlier version" in r.stderr
+
+    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    r = env.run("reject", vid)
+    assert r.returncode == 2  # --reason is required
+    env.run("reject", vid, "--reason", "not now", check=True)
+    r = env.run("approve", vid)
+    assert r.returncode == 4 and "already rejected" in r.stderr and "→" in r.stderr
+
+    r = env.run("history", "nope")
+    assert r.returncode == 3 and "no skill named 'nope'" in r.stderr
+
+
+def test_hand_edit_wins_through_the_cli(env) -> None:
+    env.write_skill()
+    env.run("skills", "import", check=True)
+    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    mine = env.ORIGINAL + "- My rule.\n"
+    env.skill_file().write_text(mine)
+    r = env.run("approve", vid)
+    assert r.returncode == 4
+    assert "edited by hand" in r.stderr and "--force" in r.stderr
+    assert env.skill_file().read_text() == mine
+    hist = env.json("history", "tidy-commits")
+    assert [v["origin"] for v in hist["versions"]] == ["imported", "proposed", "hand-edit"]
+    r = env.run("approve", vid, "--force", check=True)
+    assert env.skill_file().read_text() == env.EDITED
+    # The hand edit is one rollback away.
+    env.run("rollback", "tidy-commits", "--to", "v3", check=True)
+    assert env.skill_file().read_text() == mine
+
+
+def test_invalid_skill_on_import_is_reported_and_others_still_import(env) -> None:
+    env.write_skill()
+    env.write_skill("broken", "---\nname: broken\ndescription: ok\nmetadata: [x]\n---\n")
+    r = env.run("skills", "import")
+    assert r.returncode == 9
+    assert "tidy-commits (claude-code:user): imported" in r.stdout
+    assert "line 4" in r.stderr and "metadata-map" in r.stderr
+    assert [s["skill"] for s in env.json("skills", "list")] == ["tidy-commits"]
+
+
+def test_unwritable_target_exits_11(env) -> None:
+    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    env.claude_home.mkdir(parents=True)
+    (env.claude_home / "skills").write_text("in the way")
+    r = env.run("approve", vid, "--target", "claude-code:user")
+    assert r.returncode == 11 and "not a folder" in r.stderr
+    assert env.json("status")["pending"]["items"][0]["id"] == vid
+
+
+def test_corrupt_database_is_refused_with_exit_5(env) -> None:
+    db = env.skillopt_home / "data" / "skillopt.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a database at all" * 100)
+    r = env.run("status")
+    assert r.returncode == 5
+    assert "cannot be read" in r.stderr and "move it aside" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_database_from_a_newer_skillopt_is_refused_and_not_modified(env) -> None:
+    env.run("status", check=True)  # creates the database
+    db = env.skillopt_home / "data" / "skillopt.db"
+    con = sqlite3.connect(db)
+    con.execute(
+        "INSERT INTO _migrations (name, applied_at) VALUES ('m999_future', '2030-01-01T00:00:00.000Z')"
+    )
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    before = db.read_bytes()
+    for args in (["status"], ["skills", "list"], ["approve", "abc"]):
+        r = env.run(*args)
+        assert r.returncode == 5, args
+        assert "newer skillopt" in r.stderr and "not modified" in r.stderr
+    assert db.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_locked_database_is_reported_with_exit_5(env) -> None:
+    env.write_skill()
+    env.run("skills", "import", check=True)
+    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    db = env.skillopt_home / "data" / "skillopt.db"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sqlite3, sys, time
+                con = sqlite3.connect({str(db)!r}, isolation_level=None)
+                con.execute("BEGIN IMMEDIATE")
+                print("locked", flush=True)
+                time.sleep(60)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        r = env.run("approve", vid)
+        assert r.returncode == 5, r.stderr
+        assert "locked by another process" in r.stderr and "Traceback" not in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert env.skill_file().read_text() == env.ORIGINAL
+    env.run("approve", vid, check=True)
+    assert env.skill_file().read_text() == env.EDITED
+
+
+def test_doctor_reports_keys_set_without_values(env) -> None:
+    r = env.run("doctor", "--json", env={"ANTHROPIC_API_KEY": "sk-ant-very-secret-value"})
+    assert r.returncode == 0, r.stderr
+    assert "sk-ant-very-secret-value" not in r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    keys = {c["name"]: c["detail"] for c in data["checks"] if c["group"] == "API keys"}
+    assert keys["ANTHROPIC_API_KEY"] == "set"
+    assert keys["OPENAI_API_KEY"] == "not set"
+    groups = {c["group"] for c in data["checks"]}
+    assert {"paths", "database", "config", "agent CLIs", "API keys"} <= groups
+    db = [c for c in data["checks"] if c["group"] == "database"]
+    assert db[0]["level"] == "ok" and "migrations" in db[0]["detail"]
+    human = env.run("doctor", check=True).stdout
+    assert "ANTHROPIC_API_KEY" in human
+
+
+def test_doctor_fails_on_a_corrupt_database(env) -> None:
+    db = env.skillopt_home / "data" / "skillopt.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"garbage" * 1000)
+    r = env.run("doctor")
+    assert r.returncode == 5
+    assert "cannot be read" in r.stdout
+
+
+def test_config_show_get_set_path(env) -> None:
+    path = Path(env.run("config", "path", check=True).stdout.strip())
+    assert path == env.skillopt_home / "config" / "config.toml"
+    assert env.run("config", "get", "night.schedule", check=True).stdout.strip() == "17 3 * * *"
+
+    env.run("config", "set", "night.schedule", "0 4 * * *", check=True)
+    env.run("config", "set", "night.max_cost_usd", "2.5", check=True)
+    env.run("config", "set", "night.auto_approve", '["tidy-commits"]', check=True)
+    env.run("config", "set", "tools.claude.enabled", "false", check=True)
+    assert env.run("config", "get", "night.schedule", check=True).stdout.strip() == "0 4 * * *"
+    assert json.loads(env.run("config", "get", "night.auto_approve", check=True).stdout) == ["tidy-commits"]
+    assert env.run("config", "get", "tools.claude-code.enabled", check=True).stdout.strip() == "false"
+    text = path.read_text()
+    assert 'schedule = "0 4 * * *"' in text and "max_cost_usd = 2.5" in text
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+    shown = env.json("config", "show")
+    assert shown["night"]["max_cost_usd"] == 2.5
+    toml_out = env.run("config", "show", check=True).stdout
+    assert "[night]" in toml_out
+
+    r = env.run("config", "set", "night.shedule", "x")
+    assert r.returncode == 6 and "unknown configuration key 'night.shedule'" in r.stderr
+    assert "schedule" in r.stderr  # the hint lists the real keys
+    r = env.run("config", "set", "night.max_tokens", "lots")
+    assert r.returncode == 6 and "night.max_tokens" in r.stderr
+    r = env.run("config", "get", "nope.key")
+    assert r.returncode == 6 and "unknown configuration key 'nope'" in r.stderr
+    r = env.run("config", "set", "tools.vim.enabled", "true")
+    assert r.returncode == 6 and "tools.vim" in r.stderr
+    # A rejected value leaves the file as it was.
+    assert path.read_text() == text
+
+
+def test_every_list_command_has_json(env) -> None:
+    env.write_skill()
+    env.run("skills", "import", check=True)
+    for args in (
+        ["status"],
+        ["skills", "list"],
+        ["history", "tidy-commits"],
+        ["skills", "import"],
+        ["doctor"],
+    ):
+        json.loads(env.run(*args, "--json", check=True).stdout)

@@ -1,0 +1,392 @@
+"""`skillopt install TOOL` / `uninstall TOOL`: the right files, idempotent, reversible and careful."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Env, approve_skill, snapshot
+
+from skillopt.skill import SkillDoc
+
+TOOL_HOMES = {
+    "claude-code": ".claude",
+    "codex": ".codex",
+    "copilot": ".copilot",
+    "cursor": ".cursor",
+    "openclaw": ".openclaw",
+}
+
+USER_FILES = {
+    "claude-code": [
+        ".claude/skills/skillopt/SKILL.md",
+        ".claude/commands/skillopt-approve.md",
+        ".claude/commands/skillopt-diff.md",
+        ".claude/commands/skillopt-rollback.md",
+        ".claude/commands/skillopt-sleep.md",
+        ".claude/commands/skillopt-status.md",
+        ".claude/settings.json",
+    ],
+    "codex": [".agents/skills/skillopt/SKILL.md", ".codex/skills/skillopt/SKILL.md"],
+    "copilot": [".copilot/skills/skillopt/SKILL.md", ".copilot/mcp-config.json"],
+    "cursor": [".cursor/skills/skillopt/SKILL.md"],
+    "openclaw": [".openclaw/skills/skillopt/SKILL.md"],
+}
+PROJECT_FILES = {
+    "claude-code": [
+        ".claude/skills/skillopt/SKILL.md",
+        ".claude/commands/skillopt-approve.md",
+        ".claude/commands/skillopt-diff.md",
+        ".claude/commands/skillopt-rollback.md",
+        ".claude/commands/skillopt-sleep.md",
+        ".claude/commands/skillopt-status.md",
+        ".claude/settings.local.json",
+    ],
+    "codex": [".agents/skills/skillopt/SKILL.md", ".codex/skills/skillopt/SKILL.md"],
+    "copilot": [".github/skills/skillopt/SKILL.md"],
+    "cursor": [".cursor/skills/skillopt/SKILL.md"],
+    "devin": [".devin/skills/skillopt/SKILL.md", ".devin/rules/skillopt.md", ".devin/hooks.v1.json"],
+    "openclaw": ["skills/skillopt/SKILL.md"],
+}
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("tool", sorted(USER_FILES))
+def test_user_install_places_exactly_the_tools_files_and_uninstall_restores_the_home(
+    env: Env, cli, tool: str
+) -> None:
+    (env.home / TOOL_HOMES[tool]).mkdir()
+    before = snapshot(env.home)
+    dry = cli("install", tool, "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    assert snapshot(env.home) == before, "a dry run must not touch anything"
+    planned = json.loads(dry.out)
+    assert sorted(str(Path(f["path"]).relative_to(env.home)) for f in planned["files"]) == sorted(
+        USER_FILES[tool]
+    )
+    assert {f["op"] for f in planned["files"]} == {"create"}
+
+    first = cli("install", tool)
+    assert first.code == 0, first.err
+    assert _files(env.home) == sorted(USER_FILES[tool])
+    again = json.loads(cli("install", tool, "--json").out)
+    assert {f["op"] for f in again["files"]} == {"unchanged"}, "install must be idempotent"
+
+    dry_un = json.loads(cli("uninstall", tool, "--dry-run", "--json").out)
+    assert sorted(str(Path(f["path"]).relative_to(env.home)) for f in dry_un["files"]) == sorted(
+        USER_FILES[tool]
+    )
+    assert _files(env.home) == sorted(USER_FILES[tool])
+    gone = cli("uninstall", tool)
+    assert gone.code == 0, gone.err
+    assert snapshot(env.home) == before
+
+
+@pytest.mark.parametrize("tool", sorted(PROJECT_FILES))
+def test_project_install_and_uninstall(env: Env, cli, tool: str) -> None:
+    (env.project / "README.md").write_text("hello\n")
+    before = snapshot(env.project)
+    res = cli("install", tool, "--scope", "project", "--project", str(env.project))
+    assert res.code == 0, res.err
+    assert _files(env.project) == sorted(PROJECT_FILES[tool] + ["README.md"])
+    assert cli("uninstall", tool, "--scope", "project", "--project", str(env.project)).code == 0
+    assert snapshot(env.project) == before
+
+
+def test_claude_hooks_merge_into_the_users_settings_and_only_ours_leave(env: Env, cli) -> None:
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {
+        "model": "opus",
+        "hooks": {"SessionEnd": [{"matcher": "*", "hooks": [{"type": "command", "command": "echo bye"}]}]},
+    }
+    settings.write_text(json.dumps(mine, indent=4))
+    os.chmod(settings, 0o600)
+    assert cli("install", "claude-code").code == 0
+    merged = json.loads(settings.read_text())
+    assert merged["model"] == "opus"
+    end_cmds = [h["command"] for g in merged["hooks"]["SessionEnd"] for h in g["hooks"]]
+    assert end_cmds[0] == "echo bye" and "notify session-end --tool claude-code" in end_cmds[1]
+    assert (
+        "notify session-start --tool claude-code" in merged["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    )
+    assert os.stat(settings).st_mode & 0o777 == 0o600, "the settings file keeps its permissions"
+    assert cli("install", "claude-code").code == 0
+    assert len(json.loads(settings.read_text())["hooks"]["SessionEnd"]) == 2, "no duplicate hook on reinstall"
+    assert cli("uninstall", "claude-code").code == 0
+    assert json.loads(settings.read_text()) == mine
+
+
+def test_hook_command_runs_skillopt_and_never_fails(env: Env, cli, tmp_path: Path) -> None:
+    import subprocess
+
+    (env.home / ".claude").mkdir()
+    assert cli("install", "claude-code").code == 0
+    settings = json.loads((env.home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+    run_env = {"PATH": "/usr/bin:/bin", "HOME": str(env.home), "SKILLOPT_HOME": str(env.skillopt_home)}
+    proc = subprocess.run(
+        command,
+        shell=True,
+        input='{"session_id": "x1"}',
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stdout == ""
+    inbox = env.skillopt_home / "data" / "inbox"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not list(inbox.glob("*.json")):
+        time.sleep(0.1)
+    notes = list(inbox.glob("*.json"))
+    assert [json.loads(n.read_text())["session_id"] for n in notes] == ["x1"]
+    broken = command.replace(
+        str(Path(command.split("b=")[1].split(";")[0].strip("'\"")).parent), "/nonexistent"
+    )
+    proc = subprocess.run(
+        broken, shell=True, input="{}", capture_output=True, text=True, env=run_env, timeout=60
+    )
+    assert proc.returncode == 0
+
+
+def test_codex_pointer_in_agents_md_keeps_the_users_text(env: Env, cli) -> None:
+    agents = env.project / "AGENTS.md"
+    agents.write_text("# Rules\n\nRun make test.\n")
+    res = cli("install", "codex", "--scope", "project", "--project", str(env.project), "--instructions")
+    assert res.code == 0, res.err
+    text = agents.read_text()
+    assert text.startswith("# Rules\n\nRun make test.\n") and "skillopt status" in text
+    assert cli("uninstall", "codex", "--project", str(env.project)).code == 0
+    assert agents.read_text() == "# Rules\n\nRun make test.\n"
+
+
+def test_tool_not_installed_is_refused_with_a_hint(env: Env, cli) -> None:
+    res = cli("install", "cursor")
+    assert res.code == 8
+    assert "does not seem to be installed" in res.err and "--force" in res.err
+    assert not (env.home / ".cursor").exists()
+    assert cli("install", "cursor", "--force").code == 0
+    assert (env.home / ".cursor" / "skills" / "skillopt" / "SKILL.md").is_file()
+
+
+def test_devin_has_no_user_scope(env: Env, cli) -> None:
+    res = cli("install", "devin", "--scope", "user")
+    assert res.code != 0 and "per project" in res.err
+
+
+def test_read_only_target_is_refused_and_left_untouched(env: Env, cli) -> None:
+    claude = env.home / ".claude"
+    claude.mkdir()
+    os.chmod(claude, 0o555)
+    try:
+        res = cli("install", "claude-code")
+        assert res.code == 11
+        assert "read-only" in res.err
+        assert list(claude.iterdir()) == []
+    finally:
+        os.chmod(claude, 0o755)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a folder's owner needs root")
+def test_folder_owned_by_another_user_is_refused(env: Env, cli) -> None:
+    cursor = env.project / ".cursor"
+    cursor.mkdir()
+    os.chown(cursor, 4321, 4321)
+    res = cli("install", "cursor", "--project", str(env.project))
+    assert res.code == 11
+    assert "belongs to another user" in res.err
+    assert list(cursor.iterdir()) == []
+
+
+def test_folder_owned_by_another_user_is_refused_without_root(env: Env, cli, monkeypatch) -> None:
+    """Same check for a non-root run: pretend to be another user than the folder's owner."""
+    (env.home / ".openclaw").mkdir()
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(env.home).st_uid + 1)
+    res = cli("install", "openclaw")
+    assert res.code == 11 and "belongs to another user" in res.err
+    assert list((env.home / ".openclaw").iterdir()) == []
+
+
+def test_symlinked_skill_folder_leading_outside_is_refused(env: Env, cli, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    skills = env.home / ".claude" / "skills"
+    skills.mkdir(parents=True)
+    (skills / "skillopt").symlink_to(outside)
+    res = cli("install", "claude-code")
+    assert res.code == 11
+    assert "symlink" in res.err and "outside" in res.err
+    assert list(outside.iterdir()) == []
+    assert not (env.home / ".claude" / "settings.json").exists(), (
+        "nothing is written when one file is refused"
+    )
+
+
+def test_symlink_inside_the_tools_folder_is_followed(env: Env, cli) -> None:
+    real = env.home / ".claude" / "my-skills"
+    real.mkdir(parents=True)
+    (env.home / ".claude" / "skills").symlink_to(real)
+    assert cli("install", "claude-code").code == 0
+    assert (real / "skillopt" / "SKILL.md").is_file()
+
+
+def test_users_own_file_is_never_overwritten_without_force(env: Env, cli) -> None:
+    cmd = env.home / ".claude" / "commands" / "skillopt-status.md"
+    cmd.parent.mkdir(parents=True)
+    cmd.write_text("my own status command\n")
+    res = cli("install", "claude-code")
+    assert res.code == 4
+    assert "was not written by skillopt" in res.err
+    assert cmd.read_text() == "my own status command\n"
+    assert not (env.home / ".claude" / "skills").exists(), "a refusal leaves everything as it was"
+    forced = cli("install", "claude-code", "--force")
+    assert forced.code == 0, forced.err
+    assert cmd.read_text() != "my own status command\n"
+    assert cli("uninstall", "claude-code").code == 0
+    assert cmd.read_text() == "my own status command\n", "uninstall restores what --force replaced"
+
+
+def test_uninstall_keeps_a_file_the_user_edited(env: Env, cli) -> None:
+    (env.home / ".cursor").mkdir()
+    assert cli("install", "cursor", "--instructions").code == 0
+    rule = env.home / ".cursor" / "rules" / "skillopt.mdc"
+    rule.write_text(rule.read_text() + "\nAlso: my own note.\n")
+    res = cli("uninstall", "cursor")
+    assert res.code == 0
+    assert "you edited it" in res.err
+    assert rule.is_file() and "my own note" in rule.read_text()
+    assert not (env.home / ".cursor" / "skills" / "skillopt").exists()
+    # Reinstalling does not clobber the edit either.
+    assert cli("install", "cursor", "--instructions").code == 4
+
+
+def test_uninstall_force_removes_an_edited_section(env: Env, cli) -> None:
+    agents = env.home / ".codex" / "AGENTS.md"
+    agents.parent.mkdir()
+    agents.write_text("mine\n")
+    assert cli("install", "codex", "--instructions").code == 0
+    agents.write_text(agents.read_text().replace("skillopt status", "skillopt status (edited)"))
+    kept = cli("uninstall", "codex")
+    assert "skillopt section" in kept.out and "skillopt:begin" in agents.read_text()
+    assert cli("install", "codex", "--instructions").code == 4
+    assert cli("install", "codex", "--instructions", "--force").code == 0
+    assert cli("uninstall", "codex", "--force").code == 0
+    assert agents.read_text() == "mine\n"
+
+
+def test_uninstall_of_something_never_installed(env: Env, cli) -> None:
+    res = cli("uninstall", "codex")
+    assert res.code == 3 and "not installed" in res.err
+
+
+# -- approved skills go where each tool reads them ------------------------------------------------------
+
+SKILL_WHERE = {
+    "claude-code": [".claude/skills/py-tests/SKILL.md"],
+    "codex": [".agents/skills/py-tests/SKILL.md", ".codex/skills/py-tests/SKILL.md"],
+    "copilot": [".copilot/skills/py-tests/SKILL.md"],
+    "cursor": [".cursor/skills/py-tests/SKILL.md"],
+    "openclaw": [".openclaw/skills/py-tests/SKILL.md"],
+}
+
+
+@pytest.mark.parametrize("tool", sorted(SKILL_WHERE))
+def test_install_puts_approved_skills_where_the_tool_reads_them(env: Env, cli, tool: str) -> None:
+    elsewhere = env.project / "elsewhere"
+    elsewhere.mkdir()
+    approve_skill(
+        "py-tests",
+        "Use when running Python tests.",
+        "# Tests\nRun pytest -q.\n",
+        f"claude-code:project:{elsewhere}",
+    )
+    (env.home / TOOL_HOMES[tool]).mkdir()
+    before = snapshot(env.home)
+    res = cli("install", tool)
+    assert res.code == 0, res.err
+    for rel in SKILL_WHERE[tool]:
+        doc = SkillDoc.parse((env.home / rel).read_text())
+        assert doc.name == "py-tests" and "Run pytest -q." in doc.body
+    assert cli("uninstall", tool).code == 0
+    assert snapshot(env.home) == before
+
+
+def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
+    from conftest import propose_skill
+
+    from skillopt_daemon.registry import open_registry
+
+    (env.home / ".codex").mkdir()
+    (env.home / ".claude").mkdir()
+    approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
+    assert cli("install", "codex").code == 0
+    v2 = propose_skill("py-tests", "Use when running Python tests.", "v2: use pytest -x\n")
+    assert cli("approve", v2).code == 0 or _approve(v2)
+    for rel in (".claude/skills", ".agents/skills", ".codex/skills"):
+        assert "v2: use pytest -x" in (env.home / rel / "py-tests" / "SKILL.md").read_text(), rel
+    reg, _ = open_registry()
+    reg.db.conn.close()
+
+
+def _approve(version_id: str) -> bool:
+    from skillopt_daemon.registry import open_registry
+
+    reg, _ = open_registry()
+    try:
+        reg.approve(version_id)
+        return True
+    finally:
+        reg.db.conn.close()
+
+
+def test_openclaw_gets_single_line_frontmatter(env: Env, cli) -> None:
+    from skillopt.skill import SkillBundle
+    from skillopt_daemon.registry import open_registry
+
+    text = (
+        "---\nname: deploy\ndescription: >-\n  Use when deploying:\n  checks first.\nmetadata:\n"
+        "  openclaw:\n    requires:\n      bins: [kubectl]\n---\n\n# Deploy\n"
+    )
+    reg, _ = open_registry()
+    try:
+        v = reg.propose("deploy", SkillBundle.from_text(text))
+        reg.approve(v.id, targets=["claude-code:user"])
+    finally:
+        reg.db.conn.close()
+    (env.home / ".openclaw").mkdir()
+    assert cli("install", "openclaw").code == 0
+    installed = SkillDoc.parse((env.home / ".openclaw" / "skills" / "deploy" / "SKILL.md").read_text())
+    lines = installed.frontmatter_text.splitlines()
+    assert all(line and not line[0].isspace() for line in lines), lines
+    assert installed.frontmatter == yaml.safe_load(SkillDoc.parse(text).frontmatter_text)
+    assert installed.body == "\n# Deploy\n"
+    # Claude Code, which accepts any YAML, gets the bytes unchanged.
+    assert (env.home / ".claude" / "skills" / "deploy" / "SKILL.md").read_text() == text
+
+
+def test_copilot_instruction_only_project(env: Env, cli) -> None:
+    gh = env.project / ".github"
+    gh.mkdir()
+    (gh / "copilot-instructions.md").write_text("Team rules.\n")
+    res = cli("install", "copilot", "--project", str(env.project), "--instructions")
+    assert res.code == 0, res.err
+    assert "skillopt" in (gh / "copilot-instructions.md").read_text()
+    assert not (gh / "skills").exists()
+    approve_skill(
+        "py-tests", "Use when running Python tests.", "Run pytest -q.\n", f"copilot:project:{env.project}"
+    )
+    instr = gh / "instructions" / "py-tests.instructions.md"
+    doc = SkillDoc.parse(instr.read_text())
+    assert doc.frontmatter == {"applyTo": "**", "description": "Use when running Python tests."}
+    assert "Run pytest -q." in doc.body
+    assert cli("uninstall", "copilot", "--project", str(env.project)).code == 0
+    assert (gh / "copilot-instructions.md").read_text() == "Team rules.\n"
+    assert not instr.exists()

@@ -1,0 +1,256 @@
+"""The real, pinned `claude` and `codex` CLIs replayed in the sandbox against the scripted model server.
+
+Locally these skip (with the fix in the reason) when the CLIs or Node.js are missing; in CI they must run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from harness.agents import SCRIPTED_API_KEY
+from replay_helpers import repo_state, skill
+
+from skillopt.backends.claude_code import ClaudeCodeBackend
+from skillopt.backends.codex import CodexBackend
+from skillopt.backends.exec_base import ExecLimits, ExecStatus
+from skillopt.sandbox import ReplayTask, SandboxConfig, replay
+from skillopt.testing import Fault, Match, Rule, Script, Step, bash, call, write_file
+from skillopt.testing.scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.agent_cli
+
+MakeRepo = Callable[..., tuple[Path, list[str]]]
+TEST_FILE = "from calc import add\n\nassert add(2, 3) == 5\nprint('1 passed')\n"
+
+
+def _script(*steps: Step, done: str = "Finished.") -> Script:
+    return Script(rules=[Rule(name="task", match=Match(user="calc"), steps=list(steps), done_text=done)])
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's real home, with an older copy of the skill installed for every tool."""
+    home = tmp_path / "user"
+    for d in (".claude/skills/demo", ".codex/skills/demo", ".agents/skills/demo"):
+        (home / d).mkdir(parents=True)
+        (home / d / "SKILL.md").write_text(
+            "---\nname: demo\ndescription: OLD-INSTALLED-DESCRIPTION.\n---\nOLD-INSTALLED-BODY\n"
+        )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return home
+
+
+def _claude(cli: Path, server: ScriptedServer, **kw: object) -> ClaudeCodeBackend:
+    env = {
+        "PATH": os.environ["PATH"],
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": SCRIPTED_API_KEY,
+    }
+    return ClaudeCodeBackend(cli=str(cli), base_env=env, **kw)  # type: ignore[arg-type]
+
+
+def _codex(cli: Path, server: ScriptedServer, user_home: Path) -> CodexBackend:
+    """Codex configured the way a user would: a custom provider in ~/.codex/config.toml, key in a variable."""
+    (user_home / ".codex" / "config.toml").write_text(
+        'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+        f'[model_providers.scripted]\nname = "Scripted"\nbase_url = "{server.base_url_openai}"\n'
+        'wire_api = "responses"\nenv_key = "SCRIPTED_KEY"\n'
+        '[mcp_servers.unwanted]\ncommand = "does-not-exist"\n'
+    )
+    return CodexBackend(cli=str(cli), base_env={"PATH": os.environ["PATH"], "SCRIPTED_KEY": SCRIPTED_API_KEY})
+
+
+# ------------------------------------------------------------------------------------------ Claude Code
+
+
+def test_claude_writes_a_file_runs_a_test_and_passes_the_check(
+    claude_cli: Path,
+    model_server: ScriptedServer,
+    make_repo: MakeRepo,
+    sandbox_config: SandboxConfig,
+    user_home: Path,
+) -> None:
+    repo, (first, _) = make_repo()
+    before = repo_state(repo)
+    model_server.set_script(
+        _script(
+            Step(tool_calls=[write_file("test_calc.py", TEST_FILE)]),
+            Step(tool_calls=[bash("python3 test_calc.py")]),
+        )
+    )
+    task = ReplayTask(prompt="add a test for calc", repo=repo, commit=first, checks=["python3 test_calc.py"])
+    result = replay(
+        task,
+        _claude(claude_cli, model_server),
+        sandbox_config,
+        skill=skill(),
+        limits=ExecLimits(max_turns=10, timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    assert result.checks_passed, [c.to_dict() for c in result.checks]
+    assert result.files_changed == ["A test_calc.py"]
+    bash_call = next(c for c in result.tool_calls if c.name == "Bash")
+    assert bash_call.exit_code == 0 and "1 passed" in bash_call.output
+    assert result.final_message == "Finished."
+    assert result.cost_reported and result.usage.input_tokens > 0
+    assert repo_state(repo) == before, "the replay changed the user's repository"
+    assert os.listdir(sandbox_config.root) == []
+
+
+def test_claude_max_turns(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    model_server.set_script(_script(*[Step(tool_calls=[bash(f"echo step{i}")]) for i in range(6)]))
+    result = replay(
+        ReplayTask(prompt="loop over calc"),
+        _claude(claude_cli, model_server),
+        sandbox_config,
+        limits=ExecLimits(max_turns=2, timeout_s=120),
+    )
+    assert result.status is ExecStatus.MAX_TURNS
+    assert len(result.tool_calls) <= 3
+
+
+def test_claude_permission_denial_is_a_failure(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    model_server.set_script(_script(Step(tool_calls=[bash("python3 -c 'print(42)'")])))
+    result = replay(
+        ReplayTask(prompt="run calc"),
+        _claude(claude_cli, model_server, allowed_tools=("Read",)),
+        sandbox_config,
+        limits=ExecLimits(max_turns=5, timeout_s=120),
+    )
+    assert result.exit_code == 0, "Claude Code exits 0 on a denial; the status must still say so"
+    assert result.status is ExecStatus.PERMISSION_DENIED
+    assert result.tool_calls[0].denied
+
+
+def test_claude_hang_is_killed_at_the_timeout(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    model_server.set_script(_script(Step(fault=Fault(hang=True))))
+    start = time.monotonic()
+    result = replay(
+        ReplayTask(prompt="calc forever"),
+        _claude(claude_cli, model_server),
+        sandbox_config,
+        limits=ExecLimits(timeout_s=4),
+    )
+    assert result.status is ExecStatus.TIMEOUT
+    assert time.monotonic() - start < 30
+    assert os.listdir(sandbox_config.root) == []
+
+
+def test_claude_is_shown_the_candidate_skill_not_the_installed_one(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    model_server.set_script(_script(Step(tool_calls=[call("Skill", {"skill": "demo"})])))
+    candidate = skill(description="CANDIDATE-DESCRIPTION-V2.", body="CANDIDATE-BODY-V2")
+    result = replay(
+        ReplayTask(prompt="use calc skill"),
+        _claude(claude_cli, model_server),
+        sandbox_config,
+        skill=candidate,
+        limits=ExecLimits(timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, result.error
+    seen = model_server.all_text()
+    assert "CANDIDATE-DESCRIPTION-V2" in seen, "the candidate was not listed to the model"
+    assert "CANDIDATE-BODY-V2" in seen, "the candidate's body did not reach the model"
+    assert "OLD-INSTALLED" not in seen, "the user's installed copy reached the model"
+
+
+# ------------------------------------------------------------------------------------------ Codex
+
+
+def test_codex_writes_a_file_runs_a_test_and_passes_the_check(
+    codex_cli: Path,
+    model_server: ScriptedServer,
+    make_repo: MakeRepo,
+    sandbox_config: SandboxConfig,
+    user_home: Path,
+) -> None:
+    repo, (first, _) = make_repo()
+    before = repo_state(repo)
+    model_server.set_script(
+        _script(
+            Step(tool_calls=[write_file("test_calc.py", TEST_FILE)]),
+            Step(tool_calls=[bash("python3 test_calc.py")]),
+        )
+    )
+    task = ReplayTask(prompt="add a test for calc", repo=repo, commit=first, checks=["python3 test_calc.py"])
+    result = replay(
+        task,
+        _codex(codex_cli, model_server, user_home),
+        sandbox_config,
+        skill=skill(),
+        limits=ExecLimits(timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    assert result.checks_passed
+    assert result.files_changed == ["A test_calc.py"]
+    run = next(c for c in result.tool_calls if c.name == "command_execution")
+    assert run.exit_code == 0 and "1 passed" in run.output
+    assert repo_state(repo) == before
+
+
+def test_codex_sandbox_refuses_a_write_outside_the_workspace(
+    codex_cli: Path,
+    model_server: ScriptedServer,
+    make_repo: MakeRepo,
+    sandbox_config: SandboxConfig,
+    user_home: Path,
+) -> None:
+    repo, (first, _) = make_repo()
+    target = repo / "calc.py"
+    original = target.read_text()
+    model_server.set_script(_script(Step(tool_calls=[bash(f"echo hacked > {target}")])))
+    result = replay(
+        ReplayTask(prompt="break calc", repo=repo, commit=first),
+        _codex(codex_cli, model_server, user_home),
+        sandbox_config,
+        limits=ExecLimits(timeout_s=120),
+    )
+    assert target.read_text() == original
+    assert result.status is ExecStatus.PERMISSION_DENIED, result.to_dict()
+    assert "Read-only file system" in result.tool_calls[0].output
+
+
+def test_codex_is_shown_the_candidate_skill_not_the_installed_one(
+    codex_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    candidate = skill(description="CANDIDATE-DESCRIPTION-V2.", body="CANDIDATE-BODY-V2")
+    model_server.set_script(_script(Step(tool_calls=[bash("cat .agents/skills/demo/SKILL.md")])))
+    result = replay(
+        ReplayTask(prompt="use calc skill"),
+        _codex(codex_cli, model_server, user_home),
+        sandbox_config,
+        skill=candidate,
+        limits=ExecLimits(timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, result.error
+    seen = model_server.all_text()
+    assert "CANDIDATE-DESCRIPTION-V2" in seen and "CANDIDATE-BODY-V2" in seen
+    assert "OLD-INSTALLED" not in seen
+    assert "does-not-exist" not in json.dumps([r.body for r in model_server.requests])
+
+
+def test_codex_max_turns(
+    codex_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    model_server.set_script(_script(*[Step(tool_calls=[bash(f"echo step{i}")]) for i in range(6)]))
+    result = replay(
+        ReplayTask(prompt="loop over calc"),
+        _codex(codex_cli, model_server, user_home),
+        sandbox_config,
+        limits=ExecLimits(max_turns=2, timeout_s=120),
+    )
+    assert result.status is ExecStatus.MAX_TURNS
