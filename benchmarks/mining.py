@@ -47,7 +47,12 @@ def speed(n_sessions: int, seed: int) -> dict[str, float]:
     t0 = time.perf_counter()
     cluster_prompts(prompts)
     t_all = time.perf_counter() - t0
-    return {"requests": len(prompts), "vectorize_s": t_vec, "cluster_s": t_all, "ratio": t_all / max(t_vec, 1e-9)}
+    return {
+        "requests": len(prompts),
+        "vectorize_s": t_vec,
+        "cluster_s": t_all,
+        "ratio": t_all / max(t_vec, 1e-9),
+    }
 
 
 def main() -> None:
@@ -56,12 +61,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     q = quality(500, args.seed)
-    print(f"quality (500 sessions, {q['requests']:.0f} requests): ARI {q['ari']:.3f}, "
-          f"precision mean {q['precision_mean']:.3f} min {q['precision_min']:.3f}, "
-          f"recall mean {q['recall_mean']:.3f} min {q['recall_min']:.3f}")
+    print(
+        f"quality (500 sessions, {q['requests']:.0f} requests): ARI {q['ari']:.3f}, "
+        f"precision mean {q['precision_mean']:.3f} min {q['precision_min']:.3f}, "
+        f"recall mean {q['recall_mean']:.3f} min {q['recall_min']:.3f}"
+    )
     s = speed(args.sessions, args.seed)
-    print(f"speed ({args.sessions} sessions, {s['requests']:.0f} requests): vectorize {s['vectorize_s']:.2f}s, "
-          f"vectorize+cluster {s['cluster_s']:.2f}s (ratio {s['ratio']:.2f})")
+    print(
+        f"speed ({args.sessions} sessions, {s['requests']:.0f} requests): vectorize {s['vectorize_s']:.2f}s, "
+        f"vectorize+cluster {s['cluster_s']:.2f}s (ratio {s['ratio']:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -96,6 +96,11 @@ class SandboxConfig:
     keep: bool = False
     max_parallel: int = 2
     check_timeout_s: float = 300.0
+    # Every replay run with this config holds a slot while its workspace exists, whichever thread calls.
+    slots: threading.BoundedSemaphore = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.slots = threading.BoundedSemaphore(max(1, self.max_parallel))
 
 
 @dataclass
@@ -417,7 +422,12 @@ class Snapshot:
         # A throwaway object store: no fsync, no automatic gc.
         fast = ("-c", "core.fsync=none", "-c", "gc.auto=0")
         return _git(
-            args, cwd=self.ws.path, git_dir=self.git_dir, work_tree=self.ws.path, check=check, extra_config=fast
+            args,
+            cwd=self.ws.path,
+            git_dir=self.git_dir,
+            work_tree=self.ws.path,
+            check=check,
+            extra_config=fast,
         )
 
     def _add(self) -> None:
@@ -478,7 +488,19 @@ def replay(
     Agent failures come back as the result's status; a workspace that cannot be prepared raises
     `SandboxError` (and leaves nothing behind).
     """
-    stage = on_stage or (lambda _s: None)
+    with config.slots:
+        return _replay(task, backend, config, skill=skill, limits=limits, stage=on_stage or (lambda _s: None))
+
+
+def _replay(
+    task: ReplayTask,
+    backend: ExecBackend,
+    config: SandboxConfig,
+    *,
+    skill: SkillBundle | None,
+    limits: ExecLimits | None,
+    stage: Callable[[str], None],
+) -> ExecResult:
     stage("workspace")
     ws = create_workspace(task, config.root)
     keep = config.keep

@@ -88,6 +88,13 @@ class NightSettings(_Section):
     auto_approve: list[str] = Field(default_factory=list, description="skills whose gated proposals install at once")
     local_only: bool = Field(default=False, description="refuse any model endpoint that is not on loopback")
     seed: int = 42
+    epochs: int = Field(default=1, ge=1, description="training epochs over a skill's replayed tasks per night")
+    gate: Literal["paired", "strict"] = "paired"
+    gate_repeats: int = Field(default=1, ge=1, description="replays per validation task and skill at the gate")
+    gate_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
+    leak_threshold: float = Field(
+        default=0.6, gt=0, le=1, description="share of a check's or rubric item's wording that counts as a leak"
+    )
 
 
 class UISettings(_Section):

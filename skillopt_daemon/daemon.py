@@ -47,6 +47,7 @@ START_WAIT_S = 15.0
 # A growing session's signals are recomputed once it has been quiet this long, or this often at most.
 SIGNALS_QUIET_S = 1.0
 SIGNALS_MAX_DELAY_S = 30.0
+ERROR_BACKOFF_S = 2.0
 
 
 def lock_file() -> Path:
@@ -237,21 +238,35 @@ class Daemon:
             _add_extra_jobs(self.scheduler, self.settings)
             self.scheduler.start()
 
-            pipeline.pin_sessions(None)
-            self._handle_notes()
-            self._backfill(db)
+            backfilled = False
+            first = True
             while not self._stop.is_set():
-                self._wake.wait(LOOP_WAIT_S)
-                self._wake.clear()
-                if self._stop.is_set():
-                    break
-                self._handle_notes()
-                self._drain_queue()
-                if self._rescan.is_set():
-                    self._rescan.clear()
-                    watcher.refresh()
-                    self._rescan_files()
-                pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
+                if not first:
+                    self._wake.wait(LOOP_WAIT_S)
+                    self._wake.clear()
+                    if self._stop.is_set():
+                        break
+                first = False
+                try:
+                    if not backfilled:
+                        pipeline.pin_sessions(None)
+                        self._handle_notes()
+                        self._backfill(db)
+                        backfilled = True
+                        continue
+                    self._handle_notes()
+                    self._drain_queue()
+                    if self._rescan.is_set():
+                        self._rescan.clear()
+                        watcher.refresh()
+                        self._rescan_files()
+                    pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
+                except Exception:
+                    # The store may be locked by a long writer, or a bug hit one pass: say so, keep running.
+                    # Work is retried: events are re-found by the next rescan, offsets were never advanced.
+                    log.exception("ingest pass failed; retrying shortly")
+                    self._rescan.set()
+                    self._stop.wait(ERROR_BACKOFF_S)
             log.info("daemon stopping: offsets saved")
             return 0
         finally:

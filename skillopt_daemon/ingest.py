@@ -17,11 +17,14 @@ file and kind while the condition lasts) and shown by `skillopt status`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
+import sqlite3
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -45,6 +48,8 @@ from skillopt_daemon.sources.base import (
     TurnRecord,
 )
 from skillopt_daemon.timeutil import parse_iso, to_iso, utcnow, utcnow_iso
+
+log = logging.getLogger("skillopt.ingest")
 
 FUTURE_SLACK = timedelta(hours=1)
 _CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
@@ -790,6 +795,11 @@ class Pipeline:
                 "UPDATE ingest_files SET skipped_json = ? WHERE id = ?",
                 [json.dumps(dict(sorted(merged.items()))), row_id],
             )
+        if batch.problems:
+            self.db.execute(
+                "DELETE FROM ingest_errors WHERE id <= (SELECT MAX(id) FROM ingest_errors) - ?",
+                [MAX_ERROR_ROWS],
+            )
         for kind, n in sorted(batch.problems.items()):
             self.db.execute(
                 "INSERT INTO ingest_errors (at, tool, path, kind, level, message) VALUES (?, ?, ?, ?, ?, ?)",
@@ -1104,7 +1114,23 @@ class Pipeline:
         for source, path in files:
             if should_stop():
                 break
-            out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
+            try:
+                out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
+            except sqlite3.OperationalError:
+                raise  # the store itself is unusable right now (locked, disk full): the caller backs off
+            except Exception as exc:  # a bug on one file must not stop the others: report it, go on
+                log.exception("ingesting %s failed", path)
+                self.writer.forget()
+                self._seen.pop(str(path), None)
+                with contextlib.suppress(Exception):
+                    record_problem(
+                        self.db,
+                        "internal-error",
+                        f"ingesting {path} failed: {type(exc).__name__}: {exc}"[:500],
+                        path=str(path),
+                        tool=source.tool.value,
+                    )
+                out.append(FileOutcome(str(path), source.tool.value, error="internal-error"))
         if out:
             with self.db.conn:
                 set_meta(self.db, "last_ingest_at", utcnow_iso())

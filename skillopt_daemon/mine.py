@@ -239,7 +239,11 @@ def segment(
                             output=str(call.get("output_excerpt") or "")[:2000],
                         )
                     )
-                if call.get("result_at") is None and call.get("exit_code") is None and call.get("is_error") is None:
+                if (
+                    call.get("result_at") is None
+                    and call.get("exit_code") is None
+                    and call.get("is_error") is None
+                ):
                     pending_calls += 1
                 else:
                     pending_calls = 0
@@ -259,7 +263,16 @@ def _loads(value: Any) -> Any:
     return value or {}
 
 
-_SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_terminal_cmd", "terminal", "execute", "run"}
+_SHELL_TOOLS = {
+    "bash",
+    "shell",
+    "exec_command",
+    "local_shell",
+    "run_terminal_cmd",
+    "terminal",
+    "execute",
+    "run",
+}
 
 
 def _is_shell_tool(name: str) -> bool:
@@ -396,7 +409,9 @@ def build_families(
     skill_names: list[str] = []
     if skills:
         skill_names = list(skills)
-        skill_matrix = vec.transform([normalize_prompt(f"{n.replace('-', ' ')} {d}") for n, d in skills.items()])
+        skill_matrix = vec.transform(
+            [normalize_prompt(f"{n.replace('-', ' ')} {d}") for n, d in skills.items()]
+        )
     families: list[Family] = []
     for members in groups.values():
         if len(members) < min_size:
@@ -519,7 +534,9 @@ def load_attempts(
     if since:
         where.append("coalesce(ended_at, started_at) >= ?")
         params.append(since)
-    sessions = list(db.query(f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY started_at", params))
+    sessions = list(
+        db.query(f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY started_at", params)
+    )
     turns_by: dict[int, list[dict[str, Any]]] = defaultdict(list)
     calls_by: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in db.query(
@@ -612,10 +629,10 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
         db.execute("DELETE FROM tasks")
         db.execute("DELETE FROM task_families")
         if fam_rows:
-            db["task_families"].insert_all(fam_rows)
+            db.table("task_families").insert_all(fam_rows)
         if task_rows:
-            db["tasks"].insert_all(task_rows)
-    by_split = Counter(r["split"] for r in task_rows)
+            db.table("tasks").insert_all(task_rows)
+    by_split: Counter[str] = Counter(str(r["split"]) for r in task_rows)
     return MiningReport(
         attempts=sum(len(f.attempts) for f in families),
         families=len(families),

@@ -70,4 +70,6 @@ def add_jobs(scheduler: Any, settings: Settings) -> None:
         misfire_grace_time=settings.night.misfire_grace_s,
         replace_existing=True,
     )
-    log.info("nightly cycle scheduled: %s (next %s)", settings.night.schedule, next_fire(settings.night.schedule))
+    log.info(
+        "nightly cycle scheduled: %s (next %s)", settings.night.schedule, next_fire(settings.night.schedule)
+    )

@@ -161,4 +161,10 @@ def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
 
 
 register_section("sessions", _sessions)
-register_section("nightly", _nightly)
+def _night_section(db: sqlite_utils.Database) -> dict[str, Any]:
+    from skillopt_daemon.sleep import status_section
+
+    return status_section(db)
+
+
+register_section("nightly", _night_section)

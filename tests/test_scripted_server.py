@@ -101,10 +101,10 @@ def post_json(url: str, body: Any, headers: dict[str, str] | None = None) -> tup
 def test_anthropic_plain_text_with_deterministic_usage(model_server: ScriptedServer) -> None:
     client = anthropic_client(model_server)
     first = client.messages.create(
-        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hello"}]
+        model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "hello"}]
     )
     again = client.messages.create(
-        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hello"}]
+        model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "hello"}]
     )
     assert [b.type for b in first.content] == ["text"]
     assert first.content[0].text == "OK"  # the default rule
@@ -118,7 +118,7 @@ def test_anthropic_streaming_tool_call_then_branch_on_tool_output(model_server: 
     client = anthropic_client(model_server)
     messages: list[Any] = [{"role": "user", "content": "What's the weather in Paris?"}]
     with client.messages.stream(
-        model="claude-sonnet-4-5", max_tokens=256, messages=messages, tools=[WEATHER_TOOL_ANTHROPIC]
+        model="claude-sonnet-4-6", max_tokens=256, messages=messages, tools=[WEATHER_TOOL_ANTHROPIC]
     ) as stream:
         event_types = {event.type for event in stream}
         first = stream.get_final_message()
@@ -137,7 +137,7 @@ def test_anthropic_streaming_tool_call_then_branch_on_tool_output(model_server: 
         },
     ]
     with client.messages.stream(
-        model="claude-sonnet-4-5", max_tokens=256, messages=messages, tools=[WEATHER_TOOL_ANTHROPIC]
+        model="claude-sonnet-4-6", max_tokens=256, messages=messages, tools=[WEATHER_TOOL_ANTHROPIC]
     ) as stream:
         second = stream.get_final_message()
     assert second.content[0].text == "Bring sunglasses."
@@ -151,7 +151,7 @@ def test_anthropic_long_text_arrives_in_many_deltas(model_server: ScriptedServer
     client = anthropic_client(model_server)
     deltas = []
     with client.messages.stream(
-        model="claude-sonnet-4-5", max_tokens=256, messages=[{"role": "user", "content": "a long answer"}]
+        model="claude-sonnet-4-6", max_tokens=256, messages=[{"role": "user", "content": "a long answer"}]
     ) as stream:
         for text in stream.text_stream:
             deltas.append(text)
@@ -162,7 +162,7 @@ def test_anthropic_long_text_arrives_in_many_deltas(model_server: ScriptedServer
 def test_anthropic_count_tokens_and_models(model_server: ScriptedServer) -> None:
     client = anthropic_client(model_server)
     counted = client.messages.count_tokens(
-        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "x" * 400}]
+        model="claude-sonnet-4-6", messages=[{"role": "user", "content": "x" * 400}]
     )
     assert counted.input_tokens >= 100
     assert [m.id for m in client.models.list()] == list(model_server.models)
@@ -176,7 +176,7 @@ def test_injected_text_is_ignored_when_matching(model_server: ScriptedServer) ->
     status, claude_like = post_json(
         f"{model_server.url}/v1/messages?beta=true",
         {
-            "model": "claude-sonnet-4-5",
+            "model": "claude-sonnet-4-6",
             "max_tokens": 10,
             "messages": [
                 {
@@ -361,7 +361,7 @@ def test_neutral_calls_adapt_to_the_offered_tools() -> None:
     """One script serves Claude Code, Codex and plain chat clients: calls follow the tools offered."""
 
     def conv(*tools: ToolSpec) -> Conversation:
-        return Conversation("chat", "m", "", list(tools), [Message("user", "x")], "", cwd="/work/p")
+        return Conversation("chat", "m", "", list(tools), [Message("user", "x")], "", cwd="/repo/p")
 
     claude = conv(
         ToolSpec("Bash", properties={"command": {"type": "string"}}),
@@ -373,7 +373,7 @@ def test_neutral_calls_adapt_to_the_offered_tools() -> None:
     c = resolve_tool_calls(calls, claude)
     assert [(x.name, dict(x.arguments or {})) for x in c] == [
         ("Bash", {"command": "ls"}),
-        ("Write", {"file_path": "/work/p/a/b.txt", "content": "hi"}),
+        ("Write", {"file_path": "/repo/p/a/b.txt", "content": "hi"}),
     ]
     x = resolve_tool_calls(calls, codex)
     assert x[0].arguments == {"cmd": "ls"}
@@ -393,7 +393,7 @@ def test_neutral_calls_adapt_to_the_offered_tools() -> None:
 def test_missing_key_gets_401_in_each_providers_shape(model_server: ScriptedServer) -> None:
     with pytest.raises(anthropic.AuthenticationError) as a_err:
         anthropic.Anthropic(base_url=model_server.url, api_key="wrong", max_retries=0).messages.create(
-            model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+            model="claude-sonnet-4-6", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
         )
     assert a_err.value.status_code == 401
     assert a_err.value.body == {
@@ -448,12 +448,12 @@ FLAKY = Script(
 def test_sdks_retry_injected_429_529_and_500(model_server: ScriptedServer) -> None:
     a = anthropic_client(model_server, max_retries=2)
     reply = a.messages.create(
-        model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "anthropic"}]
+        model="claude-sonnet-4-6", max_tokens=5, messages=[{"role": "user", "content": "anthropic"}]
     )
     assert reply.content[0].text == "after 429"  # type: ignore[union-attr]
     assert [r.status for r in model_server.requests_matching(rule="rate-limited")] == [429, 200]
     reply = a.messages.create(
-        model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "overloaded"}]
+        model="claude-sonnet-4-6", max_tokens=5, messages=[{"role": "user", "content": "overloaded"}]
     )
     assert [r.status for r in model_server.requests_matching(rule="overloaded")] == [529, 529, 200]
     o = openai_client(model_server, max_retries=1)
@@ -582,14 +582,14 @@ def test_request_log_helpers(model_server: ScriptedServer) -> None:
     )
     client = anthropic_client(model_server)
     reply = client.messages.create(
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-4-6",
         max_tokens=5,
         system="Skill body: always apply RULE-X.",
         messages=[{"role": "user", "content": "go"}],
     )
     assert reply.content[0].text == "used the skill"  # type: ignore[union-attr]
     client.messages.create(
-        model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "other"}]
+        model="claude-sonnet-4-6", max_tokens=5, messages=[{"role": "user", "content": "other"}]
     )
     assert "always apply RULE-X" in model_server.all_text()
     assert [r.last_user_text for r in model_server.requests_matching(rule="skill")] == ["go"]

@@ -87,6 +87,7 @@ class ExecTasksEnvironment:
         limits: ExecLimits | None = None,
         env_allowlist: Sequence[str] = DEFAULT_ENV_ALLOWLIST,
         keep: bool = False,
+        max_parallel: int = 2,
         seed: int = 42,
         val_fraction: float = 0.25,
         test_fraction: float = 0.25,
@@ -102,6 +103,7 @@ class ExecTasksEnvironment:
             root=Path(workspaces_root) if workspaces_root else default_workspaces_root(),
             env_allowlist=tuple(env_allowlist),
             keep=keep,
+            max_parallel=max_parallel,
         )
         self.seed = seed
         self.val_fraction = val_fraction

@@ -142,7 +142,7 @@ class ScriptedServer:
         log_path: str | Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
-        models: tuple[str, ...] = ("claude-sonnet-4-5", "gpt-5.5"),
+        models: tuple[str, ...] = ("claude-sonnet-4-6", "gpt-5.5"),
     ) -> None:
         self.script = script if script is not None else Script()
         self.expected_key = expected_key
@@ -151,6 +151,7 @@ class ScriptedServer:
         self.models = models
         self._requested_port = port
         self._httpd: _HTTPServer | None = None
+        self._port: int | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._log: list[RecordedRequest] = []
@@ -166,6 +167,7 @@ class ScriptedServer:
             return self
         self._stopping.clear()
         self._httpd = _HTTPServer((self.host, self._requested_port), self)
+        self._port = int(self._httpd.server_address[1])
         # A short poll interval keeps stop() fast: tests start and stop a server each.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
@@ -198,9 +200,10 @@ class ScriptedServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("server is not running")
-        return int(self._httpd.server_address[1])
+        """The bound port (still readable after :meth:`stop`, for messages about a finished test)."""
+        if self._port is None:
+            raise RuntimeError("server was never started")
+        return self._port
 
     @property
     def url(self) -> str:

@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "notify",
     "tasks_cmd",
     "train_cmd",
+    "sleep_cmd",
 ]
 
 for _name in COMMAND_MODULES:

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         total = pipeline.pending_bytes(files)
         with daemon.progress_bar(not quiet and not as_json, "ingest", total) as advance:
             outcomes = pipeline.ingest_paths(files, on_bytes=advance)
-        summary = ingest.summarize(outcomes)
+        summary: dict[str, object] = dict(ingest.summarize(outcomes))
         summary["sources"] = sorted({s.tool.value for s in sources})
         summary["roots"] = [str(r) for r in pipeline.roots]
         if as_json:
@@ -53,8 +53,9 @@ def register(app: typer.Typer) -> None:
         if not sources:
             err_console.print("no agent tool is enabled: nothing to ingest")
             return
+        counts = ingest.summarize(outcomes)
         console.print(
-            f"read {summary['bytes'] / 1e6:.1f} MB ({summary['lines']} lines, {summary['records']} records) "
+            f"read {counts['bytes'] / 1e6:.1f} MB ({summary['lines']} lines, {summary['records']} records) "
             f"from {summary['read']} of {summary['files']} transcripts"
             + (
                 f"; {summary['errors']} could not be read (see `skillopt status`)"

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.progress import Progress
 
 from skillopt.agents import AgentTool
 from skillopt.errors import ConflictError, SkillFormatError, SkillOptError
@@ -133,16 +134,23 @@ def import_skills(
             except SkillOptError:
                 settings = None
         seen: set[Path] = set()
-        for t in tools:
-            if settings is not None and not settings.tool(t).enabled:
-                continue
-            for target in (InstallTarget(t, "user"), InstallTarget(t, "project", repo)):
+        targets = [
+            target
+            for t in tools
+            if settings is None or settings.tool(t).enabled
+            for target in (InstallTarget(t, "user"), InstallTarget(t, "project", repo))
+        ]
+        with Progress(console=err_console, transient=True, disable=json_out) as progress:
+            task = progress.add_task("importing skills", total=len(targets))
+            for target in targets:
+                progress.update(task, description=f"importing {target.tool.value} ({target.scope})")
                 try:
                     results += reg.import_target(target, seen)
                 except SkillOptError as exc:
                     if tool:  # asked for this tool explicitly: say what is wrong
                         raise
                     notes.append(f"{target}: {exc.message}")
+                progress.advance(task)
     if json_out:
         print_json([r.to_dict() for r in results])
     else:

@@ -11,7 +11,9 @@ from skillopt.errors import ConflictError, NotFoundError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.store import open_db
 
-tasks_app = typer.Typer(help="Recurring task families mined from your agents' sessions.", no_args_is_help=True)
+tasks_app = typer.Typer(
+    help="Recurring task families mined from your agents' sessions.", no_args_is_help=True
+)
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
 
@@ -20,7 +22,9 @@ def _family_rows(db: Any) -> list[dict[str, Any]]:
     for f in db.query("SELECT * FROM task_families ORDER BY size DESC, id"):
         splits = {
             r["split"]: r["n"]
-            for r in db.query("SELECT split, count(*) AS n FROM tasks WHERE family_id = ? GROUP BY split", [f["id"]])
+            for r in db.query(
+                "SELECT split, count(*) AS n FROM tasks WHERE family_id = ? GROUP BY split", [f["id"]]
+            )
         }
         rows.append(
             {
@@ -84,7 +88,9 @@ def list_families(json_out: bool = JSON_OPT) -> None:
 @tasks_app.command("show")
 def show(
     ref: str = typer.Argument(None, help="A task id (or prefix); omit with --family."),
-    family: str = typer.Option(None, "--family", help="Show a whole family: its checks, rubric and instances."),
+    family: str = typer.Option(
+        None, "--family", help="Show a whole family: its checks, rubric and instances."
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """One task, or with --family one family and every instance in it."""
@@ -108,8 +114,15 @@ def show(
             None,
             ["task", "split", "outcome", "tool", "project", "commit", "prompt"],
             [
-                (t["id"], t["split"], t["outcome"], t["tool"], t["project_path"] or "-",
-                 (t["repo_commit"] or "-")[:10], t["prompt"][:80])
+                (
+                    t["id"],
+                    t["split"],
+                    t["outcome"],
+                    t["tool"],
+                    t["project_path"] or "-",
+                    (t["repo_commit"] or "-")[:10],
+                    t["prompt"][:80],
+                )
                 for t in data["tasks"]
             ],
         )
@@ -119,7 +132,9 @@ def show(
         raise typer.Exit(2)
     rows = list(db.query("SELECT * FROM tasks WHERE id = ? OR id LIKE ?", [ref, ref + "%"]))
     if not rows:
-        raise NotFoundError(f"no task {ref!r}", hint="`skillopt tasks show --family ID` lists a family's tasks")
+        raise NotFoundError(
+            f"no task {ref!r}", hint="`skillopt tasks show --family ID` lists a family's tasks"
+        )
     if len(rows) > 1 and not any(r["id"] == ref for r in rows):
         raise ConflictError(f"{ref!r} matches {len(rows)} tasks", hint="give more of the id")
     task = next((r for r in rows if r["id"] == ref), rows[0])
@@ -155,7 +170,9 @@ def _task_view(t: dict[str, Any]) -> dict[str, Any]:
 @tasks_app.command("mine")
 def mine_now(
     seed: int = typer.Option(None, "--seed", help="Seed for the splits (default: night.seed)."),
-    include_automation: bool = typer.Option(False, "--include-automation", help="Also mine `claude -p` runs."),
+    include_automation: bool = typer.Option(
+        False, "--include-automation", help="Also mine `claude -p` runs."
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Mine task families from the stored sessions now (the nightly cycle does this too)."""

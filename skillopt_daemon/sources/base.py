@@ -163,13 +163,11 @@ def decode_json_line(line: bytes) -> tuple[Any, bool]:
         raise SourceError("blank line")
     bad_utf8 = False
     try:
-        return json.loads(stripped), False
+        text = stripped.decode("utf-8")
     except UnicodeDecodeError:
-        bad_utf8 = True
-    except ValueError as exc:
-        raise SourceError("invalid json", str(exc)[:200]) from None
+        text, bad_utf8 = stripped.decode("utf-8", errors="replace"), True
     try:
-        return json.loads(stripped.decode("utf-8", errors="replace")), bad_utf8
+        return json.loads(text), bad_utf8
     except ValueError as exc:
         raise SourceError("invalid json", str(exc)[:200]) from None
 
@@ -344,6 +342,9 @@ def is_replay_cwd(cwd: str | None, workspaces: Path | None) -> bool:
     return False
 
 
+_INFO_TEXT_FIELDS = ("project_path", "git_branch", "model", "entrypoint", "tool_version", "title")
+
+
 class BaseSource:
     """Common behaviour of every reader; subclasses implement `line_records` or `file_records`.
 
@@ -503,7 +504,18 @@ class BaseSource:
             record.reason, _ = self._fit(record.reason, 200, keep_tail=False)
             record.detail, _ = self._fit(record.detail, 300, keep_tail=False)
             return 0
-        return self.redactor.redact_record(record)
+        total = 0
+        for name in _INFO_TEXT_FIELDS:
+            value = getattr(record, name)
+            if value:
+                new, n = self.redactor.redact(value)
+                if n:
+                    setattr(record, name, new)
+                    total += n
+        if record.extra:
+            record.extra, n = self.redactor.redact_value(record.extra)
+            total += n
+        return total
 
     def _finish(self, ctx: FileContext, records: list[Record], *, cumulative: bool) -> list[Record]:
         count = sum(self._redact(r) for r in records)

@@ -324,3 +324,25 @@ def dump_clean(env: Env, pipeline: ingest.Pipeline) -> dict:  # type: ignore[typ
     pipeline.writer.forget()
     pipeline._seen.clear()
     return clean
+
+
+def test_a_bug_on_one_file_does_not_stop_the_others(
+    env: Env, pipeline: ingest.Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_claude_session(env.projects, "fine", turns=1)
+    write_claude_session(env.projects, "poison", turns=1)
+    real_apply = ingest.RecordWriter.apply
+
+    def apply(self, tool, records, file_id, batch):  # type: ignore[no-untyped-def]
+        if any(getattr(r, "session_id", "") == "poison" for r in records):
+            raise ValueError("a bug")
+        return real_apply(self, tool, records, file_id, batch)
+
+    monkeypatch.setattr(ingest.RecordWriter, "apply", apply)
+    outcomes = _ingest(pipeline)
+    assert sorted(o.error or "ok" for o in outcomes) == ["internal-error", "ok"]
+    assert "fine" in _sessions(pipeline.db)
+    assert ("poison.jsonl", "internal-error") in _errors(pipeline.db)
+    monkeypatch.setattr(ingest.RecordWriter, "apply", real_apply)
+    _ingest(pipeline)  # fixed: the file is read on the next pass
+    assert "poison" in _sessions(pipeline.db)

@@ -7,22 +7,14 @@ SKILLOPT_HOME, and none of the tools' own home variables, so nothing reads or wr
 from __future__ import annotations
 
 import io
-import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from integ_helpers import CliResult, Env
 
 TOOL_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "CURSOR_CONFIG_DIR", "OPENCLAW_STATE_DIR")
-
-
-@dataclass
-class Env:
-    home: Path
-    skillopt_home: Path
-    project: Path
 
 
 @pytest.fixture
@@ -37,13 +29,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     for var in TOOL_VARS:
         monkeypatch.delenv(var, raising=False)
     return Env(home=home, skillopt_home=so_home, project=project)
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -66,41 +51,3 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., CliResult]]:
         return CliResult(code, out.getvalue(), err.getvalue())
 
     yield run
-
-
-def snapshot(root: Path) -> dict[str, bytes | None]:
-    """Every file (bytes) and folder (None) under `root`: compare two to see that nothing changed."""
-    out: dict[str, bytes | None] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for d in dirnames:
-            out[os.path.relpath(os.path.join(dirpath, d), root)] = None
-        for f in filenames:
-            p = os.path.join(dirpath, f)
-            out[os.path.relpath(p, root)] = Path(p).read_bytes()
-    return out
-
-
-def approve_skill(name: str, description: str, body: str, target: str) -> str:
-    """Register and approve a skill version installed at `target` (as the nightly cycle + a user would)."""
-    from skillopt.skill import SkillBundle, SkillDoc
-    from skillopt_daemon.registry import open_registry
-
-    reg, _ = open_registry()
-    try:
-        bundle = SkillBundle.from_doc(SkillDoc.new(name, description, body))
-        version = reg.propose(name, bundle)
-        reg.approve(version.id, targets=[target])
-        return version.id
-    finally:
-        reg.db.conn.close()
-
-
-def propose_skill(name: str, description: str, body: str) -> str:
-    from skillopt.skill import SkillBundle, SkillDoc
-    from skillopt_daemon.registry import open_registry
-
-    reg, _ = open_registry()
-    try:
-        return reg.propose(name, SkillBundle.from_doc(SkillDoc.new(name, description, body))).id
-    finally:
-        reg.db.conn.close()

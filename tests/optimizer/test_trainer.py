@@ -169,3 +169,47 @@ def test_prompts_can_be_overridden(server: ScriptedServer, tmp_path: Path) -> No
     analyst = server.requests_matching(rule="opt-harmful")
     assert analyst and "HOUSE-OVERRIDE-MARKER" in analyst[0].text()
     assert not server.requests_matching(rule="opt-success", text="HOUSE-OVERRIDE-MARKER")
+
+
+def test_merge_and_ranking_choose_within_the_learning_rate(env: HouseStyleEnv, tmp_path: Path) -> None:
+    three = {
+        "reasoning": "three ideas",
+        "edits": [
+            {"op": "append", "content": HARMFUL},
+            {"op": "append", "content": USELESS},
+            {"op": "append", "content": DATE_RULE},
+        ],
+    }
+    merged = {"reasoning": "folded", "edits": [{**e, "support_count": 3} for e in three["edits"]]}
+    script = demo_script(env)
+    script.rules = [
+        Rule(
+            name="analyst",
+            match=Match(user="skillopt role: failure analyst"),
+            steps=[Step(text=json.dumps(three))],
+        ),
+        Rule(name="merge", match=Match(user="skillopt role: merge"), steps=[Step(text=json.dumps(merged))]),
+        Rule(name="rank", match=Match(user="skillopt role: ranking"), steps=[Step(text='{"keep": [2, 0]}')]),
+        *script.rules,
+    ]
+    with ScriptedServer(script, expected_key=SECRET) as srv:
+        run = tmp_path / "rank"
+        ov = [
+            *overrides(srv),
+            "max_steps=1",
+            "reflect.minibatch_size=1",
+            "learning_rate.max_edits=1",
+            "learning_rate.min_edits=1",
+        ]
+        result = skillopt.train(env, None, run_dir=run, overrides=ov)
+        merge_calls = srv.requests_matching(rule="merge")
+        rank_calls = srv.requests_matching(rule="rank")
+    rec = steps(run)[0]
+    assert len(merge_calls) == 1 and "Analyst 3" in merge_calls[0].text()  # three minibatches, one group
+    assert len(rank_calls) == 1 and "[2] " in rank_calls[0].text()
+    assert rec["ranked_by"] == "ranking" and rec["budget"]["edits"] == 1
+    assert [e["content"] for e in rec["selected"]] == [DATE_RULE]
+    assert rec["selected"][0]["support_count"] == 3
+    reasons = {d["edit"]["content"]: d["reason"] for d in rec["dropped"]}
+    assert "edit budget" in reasons[HARMFUL] and reasons[USELESS] == "not chosen by the ranking"
+    assert rec["accepted"] and DATE_RULE in result.best_skill.doc.body

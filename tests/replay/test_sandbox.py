@@ -136,7 +136,7 @@ def test_disk_full_while_copying_fails_cleanly(
     proj.mkdir()
     for i in range(20):
         (proj / f"f{i}.txt").write_text("data\n")
-    copied = []
+    copied: list[str] = []
 
     def fill_up(src: str, dst: str) -> object:
         if len(copied) >= 5:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Env, approve_skill, snapshot
+from integ_helpers import Env, approve_skill, snapshot
 
 from skillopt.skill import SkillDoc
 
@@ -320,7 +320,7 @@ def test_install_puts_approved_skills_where_the_tool_reads_them(env: Env, cli, t
 
 
 def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
-    from conftest import propose_skill
+    from integ_helpers import propose_skill
 
     from skillopt_daemon.registry import open_registry
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import Env, approve_skill, propose_skill
+from integ_helpers import Env, approve_skill, propose_skill
 
 from skillopt.skill import SkillBundle, SkillDoc
 from skillopt_daemon import devin_export

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import Env, approve_skill, propose_skill
+from integ_helpers import Env, approve_skill, propose_skill
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import approve_skill
+from integ_helpers import approve_skill
 
 from skillopt.testing import agent_clis as ac
 from skillopt_daemon import integrations

@@ -1,0 +1,155 @@
+"""`skillopt sleep`: the nightly cycle, run now or on its schedule."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+
+sleep_app = typer.Typer(
+    help="The nightly cycle: mine, replay, train, and propose better skills.", no_args_is_help=True
+)
+schedule_app = typer.Typer(help="When the daemon runs the nightly cycle.", no_args_is_help=True)
+sleep_app.add_typer(schedule_app, name="schedule")
+JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
+
+
+@sleep_app.command("run")
+def run(
+    now: bool = typer.Option(
+        False, "--now", help="Run even when nothing new was ingested since the last night (else it skips)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Do everything but register proposals."),
+    skill: str = typer.Option(None, "--skill", help="Only this skill."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Run one nightly cycle here: catch up ingest, mine tasks, replay and train, register gated proposals."""
+    from skillopt_daemon import sleep
+    from skillopt_daemon.store import open_db
+
+    if not now and not skill and not sleep.new_since_last(open_db()):
+        if json_out:
+            print_json({"status": "skipped", "reason": "nothing new was ingested since the last night"})
+        else:
+            console.print("Nothing new was ingested since the last night; use --now to run anyway.")
+        return
+    status = err_console.status("starting the nightly cycle", spinner="dots")
+    with status:
+        report = sleep.run_cycle(
+            trigger="manual", dry_run=dry_run, skill=skill, progress=lambda m: status.update(m)
+        )
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        if report.start_note:
+            console.print(report.start_note)
+        console.print(
+            f"Night {report.run_id}: {report.status}" + (f" ({report.error})" if report.error else "")
+        )
+        m = report.mining
+        if m:
+            console.print(f"mined {m.get('families', 0)} task families with {m.get('tasks', 0)} tasks")
+        for missing in report.missing:
+            console.print(f"[yellow]missing for replays:[/] {missing}")
+        if report.skills:
+            print_table(
+                "Skills",
+                ["skill", "result", "tasks", "baseline", "candidate", "proposal", "why"],
+                [
+                    (
+                        s.skill,
+                        s.status,
+                        s.tasks,
+                        "-" if s.baseline is None else f"{s.baseline:.3f}",
+                        "-" if s.candidate is None else f"{s.candidate:.3f}",
+                        (s.proposal_id or "-")[:8],
+                        s.reason,
+                    )
+                    for s in report.skills
+                ],
+            )
+        sp = report.spend
+        console.print(
+            f"spent {sp.get('tokens', 0):,} tokens, ${sp.get('cost_usd', 0):.4f}, "
+            f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s"
+        )
+        if report.proposals:
+            console.print("Review with `skillopt status` and `skillopt diff ID`.")
+    if report.status == "failed":
+        raise typer.Exit(1)
+
+
+@sleep_app.command("history")
+def history(limit: int = typer.Option(20, "--limit"), json_out: bool = JSON_OPT) -> None:
+    """Past nightly cycles, newest first."""
+    from skillopt_daemon.store import open_db
+
+    db = open_db()
+    rows = list(db.query("SELECT * FROM night_runs ORDER BY started_at DESC LIMIT ?", [limit]))
+    for r in rows:
+        r["summary"] = json.loads(r.pop("summary_json") or "{}")
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("No nightly cycle has run yet.")
+        return
+    print_table(
+        "Nightly cycles",
+        ["id", "trigger", "status", "started", "proposals", "note"],
+        [
+            (
+                r["id"],
+                r["trigger"],
+                r["status"],
+                r["started_at"],
+                len([s for s in r["summary"].get("skills", []) if s.get("proposal_id")]),
+                r["error"] or r["summary"].get("reason", ""),
+            )
+            for r in rows
+        ],
+    )
+
+
+@schedule_app.command("show")
+def schedule_show(json_out: bool = JSON_OPT) -> None:
+    """The cron expression (local time) and the next time it fires."""
+    from skillopt_daemon import daemon, scheduler
+    from skillopt_daemon.config import load_settings
+
+    s = load_settings().night
+    data = {
+        "schedule": s.schedule,
+        "enabled": s.enabled,
+        "next": scheduler.next_fire(s.schedule) if s.enabled else None,
+        "daemon_running": daemon.is_running(),
+        "misfire_grace_s": s.misfire_grace_s,
+    }
+    if json_out:
+        print_json(data)
+        return
+    console.print(f"schedule: {s.schedule} (local time){'' if s.enabled else ' — disabled'}")
+    if data["next"]:
+        from skillopt_daemon.timeutil import local_display
+
+        console.print(f"next run: {local_display(str(data['next']))}")
+    if not data["daemon_running"]:
+        console.print("the daemon is not running: nothing runs on schedule until `skillopt daemon start`")
+
+
+@schedule_app.command("set")
+def schedule_set(expr: str = typer.Argument(..., help="Five cron fields, e.g. '17 3 * * *'.")) -> None:
+    """Change when the nightly cycle runs (takes effect when the daemon restarts)."""
+    from skillopt_daemon import scheduler
+    from skillopt_daemon.cli.config_cmd import set_cmd
+
+    scheduler.trigger(expr)  # validate before writing
+    set_cmd("night.schedule", expr)
+    console.print(f"next run {scheduler.next_fire(expr)}")
+    console.print("restart the daemon to apply it: skillopt daemon stop && skillopt daemon start")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sleep_app, name="sleep")
