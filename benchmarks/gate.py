@@ -58,7 +58,9 @@ def shifted(ps: list[float], points: float) -> list[float]:
     return [_sigmoid(_logit(p) + hi) for p in ps]
 
 
-def decide(gate: Gate, ps: list[float], qs: list[float], repeats: int, rng: random.Random) -> tuple[bool, int]:
+def decide(
+    gate: Gate, ps: list[float], qs: list[float], repeats: int, rng: random.Random
+) -> tuple[bool, int]:
     def sample(probs: list[float], r: int) -> ScoreTable:
         return {f"v{i}": [1.0 if rng.random() < p else 0.0 for _ in range(r)] for i, p in enumerate(probs)}
 

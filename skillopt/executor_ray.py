@@ -43,7 +43,23 @@ class _Failure:
     error: BaseException
 
 
-def _call(fn: Callable[[Any], Any], item: Any) -> Any:
+# The function of the current `map`, per worker process: deserializing it (environment, skill, a rebuilt model
+# client) once per worker instead of once per item is most of Ray's per-task cost for quick rollouts.
+_fn_cache: dict[str, Callable[[Any], Any]] = {}
+
+
+def _call(box: list[Any], item: Any) -> Any:
+    """Run one item. The function's object reference arrives inside a list so Ray does not resolve it for
+    every task; the worker fetches it once and keeps it for the rest of the map."""
+    import ray
+
+    ref = box[0]
+    key = ref.hex()
+    fn = _fn_cache.get(key)
+    if fn is None:
+        fn = ray.get(ref)
+        _fn_cache.clear()  # one map at a time per worker: drop the previous map's function
+        _fn_cache[key] = fn
     try:
         return fn(item)
     except Exception as exc:
@@ -181,7 +197,7 @@ class RayExecutor:
         next_index = 0
         while next_index < len(items) or pending:
             while next_index < len(items) and len(pending) < self.max_workers:
-                ref = self._remote.remote(fn_ref, items[next_index])
+                ref = self._remote.remote([fn_ref], items[next_index])
                 refs[next_index] = ref
                 pending[ref] = next_index
                 next_index += 1

@@ -161,7 +161,7 @@ def _git(
         err = proc.stderr.strip() or proc.stdout.strip()
         if "No space left on device" in err:
             raise OSError(errno.ENOSPC, err)
-        raise ExternalToolError(f"git {' '.join(args[:2])} failed: {excerpt(err, 500)}")
+        raise SandboxError(f"git {' '.join(args[:2])} failed: {excerpt(err, 500)}")
     return proc
 
 
@@ -488,6 +488,9 @@ def replay(
     Agent failures come back as the result's status; a workspace that cannot be prepared raises
     `SandboxError` (and leaves nothing behind).
     """
+    preflight = getattr(backend, "preflight", None)
+    if callable(preflight):
+        preflight()  # a missing CLI fails before any workspace is made
     with config.slots:
         return _replay(task, backend, config, skill=skill, limits=limits, stage=on_stage or (lambda _s: None))
 

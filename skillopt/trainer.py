@@ -148,6 +148,8 @@ class Trainer:
         self.redactor = Redactor(config_secrets(config))
         self.files = RunFiles(Path(run_dir), self.redactor)
         prices = {k: v.model_dump() for k, v in config.prices.items()}
+        if agent is None:
+            _check_agent_kind(env, config.agent.backend)
         self.agent = agent if agent is not None else create_backend(config.agent, "agent", prices=prices)
         optimizer_backend = (
             optimizer
@@ -199,11 +201,7 @@ class Trainer:
                 hint="give the folder of a run started by skillopt train",
             )
         if config is None:
-            saved = json.loads((run_path / "config.json").read_text(encoding="utf-8"))
-            for role in ("agent", "optimizer"):
-                if isinstance(saved.get(role), dict) and saved[role].get("api_key") == "****":
-                    saved[role]["api_key"] = None
-            config = validate_config(saved)
+            config = validate_config(saved_config(run_path))
         if env is None:
             from skillopt.envs import load_env
 
@@ -239,9 +237,8 @@ class Trainer:
     def _rollout(self, skill: SkillBundle, items: Sequence[Item], repeats: int = 1) -> list[list[ItemResult]]:
         """Run every item `repeats` times; results[i][r] is item i's r-th run."""
         jobs = [(item, r) for item in items for r in range(repeats)]
-        results: list[ItemResult] = self.executor.map(
-            lambda job: self.env.run(job[0], skill, self.agent), jobs
-        )
+        env, agent = self.env, self.agent  # not `self`: a cluster executor ships this function to workers
+        results: list[ItemResult] = self.executor.map(lambda job: env.run(job[0], skill, agent), jobs)
         for res in results:
             self.agent_usage.add(res.usage)
         out: list[list[ItemResult]] = [[] for _ in items]
@@ -691,6 +688,40 @@ class Trainer:
             repeats=repeats,
             results=flat,
             usage=used,
+        )
+
+
+def saved_config(run_dir: str | Path) -> dict[str, Any]:
+    """The configuration a run was started with, as data (masked literal keys dropped: keys come from the
+    environment on resume)."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"{run_dir} has no config.json", hint="give the folder of a run started by skillopt train"
+        )
+    saved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for role in ("agent", "optimizer"):
+        if isinstance(saved.get(role), dict) and saved[role].get("api_key") == "****":
+            saved[role]["api_key"] = None
+    return saved
+
+
+EXEC_BACKENDS = ("claude-code", "codex", "copilot", "cursor")
+
+
+def _check_agent_kind(env: Any, backend: str) -> None:
+    """A chat environment needs a chat model and an exec environment a real agent CLI: say so up front."""
+    kind = getattr(env, "agent_kind", "chat")
+    name = getattr(env, "name", str(env))
+    if kind == "exec" and backend not in EXEC_BACKENDS:
+        raise ConfigError(
+            f"environment {name!r} runs a real agent CLI, but agent.backend is {backend!r}",
+            hint=f"set agent.backend to one of: {', '.join(EXEC_BACKENDS)}",
+        )
+    if kind == "chat" and backend in EXEC_BACKENDS:
+        raise ConfigError(
+            f"environment {name!r} talks to a chat model, but agent.backend is the exec backend {backend!r}",
+            hint=f"use a chat backend (openai, anthropic, a preset) or {backend}-chat where available",
         )
 
 

@@ -35,14 +35,17 @@ class ToolSettings(_Section):
     home: Path | None = None
     cli: str | None = Field(default=None, description="path or name of the tool's CLI executable")
     extra_dirs: list[Path] = Field(
-        default_factory=list, description="more folders to read this tool's session logs from (e.g. Devin exports)"
+        default_factory=list,
+        description="more folders to read this tool's session logs from (e.g. Devin exports)",
     )
 
 
 class BackendSettings(_Section):
     """A model backend for one role. Keys are never stored here: `api_key_env` names the variable."""
 
-    backend: str = Field(default="", description="openai | azure | anthropic | claude-code | codex | a preset name")
+    backend: str = Field(
+        default="", description="openai | azure | anthropic | claude-code | codex | a preset name"
+    )
     model: str = ""
     base_url: str | None = None
     api_key_env: str | None = None
@@ -55,8 +58,12 @@ class BackendSettings(_Section):
 
 class IngestSettings(_Section):
     rescan_interval_s: float = 30.0
-    keep_automation: bool = Field(default=True, description="keep `claude -p` sessions from other programs, flagged")
-    redact_patterns: list[str] = Field(default_factory=list, description="extra regexes whose matches are redacted")
+    keep_automation: bool = Field(
+        default=True, description="keep `claude -p` sessions from other programs, flagged"
+    )
+    redact_patterns: list[str] = Field(
+        default_factory=list, description="extra regexes whose matches are redacted"
+    )
     excerpt_chars: int = 2000
     batch_lines: int = 2000
     max_line_bytes: int = Field(default=16 << 20, description="longer log lines are skipped, with an error")
@@ -73,27 +80,48 @@ class ReplaySettings(_Section):
         default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME"]
     )
     claude_permission_mode: str = "acceptEdits"
-    claude_allowed_tools: list[str] = Field(default_factory=lambda: ["Bash", "Read", "Write", "Edit", "Glob", "Grep"])
+    claude_allowed_tools: list[str] = Field(
+        default_factory=lambda: ["Bash", "Read", "Write", "Edit", "Glob", "Grep"]
+    )
 
 
 class NightSettings(_Section):
     enabled: bool = True
-    schedule: str = Field(default="17 3 * * *", description="cron expression, local time")
+    schedule: str = Field(
+        default="17 3 * * *", description="cron expression, local time (a sixth leading field sets seconds)"
+    )
     misfire_grace_s: int = 6 * 3600
     max_tokens: int = 2_000_000
     max_cost_usd: float = 5.0
     max_wall_s: float = 3 * 3600
     max_replays: int = 200
     min_tasks: int = 4
-    auto_approve: list[str] = Field(default_factory=list, description="skills whose gated proposals install at once")
+    auto_approve: list[str] = Field(
+        default_factory=list, description="skills whose gated proposals install at once"
+    )
     local_only: bool = Field(default=False, description="refuse any model endpoint that is not on loopback")
     seed: int = 42
-    epochs: int = Field(default=1, ge=1, description="training epochs over a skill's replayed tasks per night")
+    include_automation: bool = Field(
+        default=False,
+        description="also mine `claude -p` sessions that other programs ran (flagged at ingest)",
+    )
+    split_ratios: tuple[float, float, float] = Field(
+        default=(0.5, 0.25, 0.25),
+        description="train / val / test shares of each task family (whole groups of near-duplicates move together)",
+    )
+    epochs: int = Field(
+        default=1, ge=1, description="training epochs over a skill's replayed tasks per night"
+    )
     gate: Literal["paired", "strict"] = "paired"
-    gate_repeats: int = Field(default=1, ge=1, description="replays per validation task and skill at the gate")
+    gate_repeats: int = Field(
+        default=1, ge=1, description="replays per validation task and skill at the gate"
+    )
     gate_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
     leak_threshold: float = Field(
-        default=0.6, gt=0, le=1, description="share of a check's or rubric item's wording that counts as a leak"
+        default=0.6,
+        gt=0,
+        le=1,
+        description="share of a check's or rubric item's wording that counts as a leak",
     )
 
 
@@ -158,7 +186,9 @@ def load_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        raise ConfigError(_explain(exc), hint=f"fix it in {paths.config_file()} or with `skillopt config set`") from None
+        raise ConfigError(
+            _explain(exc), hint=f"fix it in {paths.config_file()} or with `skillopt config set`"
+        ) from None
     except (OSError, ValueError) as exc:  # TOML syntax errors are ValueErrors
         raise ConfigError(f"cannot read {paths.config_file()}: {exc}") from None
     finally:

@@ -43,11 +43,13 @@ log = logging.getLogger("skillopt.daemon")
 SERVICE_NAME = "skillopt"
 LAUNCHD_LABEL = "dev.skillopt.daemon"
 LOOP_WAIT_S = 0.2
+IDLE_WAIT_S = 5.0
 START_WAIT_S = 15.0
 # A growing session's signals are recomputed once it has been quiet this long, or this often at most.
 SIGNALS_QUIET_S = 1.0
 SIGNALS_MAX_DELAY_S = 30.0
 ERROR_BACKOFF_S = 2.0
+BIG_CATCH_UP_BYTES = 50_000_000
 
 
 def lock_file() -> Path:
@@ -181,6 +183,8 @@ class Daemon:
         self._wake = threading.Event()
         self._queue: queue.SimpleQueue[Path] = queue.SimpleQueue()
         self._rescan = threading.Event()
+        self._note_waiting = threading.Event()
+        self._inbox = paths.inbox_dir()
         self.scheduler: Any = None  # apscheduler BackgroundScheduler while running
         self.pipeline: Any = None
 
@@ -189,8 +193,16 @@ class Daemon:
         self._wake.set()
 
     def _on_path(self, path: Path) -> None:
+        if path.parent == self._inbox:
+            self._note_waiting.set()
         self._queue.put(path)
         self._wake.set()
+
+    def _notes_if_any(self) -> None:
+        """During a long backfill: a session that just ended is read now, not after the whole history."""
+        if self._note_waiting.is_set():
+            self._note_waiting.clear()
+            self._handle_notes()
 
     def _request_rescan(self) -> None:
         self._rescan.set()
@@ -242,7 +254,8 @@ class Daemon:
             first = True
             while not self._stop.is_set():
                 if not first:
-                    self._wake.wait(LOOP_WAIT_S)
+                    # Events wake the loop at once; the timeout only paces signals of growing sessions.
+                    self._wake.wait(LOOP_WAIT_S if pipeline.stale_pending else IDLE_WAIT_S)
                     self._wake.clear()
                     if self._stop.is_set():
                         break
@@ -289,8 +302,12 @@ class Daemon:
         total = pipeline.pending_bytes(files)
         first = ingest.get_meta(db, "backfill_done_at") is None
         log.info("backfill: %d transcripts, %.1f MB to read", len(files), total / 1e6)
-        with progress_bar(self.show_progress and first, "backfill", total) as advance:
-            pipeline.ingest_paths(files, should_stop=self._stop.is_set, on_bytes=advance)
+        # The first start reads the whole history; a later one may have a week of catching up to do.
+        show = self.show_progress and (first or total > BIG_CATCH_UP_BYTES)
+        with progress_bar(show, "backfill" if first else "catching up", total) as advance:
+            pipeline.ingest_paths(
+                files, should_stop=self._stop.is_set, on_bytes=advance, between=self._notes_if_any
+            )
         if not self._stop.is_set():
             with db.conn:
                 ingest.set_meta(db, "backfill_done_at", utcnow_iso())
@@ -602,8 +619,18 @@ def _write_atomic_public(path: Path, data: bytes) -> None:
 
 
 def configure_logging(stream: IO[str] | None = None) -> None:
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    """Plain timestamped lines (the log file); on a terminal, rich lines that keep clear of the progress bar."""
+    handler: logging.Handler
+    out = stream or sys.stderr
+    if out.isatty():
+        from rich.logging import RichHandler
+
+        from skillopt_daemon.cli.output import err_console
+
+        handler = RichHandler(console=err_console, show_path=False)
+    else:
+        handler = logging.StreamHandler(out)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("skillopt")
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

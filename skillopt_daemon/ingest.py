@@ -241,17 +241,22 @@ class RecordWriter:
             value = getattr(info, name)
             if value is not None:
                 sets[name] = value
-        if info.git_commit:
-            sets["repo_commit"] = info.git_commit
-            sets["repo_pin_source"] = "log"
         if info.is_automation is not None:
             sets["is_automation"] = int(info.is_automation)
+        pin: dict[str, Any] = {}
+        if info.git_commit:
+            pin["repo_commit"] = info.git_commit
+            pin["repo_pin_source"] = "log"
         if info.extra.get("git_pinned_at"):
             # The source read the repo itself when it first saw the session.
-            sets["repo_pin_source"] = "repo"
-            sets["pinned_at"] = str(info.extra["git_pinned_at"])
+            pin["repo_pin_source"] = "repo"
+            pin["pinned_at"] = str(info.extra["git_pinned_at"])
             if info.extra.get("git_dirty") is not None:
-                sets["repo_dirty"] = int(bool(info.extra["git_dirty"]))
+                pin["repo_dirty"] = int(bool(info.extra["git_dirty"]))
+        if pin:
+            # The repo state when the session was FIRST seen: a file read again later does not move it.
+            assignments = ", ".join(f"{k} = CASE WHEN pinned_at IS NULL THEN ? ELSE {k} END" for k in pin)
+            self.db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*pin.values(), state.pk])
         drop: str | None = None
         if (
             info.extra.get("skillopt_replay")
@@ -1071,6 +1076,11 @@ class Pipeline:
 
     # --- derived signals ----------------------------------------------------------------------------------
 
+    @property
+    def stale_pending(self) -> bool:
+        """Sessions whose signals wait for them to go quiet (as far as this process has seen)."""
+        return bool(self._stale_since)
+
     def refresh_signals(self, *, quiet_s: float = 0.0, max_delay_s: float = 30.0) -> int:
         """Recompute the signals of sessions changed since their last computation.
 
@@ -1108,12 +1118,18 @@ class Pipeline:
         should_stop: Callable[[], bool] = lambda: False,
         on_bytes: Callable[[int], None] | None = None,
         signals: bool = True,
+        between: Callable[[], None] | None = None,
     ) -> list[FileOutcome]:
-        """Ingest files in order; with `signals`, bring every touched session's signals up to date too."""
+        """Ingest files in order; with `signals`, bring every touched session's signals up to date too.
+
+        `between` runs before each file (the daemon reads hook notes there during a long backfill).
+        """
         out: list[FileOutcome] = []
         for source, path in files:
             if should_stop():
                 break
+            if between is not None:
+                between()
             try:
                 out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
             except sqlite3.OperationalError:
@@ -1252,7 +1268,7 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     last_ingest = get_meta(db, "last_ingest_at")
     total = sum(per_tool.values())
     lines = [
-        f"{total} sessions"
+        f"{total} session{'' if total == 1 else 's'}"
         + (" (" + ", ".join(f"{n} {tool}" for tool, n in per_tool.items()) + ")" if per_tool else "")
         + (f", {automation} flagged as automation" if automation else "")
         + f"; last ingest {humanize_age(last_ingest)}"

@@ -39,6 +39,8 @@ from skillopt_daemon.installers.base import InstallTarget, atomic_write
 from skillopt_daemon.timeutil import utcnow_iso
 
 Scope = Literal["user", "project"]
+# Called as progress(done, total, what) while approved skills are installed or removed (for a progress bar).
+Progress = Callable[[int, int, str], None]
 SKILL_NAME = "skillopt"
 SECTION_NAME = "skillopt"
 HOOK_TIMEOUT_S = 10
@@ -301,6 +303,7 @@ class _Ctx:
     dry_run: bool
     report: Report
     backups: _Backups
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True)
@@ -779,6 +782,7 @@ def install(
     force: bool = False,
     dry_run: bool = False,
     instructions: bool = False,
+    progress: Progress | None = None,
 ) -> Report:
     """Place the integration for a tool (idempotent). Refuses a tool not on this machine at user scope."""
     target = resolve_target(tool, scope, project)
@@ -793,7 +797,7 @@ def install(
         r["path"]: r for r in previous.get("placements", []) if isinstance(r, dict) and "path" in r
     }
     report = Report(target=target, action="install", dry_run=dry_run)
-    ctx = _Ctx(target=target, force=force, dry_run=dry_run, report=report, backups=_Backups(target))
+    ctx = _Ctx(target, force, dry_run, report, _Backups(target), progress)
     placements = plan_placements(target, instructions=instructions or bool(previous.get("instructions")))
     # Check every placement before writing anything, so a refusal leaves the disk as it was.
     _preflight(placements, prev_records, force)
@@ -884,6 +888,7 @@ def uninstall(
     *,
     force: bool = False,
     dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> Report:
     """Remove what `install` placed, restore what it replaced, keep what the user edited since."""
     target = resolve_target(tool, scope, project)
@@ -894,7 +899,7 @@ def uninstall(
             hint="`skillopt doctor` lists where it is installed",
         )
     report = Report(target=target, action="uninstall", dry_run=dry_run)
-    ctx = _Ctx(target=target, force=force, dry_run=dry_run, report=report, backups=_Backups(target))
+    ctx = _Ctx(target, force, dry_run, report, _Backups(target), progress)
     placements = plan_placements(target, instructions=bool(manifest.get("instructions")))
     records = [r for r in manifest.get("placements", []) if isinstance(r, dict)]
     _remove_approved_skills(ctx)
@@ -952,9 +957,10 @@ def _sync_approved_skills(ctx: _Ctx) -> None:
     target = ctx.target
     installer = get_installer(target.tool)
     with _open_registry() as reg:
-        for skill in reg.skill_names():
-            if skill == SKILL_NAME:
-                continue
+        names = [n for n in reg.skill_names() if n != SKILL_NAME]
+        for done, skill in enumerate(names):
+            if ctx.progress is not None:
+                ctx.progress(done, len(names), skill)
             version = reg.current_version(skill)
             if version is None or version.state != "approved":
                 continue
@@ -994,9 +1000,10 @@ def _remove_approved_skills(ctx: _Ctx) -> None:
     target = ctx.target
     installer = get_installer(target.tool)
     with _open_registry() as reg:
-        for ts in reg.targets():
-            if ts.target != target or ts.skill == SKILL_NAME:
-                continue
+        states = [ts for ts in reg.targets() if ts.target == target and ts.skill != SKILL_NAME]
+        for done, ts in enumerate(states):
+            if ctx.progress is not None:
+                ctx.progress(done, len(states), ts.skill)
             if ts.active_version_id is None:
                 if ts.enabled and not ctx.dry_run:
                     reg.set_target_enabled(ts.skill, target, False)
@@ -1207,3 +1214,16 @@ def doctor_section(*, with_versions: bool = True) -> dict[str, Any]:
         lines.append(f"{st.tool}: " + "; ".join(p for p in parts if p))
         lines.extend(f"  ! {p}" for p in st.problems)
     return {"tools": [t.as_dict() for t in tools], "lines": lines, "ok": not any(t.problems for t in tools)}
+
+
+def doctor_checks(*, with_versions: bool = True) -> list[tuple[str, str, str, str]]:
+    """Rows `(group, name, level, detail)` for `skillopt doctor`'s table, one per tool plus one per problem."""
+    section = doctor_section(with_versions=with_versions)
+    rows: list[tuple[str, str, str, str]] = []
+    for tool, line in zip(
+        section["tools"], [ln for ln in section["lines"] if not ln.startswith("  ! ")], strict=True
+    ):
+        level = "warn" if tool["problems"] else ("ok" if tool["installed"] or tool["plugin"] else "info")
+        rows.append(("integrations", tool["tool"], level, line.split(": ", 1)[1]))
+        rows.extend(("integrations", tool["tool"], "warn", problem) for problem in tool["problems"])
+    return rows

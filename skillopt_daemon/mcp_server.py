@@ -27,8 +27,6 @@ INSTRUCTIONS = (
     "Use `status` to see pending proposals, `diff` to show one, and `approve`, `reject` or `rollback` only "
     "when the user asks for that decision. `sleep` runs the improvement cycle now and spends model tokens."
 )
-# Names tried, in order, for the nightly cycle's entry point in `skillopt_daemon.sleep`.
-SLEEP_ENTRY_POINTS = ("run_sleep", "run_cycle", "sleep_now", "run")
 
 
 @contextmanager
@@ -110,29 +108,23 @@ def rollback(skill: str, to: str = "", force: bool = False) -> dict[str, Any]:
 
 
 def sleep(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
-    """Run skillopt's improvement cycle now (mine sessions, replay, propose). Spends model tokens."""
+    """Run skillopt's improvement cycle now (mine sessions, replay, propose). Spends model tokens.
+
+    Nothing is installed: the cycle only registers proposals for the user to review.
+    """
     try:
         module = importlib.import_module("skillopt_daemon.sleep")
     except ImportError:
         return {"available": False, "message": "the improvement cycle is not available in this skillopt yet"}
-    entry = next((getattr(module, n) for n in SLEEP_ENTRY_POINTS if callable(getattr(module, n, None))), None)
-    if entry is None:
+    run_cycle = getattr(module, "run_cycle", None)
+    if not callable(run_cycle):
         return {"available": False, "message": "the improvement cycle is not available in this skillopt yet"}
-    kwargs: dict[str, Any] = {}
-    if skill:
-        kwargs["skill"] = skill
-    if dry_run:
-        kwargs["dry_run"] = True
     try:
-        result = entry(**kwargs)
+        report = run_cycle(trigger="mcp", dry_run=dry_run, skill=skill or None)
     except SkillOptError as exc:
         raise ToolError(str(exc)) from None
-    if hasattr(result, "to_dict"):
-        result = result.to_dict()
-    return {
-        "available": True,
-        "result": result if isinstance(result, (dict, list, str, int, float)) else str(result),
-    }
+    result = report.to_dict() if hasattr(report, "to_dict") else {"report": str(report)}
+    return {"available": True, "result": result}
 
 
 TOOLS: tuple[Callable[..., Any], ...] = (status, diff, approve, reject, rollback, sleep)

@@ -43,7 +43,9 @@ _TEST_CMD = re.compile(
     r"phpunit|mix\s+test|go\s+(?:test|build|vet)|cargo\s+(?:test|build|check|clippy)|"
     r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|check|typecheck)|make(?:\s+(?:test|check|build|all|lint))?"
     r"(?:\s|$)|mvn\s+(?:test|verify|package)|gradle\w*\s+(?:test|build|check)|ruff\s+check|mypy|tsc|eslint|"
-    r"dotnet\s+(?:test|build)|swift\s+(?:test|build)|bazel\s+(?:test|build))",
+    r"dotnet\s+(?:test|build)|swift\s+(?:test|build)|bazel\s+(?:test|build)|"
+    # a project's own check scripts: python3 check_report.py, ./scripts/test.sh, bash verify.sh
+    r"(?:python3?\s+|bash\s+|sh\s+|node\s+|\./)\S*(?:test|check|verify|lint|validate)\S*)",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
@@ -102,6 +104,9 @@ class Attempt:
     accepted: bool | None = None
     abrupt_end: bool = False
     skills_used: list[str] = field(default_factory=list)
+    # How many commands had run when each correction arrived: a correction after the last check means the
+    # user was not satisfied even though the checks passed.
+    correction_points: list[int] = field(default_factory=list)
 
     @property
     def final_checks(self) -> dict[str, CommandRun]:
@@ -135,7 +140,8 @@ class Attempt:
 
     @property
     def corrections_after_checks(self) -> bool:
-        return bool(self.corrections) and self.accepted is False
+        last_check = max((i for i, run in enumerate(self.commands) if run.is_check), default=-1)
+        return any(point > last_check for point in self.correction_points)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -205,6 +211,7 @@ def segment(
                 continue
             if current is not None and is_correction(text):
                 current.corrections.append(text)
+                current.correction_points.append(len(current.commands))
                 current.accepted = False
                 continue
             current = Attempt(
@@ -649,10 +656,11 @@ def mine(
     threshold: float = DEFAULT_THRESHOLD,
     min_size: int = 2,
     include_automation: bool = False,
+    ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
 ) -> tuple[list[Family], MiningReport]:
     attempts = load_attempts(db, include_automation=include_automation)
     families = build_families(
-        attempts, threshold=threshold, min_size=min_size, seed=seed, skills=installed_skills(db)
+        attempts, threshold=threshold, min_size=min_size, seed=seed, skills=installed_skills(db), ratios=ratios
     )
     report = save_families(db, families, seed=seed)
     report.attempts = len(attempts)

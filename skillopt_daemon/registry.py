@@ -67,7 +67,7 @@ class Evidence(BaseModel):
     confidence: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
-    task_ids: list[str] = []
+    task_ids: list[str | int] = []
     gate: dict[str, Any] | None = None
     tokens: int | None = None
     cost_usd: float | None = None
@@ -1216,8 +1216,13 @@ class Registry:
             trow = self.db.execute(self._TARGET_SQL + " WHERE t.id = ?", [target_id]).fetchone()
             v = self.get_version(version_id)
             ts = self._target(trow)
-            installer = get_installer(ts.target.tool)
-            done = installer.recover(ts.target, v.skill, iid, plan.get("new") or {})
+            try:
+                installer = get_installer(ts.target.tool)
+                done = installer.recover(ts.target, v.skill, iid, plan.get("new") or {})
+            except (SkillOptError, OSError) as exc:
+                # Leave the intent for the next start rather than guess; say why.
+                notes.append(f"could not settle the interrupted install of {v.label} at {ts.target}: {exc}")
+                continue
             with self.db.conn:
                 if done:
                     self._finish_intent(iid, "installed")

@@ -30,8 +30,21 @@ def local_tz() -> Any:
 
 
 def trigger(expr: str) -> CronTrigger:
-    """Parse a five-field cron expression, with an error that says what a valid one looks like."""
+    """Parse a five-field cron expression (or six, with seconds first), with an error that says what a valid
+    one looks like. Seconds exist for tests and for users who want a run a few seconds from now."""
+    fields = expr.split()
     try:
+        if len(fields) == 6:
+            second, minute, hour, day, month, dow = fields
+            return CronTrigger(
+                second=second,
+                minute=minute,
+                hour=hour,
+                day=day,
+                month=month,
+                day_of_week=dow,
+                timezone=local_tz(),
+            )
         return CronTrigger.from_crontab(expr, timezone=local_tz())
     except ValueError as exc:
         raise ConfigError(

@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections import Counter
@@ -105,6 +106,13 @@ class NightBudget:
     replays: int = 0
     model_calls: int = 0
     exceeded: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def reserve_replay(self) -> None:
+        """Check the caps and count one replay, atomically: parallel replays must not overshoot the cap."""
+        with self._lock:
+            self.check()
+            self.replays += 1
 
     def check(self) -> None:
         """Raise when a cap is reached; the message says which and how much was measured."""
@@ -124,6 +132,10 @@ class NightBudget:
             )
 
     def add(self, usage: Usage) -> None:
+        with self._lock:
+            self._add(usage)
+
+    def _add(self, usage: Usage) -> None:
         self.tokens += usage.input_tokens + usage.output_tokens
         self.cost_usd += usage.cost_usd
         self.model_calls += usage.calls
@@ -156,8 +168,7 @@ class BudgetedAgent:
         return dict(self._inner.prepare_home(home, workspace))
 
     def run(self, prompt: str, *, cwd: Path, env: Any, limits: ExecLimits | None = None) -> ExecResult:
-        self._budget.check()
-        self._budget.replays += 1
+        self._budget.reserve_replay()
         result: ExecResult = self._inner.run(prompt, cwd=cwd, env=env, limits=limits)
         self._budget.add(result.usage)
         return result
@@ -472,7 +483,12 @@ def run_cycle(
             if ingest_first:
                 report.ingest = _catch_up_ingest(settings, say)
             say("mining recurring tasks")
-            families, mined = mine.mine(db, seed=settings.night.seed)
+            families, mined = mine.mine(
+                db,
+                seed=settings.night.seed,
+                include_automation=settings.night.include_automation,
+                ratios=settings.night.split_ratios,
+            )
             report.mining = mined.to_dict()
             _train_skills(db, settings, families, report, budget, skill=skill, dry_run=dry_run, say=say)
             if report.status == "running":

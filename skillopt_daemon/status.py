@@ -161,6 +161,8 @@ def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
 
 
 register_section("sessions", _sessions)
+
+
 def _night_section(db: sqlite_utils.Database) -> dict[str, Any]:
     from skillopt_daemon.sleep import status_section
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import stat as stat_mod
 import threading
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+log = logging.getLogger("skillopt.tail")
 
 HEAD_BYTES = 4096
 CHUNK_BYTES = 1 << 20
@@ -269,6 +272,7 @@ class Watcher:
         self._wanted: dict[Path, bool] = {}
         self._lock = threading.Lock()
         self._started = False
+        self.failed: dict[Path, str] = {}  # roots that exist but could not be watched, and why
 
     def start(self) -> None:
         self._observer.start()
@@ -313,8 +317,14 @@ class Watcher:
                             Handler(), str(root), recursive=recursive
                         )
                         added.append(root)
-                    except OSError:
-                        continue  # unreadable or vanished meanwhile: the next refresh retries
+                    except OSError as exc:
+                        # Unreadable, vanished meanwhile, or out of inotify watches: the periodic rescan
+                        # still covers this root; the next refresh tries again.
+                        if root not in self.failed:
+                            log.warning("cannot watch %s (%s); relying on the periodic rescan", root, exc)
+                        self.failed[root] = str(exc)
+                        continue
+                    self.failed.pop(root, None)
                 elif not exists and root in self._watches:
                     try:
                         self._observer.unschedule(self._watches.pop(root))  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -53,10 +54,16 @@ class TmuxSession:
         self.work_dir = Path(work_dir)
         self.width = width
         self.height = height
-        self.socket = self.work_dir / "tmux.sock"
+        self._socket_dir: Path | None = None
         self.status_file = self.work_dir / "exit-status"
         self.target = "agent"
         self._started = False
+
+    @property
+    def socket(self) -> Path:
+        if self._socket_dir is None:
+            raise RuntimeError("the tmux session was not started")
+        return self._socket_dir / "sock"
 
     def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -65,6 +72,8 @@ class TmuxSession:
 
     def start(self) -> TmuxSession:
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        # Unix socket paths are limited to about 100 bytes, too few for pytest's folders: keep it short.
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="skillopt-tmux-"))
         launcher = self.work_dir / "launch.sh"
         env_args = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
         launcher.write_text(
@@ -73,12 +82,16 @@ class TmuxSession:
             # tmux does not always learn a pane's exit status, so the launcher records it.
             f"echo $? > {shlex.quote(str(self.status_file))}\n"
         )
-        self._tmux(
-            "-f", "/dev/null", "new-session", "-d", "-s", self.target,
-            "-x", str(self.width), "-y", str(self.height), f"bash {shlex.quote(str(launcher))}",
-            ";", "set-option", "-t", self.target, "remain-on-exit", "on",
-        )  # fmt: skip
         self._started = True
+        try:
+            self._tmux(
+                "-f", "/dev/null", "new-session", "-d", "-s", self.target,
+                "-x", str(self.width), "-y", str(self.height), f"bash {shlex.quote(str(launcher))}",
+                ";", "set-option", "-t", self.target, "remain-on-exit", "on",
+            )  # fmt: skip
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def send_text(self, text: str) -> None:
@@ -151,6 +164,9 @@ class TmuxSession:
         if self._started:
             self._tmux("kill-server", check=False)
             self._started = False
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
     def __enter__(self) -> TmuxSession:
         return self.start()

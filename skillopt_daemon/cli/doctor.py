@@ -129,6 +129,10 @@ def run_checks() -> tuple[list[Check], int]:
                 )
             )
 
+    from skillopt_daemon.integrations import doctor_checks
+
+    checks.extend(Check(g, n, lvl, d) for g, n, lvl, d in doctor_checks())  # type: ignore[arg-type]
+
     names = list(KEY_VARS)
     if settings is not None:
         for role in (settings.agent, settings.optimizer, settings.judge):

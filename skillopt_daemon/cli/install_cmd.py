@@ -7,10 +7,13 @@ commands are idempotent and take `--dry-run`, which lists every file they would 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from skillopt.agents import AgentTool
 from skillopt.errors import SkillOptError
@@ -64,6 +67,26 @@ def _show(report_dict: dict[str, Any], as_json: bool) -> None:
         console.print(f"[bold green]{verb}ed[/] skillopt for {where}")
 
 
+@contextmanager
+def _skills_progress() -> Iterator[Callable[[int, int, str], None]]:
+    """A progress bar on stderr while approved skills are installed or removed (shown once there is work)."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task: list[TaskID] = []
+
+        def update(done: int, total: int, what: str) -> None:
+            if not task:
+                task.append(bar.add_task("skills", total=total))
+            bar.update(task[0], completed=done, description=what)
+
+        yield update
+
+
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
@@ -91,14 +114,16 @@ def register(app: typer.Typer) -> None:
         """Install skillopt's integration for an agent tool, and send approved skills there from now on."""
         from skillopt_daemon import integrations
 
-        report = integrations.install(
-            _tool(tool),
-            _scope(scope),
-            project,
-            force=force,
-            dry_run=dry_run,
-            instructions=instructions,  # type: ignore[arg-type]
-        )
+        with _skills_progress() as progress:
+            report = integrations.install(
+                _tool(tool),
+                _scope(scope),
+                project,
+                force=force,
+                dry_run=dry_run,
+                instructions=instructions,
+                progress=progress,
+            )
         _show(report.as_dict(), as_json)
 
     @app.command("uninstall")
@@ -119,7 +144,10 @@ def register(app: typer.Typer) -> None:
         """Remove what `skillopt install` placed and restore what it replaced; your edits are kept."""
         from skillopt_daemon import integrations
 
-        report = integrations.uninstall(_tool(tool), _scope(scope), project, force=force, dry_run=dry_run)  # type: ignore[arg-type]
+        with _skills_progress() as progress:
+            report = integrations.uninstall(
+                _tool(tool), _scope(scope), project, force=force, dry_run=dry_run, progress=progress
+            )
         _show(report.as_dict(), as_json)
 
     @app.command("devin-export")

@@ -10,10 +10,10 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from skillopt.agents import AgentTool
-from skillopt.errors import ConflictError, SkillFormatError, SkillOptError
+from skillopt.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.cli.review import JSON_OPT, cli_registry
-from skillopt_daemon.installers import INSTALLERS, InstallTarget
+from skillopt_daemon.installers import INSTALLERS, InstallTarget, get_installer
 from skillopt_daemon.registry import ImportResult
 from skillopt_daemon.timeutil import local_display
 
@@ -70,6 +70,8 @@ def show(
     """A skill's versions, targets and the text of one version."""
     reg = cli_registry()
     versions = reg.versions(skill)
+    if not versions:
+        raise NotFoundError(f"{skill} has no versions yet", hint="import it: skillopt skills import")
     if version:
         v = reg.resolve_id(
             version if "@" in version or not version.lstrip("vV").isdigit() else f"{skill}@{version}"
@@ -144,6 +146,13 @@ def import_skills(
             task = progress.add_task("importing skills", total=len(targets))
             for target in targets:
                 progress.update(task, description=f"importing {target.tool.value} ({target.scope})")
+                try:
+                    get_installer(target.tool).locations(target)
+                except SkillOptError:
+                    if tool:
+                        raise
+                    progress.advance(task)
+                    continue  # the tool has no such scope (Devin has no user folder): nothing to import
                 try:
                     results += reg.import_target(target, seen)
                 except SkillOptError as exc:

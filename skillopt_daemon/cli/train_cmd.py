@@ -7,13 +7,14 @@ without repeating endpoints.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from skillopt.errors import ConfigError
+from skillopt.errors import ConfigError, SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 
 _ROLE_KEYS = (
@@ -56,10 +57,17 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _build_config(config: Path | None, sets: list[str], env: str | None, extra: dict[str, Any]) -> Any:
+def _build_config(
+    config: Path | None,
+    sets: list[str],
+    env: str | None,
+    extra: dict[str, Any],
+    base: dict[str, Any] | None = None,
+) -> Any:
     from skillopt.config import apply_overrides, read_config_file, validate_config
 
-    data = _merge(_settings_defaults(), read_config_file(config) if config else {})
+    start = base if base is not None else _settings_defaults()
+    data = _merge(start, read_config_file(config) if config else {})
     if env:
         data["env"] = env
     for k, v in extra.items():
@@ -67,6 +75,18 @@ def _build_config(config: Path | None, sets: list[str], env: str | None, extra: 
             data[k] = v
     apply_overrides(data, sets)
     return validate_config(data)
+
+
+def _benchmark_sets(sets: list[str], sample: bool, data_dir: Path | None, executor: str | None) -> list[str]:
+    """`--sample`, `--data-dir` and `--executor` as the `--set` overrides they stand for."""
+    out = list(sets)
+    if sample:
+        out.append("env_options.sample=true")
+    if data_dir is not None:
+        out.append(f"env_options.data_dir={json.dumps(str(data_dir.expanduser().resolve()))}")
+    if executor:
+        out.append(f"executor={json.dumps(executor)}")
+    return out
 
 
 def _default_run_dir(env_name: str) -> Path:
@@ -169,21 +189,28 @@ def train(
     skill: Path = typer.Option(None, "--skill", help="Start from this SKILL.md or skill folder."),
     epochs: int = typer.Option(None, "--epochs", help="Shortcut for --set epochs=N."),
     seed: int = typer.Option(None, "--seed", help="Shortcut for --set seed=N."),
+    sample: bool = typer.Option(False, "--sample", help="Use the sample shipped with the benchmark."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Folder holding the benchmark's official data."),
+    executor: str = typer.Option(None, "--executor", help="Where rollouts run: local (thread pool) or ray."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Train a skill on an environment: rollouts, reflection, gated edits, checkpoints after every step."""
+    sets = _benchmark_sets(sets, sample, data_dir, executor)
     from skillopt.skill import SkillBundle
     from skillopt.trainer import Trainer
 
     progress = _Progress(enabled=err_console.is_terminal or not json_out)
     try:
         if resume is not None:
-            cfg = (
-                _build_config(config, sets, env, {"epochs": epochs, "seed": seed})
-                if (config or sets)
-                else None
-            )
+            from skillopt.trainer import saved_config
+
+            cfg = None
+            if config or sets or epochs is not None or seed is not None or env:
+                # Changes apply on top of the configuration the run was started with.
+                extra = {"epochs": epochs, "seed": seed}
+                cfg = _build_config(config, sets, env, extra, base=saved_config(resume))
             trainer = Trainer.resume(resume, config=cfg, on_event=progress)
+            run_folder = Path(resume)
         else:
             cfg = _build_config(config, sets, env, {"epochs": epochs, "seed": seed})
             if not cfg.env:
@@ -196,7 +223,14 @@ def train(
                 initial = SkillBundle.from_path(cfg.initial_skill)
             target = run_dir or _default_run_dir(getattr(environment, "name", cfg.env))
             trainer = Trainer(cfg, environment, target, initial_skill=initial, on_event=progress)
-        result = trainer.train()
+            run_folder = Path(target)
+        try:
+            result = trainer.train()
+        except SkillOptError as exc:
+            if (run_folder / "state.json").is_file():
+                note = f"the run is checkpointed; continue it with: skillopt train --resume {run_folder}"
+                exc.hint = f"{exc.hint}\n{note}" if exc.hint else note
+            raise
     finally:
         progress.stop()
     summary = result.summary
@@ -256,9 +290,12 @@ def eval_cmd(
     ),
     sets: list[str] = typer.Option([], "--set", help="Override a config key (repeatable)."),
     repeats: int = typer.Option(1, "--repeats", min=1, help="Runs per item."),
+    sample: bool = typer.Option(False, "--sample", help="Use the sample shipped with the benchmark."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Folder holding the benchmark's official data."),
     json_out: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Score a skill on one split of an environment, without training."""
+    sets = _benchmark_sets(sets, sample, data_dir, None)
     from skillopt.backends import create_backend
     from skillopt.envs import load_env
     from skillopt.skill import SkillBundle

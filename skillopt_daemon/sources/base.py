@@ -479,7 +479,7 @@ class BaseSource:
     def _fit(self, text: str, limit: int, keep_tail: bool) -> tuple[str, int]:
         if len(text) <= limit:
             return self.redactor.redact(text)
-        margin = 4096
+        margin = 1024  # longer than any single-line secret; PEM blocks are cut at the end of the region
         if not keep_tail:
             head, n = self.redactor.redact(text[: limit + margin])
             return head[:limit] + _TRUNCATED, n

@@ -70,7 +70,9 @@ def test_searchqa_scores_exact_match_and_f1_and_hides_the_gold_answer() -> None:
     items = all_items(env)
     right, partial, wrong = items[0], items[1], items[2]
     rules = [
-        answer_rule("right", right.data["question"], f"The snippets say so.\nAnswer: {right.gold['answers'][0]}"),
+        answer_rule(
+            "right", right.data["question"], f"The snippets say so.\nAnswer: {right.gold['answers'][0]}"
+        ),
         answer_rule("partial", partial.data["question"], f"Answer: {partial.gold['answers'][0]} city"),
         answer_rule("wrong", wrong.data["question"], "Answer: Atlantis"),
     ]
@@ -111,7 +113,9 @@ def test_livemath_shuffles_choices_per_item_with_the_seed_and_scores_the_label()
     env = load_env("livemath", sample=True)
     item = all_items(env)[0]
     wrong = next(label for label in "ABCDE" if label != item.gold["label"])
-    rules = [answer_rule("q", item.data["question"], f"Checking quantifiers.\nAnswer: ({item.gold['label']})")]
+    rules = [
+        answer_rule("q", item.data["question"], f"Checking quantifiers.\nAnswer: ({item.gold['label']})")
+    ]
     with scripted_chat(rules) as (_server, agent):
         good = env.run(item, env.seed_skill(), agent)
     with scripted_chat([answer_rule("q", item.data["question"], f"Answer: {wrong}")]) as (_server, agent):
@@ -207,7 +211,9 @@ def test_searchqa_reads_the_official_files_from_a_data_dir(tmp_path: Path) -> No
 def test_a_manifest_naming_unknown_items_is_refused(tmp_path: Path) -> None:
     data = tmp_path / "d"
     data.mkdir()
-    (data / "x.jsonl").write_text(json.dumps({"id": "a", "question": "q", "context": [], "answers": ["x"]}) + "\n")
+    (data / "x.jsonl").write_text(
+        json.dumps({"id": "a", "question": "q", "context": [], "answers": ["x"]}) + "\n"
+    )
     (data / MANIFEST_FILE).write_text(json.dumps({"train": ["a", "ghost"], "val": [], "test": []}))
     with pytest.raises(ConfigError, match="ghost"):
         load_env("searchqa", data_dir=data).splits()
@@ -221,3 +227,47 @@ def test_an_unreachable_model_stops_the_run_instead_of_scoring_zero() -> None:
         pass  # the server is stopped: nothing listens on its port any more
     with pytest.raises(SkillOptError):
         env.run(all_items(env)[0], env.seed_skill(), agent)
+
+
+def test_docvqa_image_goes_through_the_anthropic_sdk_too() -> None:
+    from skillopt.backends import create_backend
+    from skillopt.config import BackendConfig
+    from skillopt.testing import Script
+    from skillopt.testing.scripted_server import ScriptedServer
+
+    env = load_env("docvqa", sample=True)
+    item = next(i for i in all_items(env) if i.data["question"] == "What is the invoice number?")
+    script = Script(rules=[answer_rule("q", item.data["question"], "Answer: 4471-B")])
+    with ScriptedServer(script) as server:
+        cfg = BackendConfig(backend="anthropic", model="claude-scripted", base_url=server.url, max_retries=0)
+        agent = create_backend(cfg, role="agent")
+        result = env.run(item, env.seed_skill(), agent)
+        body = server.requests[0].body
+    assert (result.hard, result.soft) == (1.0, 1.0)
+    blocks = body["messages"][0]["content"]
+    image = next(b for b in blocks if b["type"] == "image")
+    assert image["source"]["type"] == "base64" and image["source"]["media_type"] == "image/png"
+    assert base64.b64decode(image["source"]["data"]) == Path(item.data["image_path"]).read_bytes()
+    assert "Document question answering" in json.dumps(body["system"])
+
+
+@pytest.mark.parametrize("name", [*CHAT_ENVS, "coding"])
+def test_official_layout_in_a_data_dir_without_a_manifest(name: str, tmp_path: Path) -> None:
+    """The samples are in the official format: copied elsewhere without their manifest, they load through
+    --data-dir with the dataset's own or the seeded split."""
+    import shutil
+
+    sample = load_env(name, sample=True)
+    data = tmp_path / name
+    shutil.copytree(sample.root, data)
+    (data / MANIFEST_FILE).unlink()
+    if name == "docvqa":  # the official archives unpack the images apart from the question files
+        (data / "documents").rename(data / "spdocvqa_images")
+    env = load_env(name, data_dir=data)
+    assert {i.id for i in all_items(env)} == {i.id for i in all_items(sample)}
+    sp = env.splits()
+    assert sp.train and sp.test
+    if name == "alfworld":  # train / valid_seen / valid_unseen folders
+        assert [len(sp.train), len(sp.val), len(sp.test)] == [2, 2, 2]
+    if name == "docvqa":
+        assert all(Path(i.data["image_path"]).is_file() for i in all_items(env))

@@ -115,5 +115,7 @@ def test_multimodal_and_code_running_benchmarks_run_on_ray() -> None:
     ]
     with scripted_chat(rules) as (_server, agent):
         jobs = [(docvqa, doc_item), (ssb, ssb_item)]
-        results = RayExecutor(max_workers=2).map(lambda job: job[0].run(job[1], job[0].seed_skill(), agent), jobs)
+        results = RayExecutor(max_workers=2).map(
+            lambda job: job[0].run(job[1], job[0].seed_skill(), agent), jobs
+        )
     assert [(r.hard, r.soft) for r in results] == [(1.0, 1.0), (1.0, 1.0)]

@@ -59,7 +59,10 @@ def test_spreadsheet_program_that_hardcodes_one_case_gets_partial_credit() -> No
         "import sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
         f"for r, v in enumerate({values!r}, 2):\n    ws.cell(r, 4).value = v\nwb.save(sys.argv[2])\n"
     )
-    with scripted_chat([answer_rule("hard", item.data["instruction"], f"```python\n{program}```")]) as (_s, agent):
+    with scripted_chat([answer_rule("hard", item.data["instruction"], f"```python\n{program}```")]) as (
+        _s,
+        agent,
+    ):
         result = env.run(item, env.seed_skill(), agent)
     assert result.hard == 0.0 and result.soft == pytest.approx(1 / 3)
     assert "test case 2" in result.feedback and "wrong" in result.feedback
@@ -96,7 +99,9 @@ def test_spreadsheet_answer_on_a_named_sheet_and_formulas_are_reported(tmp_path:
     assert compare_workbooks(out, answer, item.data["answer_position"]) == []
 
 
-def test_solution_runs_in_a_scrubbed_environment_with_a_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_solution_runs_in_a_scrubbed_environment_with_a_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     book = tmp_path / "in.xlsx"
     openpyxl.Workbook().save(book)
@@ -156,7 +161,8 @@ def test_every_sample_game_is_winnable_and_only_by_finishing_the_task() -> None:
 
 def test_game_rules_follow_alfworld() -> None:
     spec = json.loads(
-        (Path(load_env("alfworld", sample=True).root) / "json_2.1.1/valid_seen").glob("pick_heat*/*/game.skillopt.json")
+        (Path(load_env("alfworld", sample=True).root) / "json_2.1.1/valid_seen")
+        .glob("pick_heat*/*/game.skillopt.json")
         .__next__()
         .read_text()
     )
@@ -175,7 +181,10 @@ def test_game_rules_follow_alfworld() -> None:
 
 
 def test_parse_action() -> None:
-    assert parse_action("Think: the mug is likely in a cabinet.\nAction: go to cabinet 1") == ("go to cabinet 1", False)
+    assert parse_action("Think: the mug is likely in a cabinet.\nAction: go to cabinet 1") == (
+        "go to cabinet 1",
+        False,
+    )
     assert parse_action("Think: first find the mug.") == (None, True)
     assert parse_action("go to cabinet 1") == ("go to cabinet 1", False)
     assert parse_action("") == (None, False)
@@ -183,7 +192,9 @@ def test_parse_action() -> None:
 
 def _expert_rules(observations_to_actions: list[tuple[str, str]]) -> list[Rule]:
     return [
-        Rule(name=f"s{i}", match=Match(user=pattern), steps=[Step(text=f"Think: next step.\nAction: {action}")])
+        Rule(
+            name=f"s{i}", match=Match(user=pattern), steps=[Step(text=f"Think: next step.\nAction: {action}")]
+        )
         for i, (pattern, action) in enumerate(observations_to_actions)
     ]
 
@@ -223,7 +234,9 @@ def test_alfworld_episode_ends_at_the_step_limit() -> None:
 def test_official_alfworld_layout_is_read_and_needs_the_real_engine(tmp_path: Path) -> None:
     trial = tmp_path / "json_2.1.1" / "valid_unseen" / "pick_and_place_simple-Mug-None-Desk-1" / "trial_T1"
     trial.mkdir(parents=True)
-    (trial / "traj_data.json").write_text(json.dumps({"task_type": "pick_and_place_simple", "pddl_params": {}}))
+    (trial / "traj_data.json").write_text(
+        json.dumps({"task_type": "pick_and_place_simple", "pddl_params": {}})
+    )
     (trial / "game.tw-pddl").write_text("{}")
     env = load_env("alfworld", data_dir=tmp_path)
     sp = env.splits()

@@ -3,6 +3,8 @@ a hand-written Claude Code skill in it, and a runner for the real `skillopt` exe
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -96,6 +98,30 @@ class Env:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.run(*args, "--json", check=True).stdout)
+
+    def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        """Run the `skillopt` entry point in this process: the same code path as the executable (argument
+        parsing, error messages, exit codes) without paying for a new interpreter each time."""
+        from skillopt_daemon.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        old_argv = sys.argv
+        sys.argv = ["skillopt", *args]
+        code = 0
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.argv = old_argv
+        proc = subprocess.CompletedProcess(["skillopt", *args], code, out.getvalue(), err.getvalue())
+        if check and code != 0:
+            raise AssertionError(f"skillopt {' '.join(args)} exited {code}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def cli_json(self, *args: str) -> Any:
+        return json.loads(self.cli(*args, "--json", check=True).stdout)
 
     def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         return subprocess.Popen(

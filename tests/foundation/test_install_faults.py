@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -15,9 +16,9 @@ OLD_FILES = {"scripts/check.sh": "#!/bin/sh\necho old\n"}
 
 def _setup(env) -> str:  # type: ignore[no-untyped-def]
     env.write_skill(extra=OLD_FILES)
-    env.run("skills", "import", "--tool", "claude-code", check=True)
+    env.cli("skills", "import", "--tool", "claude-code", check=True)
     cand = env.candidate(extra=NEW_FILES)
-    return env.json("propose", "tidy-commits", str(cand))["id"]
+    return str(env.cli_json("propose", "tidy-commits", str(cand))["id"])
 
 
 def _wait_for(proc, marker: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
@@ -58,9 +59,9 @@ def test_kill_during_install_leaves_old_or_new_and_registry_agrees(env, step: st
     now = SkillBundle.from_path(folder)
     leftovers = sorted(p.name for p in env.user_skills.iterdir())
     assert leftovers == ["tidy-commits"], leftovers
-    data = env.json("status")
+    data = json.loads(status.stdout)
     [active] = [a for a in data["active"]["items"] if a["skill"] == "tidy-commits"]
-    hist = env.json("history", "tidy-commits")
+    hist = env.cli_json("history", "tidy-commits")
     versions = {v["id"]: v for v in hist["versions"]}
     if step == "swapped":
         # Every location already held the new version: the install is completed, not undone.
@@ -75,10 +76,10 @@ def test_kill_during_install_leaves_old_or_new_and_registry_agrees(env, step: st
         assert [p["id"] for p in data["pending"]["items"]] == [vid]
         assert "install-interrupted" in [e["action"] for e in hist["events"]]
         # And the proposal can still be approved normally afterwards.
-        env.run("approve", vid[:8], check=True)
+        env.cli("approve", vid[:8], check=True)
         assert SkillBundle.from_path(folder).files == _new_files(env)
-    # Whatever happened, a later command finds nothing more to settle and the disk matches the registry.
-    again = env.run("status", "--json", check=True)
+    # Whatever happened, nothing more is left to settle.
+    again = env.cli("status", "--json", check=True)
     assert "interrupted" not in again.stderr
 
 
@@ -101,7 +102,7 @@ def test_two_terminals_approving_the_same_proposal(env) -> None:
     assert codes == [0, 4], (out_a, err_a, out_b, err_b)
     loser_err = err_a if a.returncode == 4 else err_b
     assert "already approved" in loser_err
-    hist = env.json("history", "tidy-commits")
+    hist = env.cli_json("history", "tidy-commits")
     actions = [e["action"] for e in hist["events"]]
     assert actions.count("approve") == 1
     assert actions.count("install") == 1

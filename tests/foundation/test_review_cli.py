@@ -19,7 +19,7 @@ def test_new_user_flow_import_propose_diff_approve_rollback_history(env) -> None
     out = env.run("skills", "import", check=True)
     assert "tidy-commits (claude-code:user): imported as tidy-commits@v1" in out.stdout
 
-    listed = env.json("skills", "list")
+    listed = env.cli_json("skills", "list")
     assert listed == [
         {
             "skill": "tidy-commits",
@@ -51,7 +51,7 @@ def test_new_user_flow_import_propose_diff_approve_rollback_history(env) -> None
     diff = env.run("diff", pid, check=True)
     assert "+- Run the tests before committing.\n" in diff.stdout
     assert diff.stdout.startswith("--- tidy-commits@v1/SKILL.md\n+++ tidy-commits@v2/SKILL.md\n")
-    assert env.run("diff", "tidy-commits@v1..v2", check=True).stdout == diff.stdout
+    assert env.cli("diff", "tidy-commits@v1..v2", check=True).stdout == diff.stdout
 
     out = env.run("approve", pid, check=True)
     assert "Approved tidy-commits@v2" in out.stdout and "installed at claude-code:user" in out.stdout
@@ -68,78 +68,78 @@ def test_new_user_flow_import_propose_diff_approve_rollback_history(env) -> None
         (2, "proposed", "approved"),
     ]
     assert all(e["at"].endswith("Z") for e in hist["events"])  # stored in UTC
-    human = env.run("history", "tidy-commits", check=True).stdout
+    human = env.cli("history", "tidy-commits", check=True).stdout
     assert "rollback" in human and "tidy-commits@v2" in human
 
-    shown = env.json("skills", "show", "tidy-commits")
+    shown = env.cli_json("skills", "show", "tidy-commits")
     assert shown["version"]["label"] == "tidy-commits@v1" and shown["text"] == env.ORIGINAL
-    assert env.json("skills", "show", "tidy-commits", "--version", "v2")["text"] == env.EDITED
+    assert env.cli_json("skills", "show", "tidy-commits", "--version", "v2")["text"] == env.EDITED
 
 
 def test_errors_have_documented_exit_codes_and_hints(env) -> None:
     env.write_skill()
-    env.run("skills", "import", check=True)
+    env.cli("skills", "import", check=True)
 
     bad = env.root / "bad" / "SKILL.md"
     bad.parent.mkdir()
     bad.write_text("---\nname: Tidy Commits\ndescription: x\n---\nbody\n")
-    r = env.run("propose", "tidy-commits", str(bad))
+    r = env.cli("propose", "tidy-commits", str(bad))
     assert r.returncode == 9
     assert "line 2" in r.stderr and "name-format" in r.stderr
 
-    r = env.run("approve", "deadbeef")
+    r = env.cli("approve", "deadbeef")
     assert r.returncode == 3 and "no version or proposal matches" in r.stderr
 
-    r = env.run("rollback", "tidy-commits")
+    r = env.cli("rollback", "tidy-commits")
     assert r.returncode == 3 and "no earlier version" in r.stderr
 
-    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
-    r = env.run("reject", vid)
+    vid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
+    r = env.cli("reject", vid)
     assert r.returncode == 2  # --reason is required
-    env.run("reject", vid, "--reason", "not now", check=True)
-    r = env.run("approve", vid)
+    env.cli("reject", vid, "--reason", "not now", check=True)
+    r = env.cli("approve", vid)
     assert r.returncode == 4 and "already rejected" in r.stderr and "→" in r.stderr
 
-    r = env.run("history", "nope")
+    r = env.cli("history", "nope")
     assert r.returncode == 3 and "no skill named 'nope'" in r.stderr
 
 
 def test_hand_edit_wins_through_the_cli(env) -> None:
     env.write_skill()
-    env.run("skills", "import", check=True)
-    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    env.cli("skills", "import", check=True)
+    vid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
     mine = env.ORIGINAL + "- My rule.\n"
     env.skill_file().write_text(mine)
-    r = env.run("approve", vid)
+    r = env.cli("approve", vid)
     assert r.returncode == 4
     assert "edited by hand" in r.stderr and "--force" in r.stderr
     assert env.skill_file().read_text() == mine
-    hist = env.json("history", "tidy-commits")
+    hist = env.cli_json("history", "tidy-commits")
     assert [v["origin"] for v in hist["versions"]] == ["imported", "proposed", "hand-edit"]
-    r = env.run("approve", vid, "--force", check=True)
+    r = env.cli("approve", vid, "--force", check=True)
     assert env.skill_file().read_text() == env.EDITED
     # The hand edit is one rollback away.
-    env.run("rollback", "tidy-commits", "--to", "v3", check=True)
+    env.cli("rollback", "tidy-commits", "--to", "v3", check=True)
     assert env.skill_file().read_text() == mine
 
 
 def test_invalid_skill_on_import_is_reported_and_others_still_import(env) -> None:
     env.write_skill()
     env.write_skill("broken", "---\nname: broken\ndescription: ok\nmetadata: [x]\n---\n")
-    r = env.run("skills", "import")
+    r = env.cli("skills", "import")
     assert r.returncode == 9
     assert "tidy-commits (claude-code:user): imported" in r.stdout
     assert "line 4" in r.stderr and "metadata-map" in r.stderr
-    assert [s["skill"] for s in env.json("skills", "list")] == ["tidy-commits"]
+    assert [s["skill"] for s in env.cli_json("skills", "list")] == ["tidy-commits"]
 
 
 def test_unwritable_target_exits_11(env) -> None:
-    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    vid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
     env.claude_home.mkdir(parents=True)
     (env.claude_home / "skills").write_text("in the way")
-    r = env.run("approve", vid, "--target", "claude-code:user")
+    r = env.cli("approve", vid, "--target", "claude-code:user")
     assert r.returncode == 11 and "not a folder" in r.stderr
-    assert env.json("status")["pending"]["items"][0]["id"] == vid
+    assert env.cli_json("status")["pending"]["items"][0]["id"] == vid
 
 
 def test_corrupt_database_is_refused_with_exit_5(env) -> None:
@@ -153,7 +153,7 @@ def test_corrupt_database_is_refused_with_exit_5(env) -> None:
 
 
 def test_database_from_a_newer_skillopt_is_refused_and_not_modified(env) -> None:
-    env.run("status", check=True)  # creates the database
+    env.cli("status", check=True)  # creates the database
     db = env.skillopt_home / "data" / "skillopt.db"
     con = sqlite3.connect(db)
     con.execute(
@@ -164,7 +164,7 @@ def test_database_from_a_newer_skillopt_is_refused_and_not_modified(env) -> None
     con.close()
     before = db.read_bytes()
     for args in (["status"], ["skills", "list"], ["approve", "abc"]):
-        r = env.run(*args)
+        r = env.cli(*args)
         assert r.returncode == 5, args
         assert "newer skillopt" in r.stderr and "not modified" in r.stderr
     assert db.read_bytes() == before
@@ -173,8 +173,8 @@ def test_database_from_a_newer_skillopt_is_refused_and_not_modified(env) -> None
 @pytest.mark.slow
 def test_locked_database_is_reported_with_exit_5(env) -> None:
     env.write_skill()
-    env.run("skills", "import", check=True)
-    vid = env.json("propose", "tidy-commits", str(env.candidate()))["id"]
+    env.cli("skills", "import", check=True)
+    vid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
     db = env.skillopt_home / "data" / "skillopt.db"
     holder = subprocess.Popen(
         [
@@ -195,19 +195,21 @@ def test_locked_database_is_reported_with_exit_5(env) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        r = env.run("approve", vid)
+        r = env.cli("approve", vid)
         assert r.returncode == 5, r.stderr
         assert "locked by another process" in r.stderr and "Traceback" not in r.stderr
     finally:
         holder.kill()
         holder.wait()
     assert env.skill_file().read_text() == env.ORIGINAL
-    env.run("approve", vid, check=True)
+    env.cli("approve", vid, check=True)
     assert env.skill_file().read_text() == env.EDITED
 
 
-def test_doctor_reports_keys_set_without_values(env) -> None:
-    r = env.run("doctor", "--json", env={"ANTHROPIC_API_KEY": "sk-ant-very-secret-value"})
+def test_doctor_reports_keys_set_without_values(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret-value")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    r = env.cli("doctor", "--json")
     assert r.returncode == 0, r.stderr
     assert "sk-ant-very-secret-value" not in r.stdout + r.stderr
     data = json.loads(r.stdout)
@@ -218,7 +220,7 @@ def test_doctor_reports_keys_set_without_values(env) -> None:
     assert {"paths", "database", "config", "agent CLIs", "API keys"} <= groups
     db = [c for c in data["checks"] if c["group"] == "database"]
     assert db[0]["level"] == "ok" and "migrations" in db[0]["detail"]
-    human = env.run("doctor", check=True).stdout
+    human = env.cli("doctor", check=True).stdout
     assert "ANTHROPIC_API_KEY" in human
 
 
@@ -226,40 +228,40 @@ def test_doctor_fails_on_a_corrupt_database(env) -> None:
     db = env.skillopt_home / "data" / "skillopt.db"
     db.parent.mkdir(parents=True)
     db.write_bytes(b"garbage" * 1000)
-    r = env.run("doctor")
+    r = env.cli("doctor")
     assert r.returncode == 5
     assert "cannot be read" in r.stdout
 
 
 def test_config_show_get_set_path(env) -> None:
-    path = Path(env.run("config", "path", check=True).stdout.strip())
+    path = Path(env.cli("config", "path", check=True).stdout.strip())
     assert path == env.skillopt_home / "config" / "config.toml"
-    assert env.run("config", "get", "night.schedule", check=True).stdout.strip() == "17 3 * * *"
+    assert env.cli("config", "get", "night.schedule", check=True).stdout.strip() == "17 3 * * *"
 
-    env.run("config", "set", "night.schedule", "0 4 * * *", check=True)
-    env.run("config", "set", "night.max_cost_usd", "2.5", check=True)
-    env.run("config", "set", "night.auto_approve", '["tidy-commits"]', check=True)
-    env.run("config", "set", "tools.claude.enabled", "false", check=True)
-    assert env.run("config", "get", "night.schedule", check=True).stdout.strip() == "0 4 * * *"
-    assert json.loads(env.run("config", "get", "night.auto_approve", check=True).stdout) == ["tidy-commits"]
-    assert env.run("config", "get", "tools.claude-code.enabled", check=True).stdout.strip() == "false"
+    env.cli("config", "set", "night.schedule", "0 4 * * *", check=True)
+    env.cli("config", "set", "night.max_cost_usd", "2.5", check=True)
+    env.cli("config", "set", "night.auto_approve", '["tidy-commits"]', check=True)
+    env.cli("config", "set", "tools.claude.enabled", "false", check=True)
+    assert env.cli("config", "get", "night.schedule", check=True).stdout.strip() == "0 4 * * *"
+    assert json.loads(env.cli("config", "get", "night.auto_approve", check=True).stdout) == ["tidy-commits"]
+    assert env.cli("config", "get", "tools.claude-code.enabled", check=True).stdout.strip() == "false"
     text = path.read_text()
     assert 'schedule = "0 4 * * *"' in text and "max_cost_usd = 2.5" in text
     assert oct(path.stat().st_mode & 0o777) == "0o600"
 
-    shown = env.json("config", "show")
+    shown = env.cli_json("config", "show")
     assert shown["night"]["max_cost_usd"] == 2.5
-    toml_out = env.run("config", "show", check=True).stdout
+    toml_out = env.cli("config", "show", check=True).stdout
     assert "[night]" in toml_out
 
-    r = env.run("config", "set", "night.shedule", "x")
+    r = env.cli("config", "set", "night.shedule", "x")
     assert r.returncode == 6 and "unknown configuration key 'night.shedule'" in r.stderr
     assert "schedule" in r.stderr  # the hint lists the real keys
-    r = env.run("config", "set", "night.max_tokens", "lots")
+    r = env.cli("config", "set", "night.max_tokens", "lots")
     assert r.returncode == 6 and "night.max_tokens" in r.stderr
-    r = env.run("config", "get", "nope.key")
+    r = env.cli("config", "get", "nope.key")
     assert r.returncode == 6 and "unknown configuration key 'nope'" in r.stderr
-    r = env.run("config", "set", "tools.vim.enabled", "true")
+    r = env.cli("config", "set", "tools.vim.enabled", "true")
     assert r.returncode == 6 and "tools.vim" in r.stderr
     # A rejected value leaves the file as it was.
     assert path.read_text() == text
@@ -267,7 +269,7 @@ def test_config_show_get_set_path(env) -> None:
 
 def test_every_list_command_has_json(env) -> None:
     env.write_skill()
-    env.run("skills", "import", check=True)
+    env.cli("skills", "import", check=True)
     for args in (
         ["status"],
         ["skills", "list"],
@@ -275,4 +277,4 @@ def test_every_list_command_has_json(env) -> None:
         ["skills", "import"],
         ["doctor"],
     ):
-        json.loads(env.run(*args, "--json", check=True).stdout)
+        json.loads(env.cli(*args, "--json", check=True).stdout)

@@ -53,6 +53,7 @@ class AgentSandbox:
     project: Path
     env: dict[str, str]
     runs: list[ac.CliRun] = field(default_factory=list)
+    interactive_runs: int = 0
 
     def run(self, prompt: str, **kwargs: Any) -> ac.CliRun:
         """Run one headless turn; extra keyword arguments go to ``run_claude`` / ``run_codex``."""
@@ -64,7 +65,8 @@ class AgentSandbox:
     def interactive(self, prompts: Sequence[str], **kwargs: Any) -> InteractiveRun:
         """Type ``prompts`` into the CLI's TUI in tmux, one turn after another, then exit it."""
         runner = run_claude_interactive if self.kind == "claude" else run_codex_interactive
-        work_dir = self.home.parent / f"tmux-{len(self.runs)}"
+        self.interactive_runs += 1
+        work_dir = self.home.parent / f"{self.kind}-tmux-{self.interactive_runs}"
         return runner(self.cli, prompts, cwd=self.project, env=self.env, work_dir=work_dir, **kwargs)
 
     def write_skill(self, name: str, description: str, body: str) -> Path:

@@ -102,7 +102,11 @@ def claude_session_lines(
             )
         )
         prev = r
-    lines.append(claude_line("assistant", f"{session}-end", session, parent=prev, cwd=cwd, content="done"))
+    lines.append(
+        claude_line(
+            "assistant", f"{session}-end", session, parent=prev, cwd=cwd, content="done", timestamp=ts
+        )
+    )
     return lines
 
 

@@ -220,9 +220,9 @@ def test_install_service_writes_unit_files(env: Env) -> None:
     assert "WantedBy=default.target" in text and "Restart=on-failure" in text
     assert "systemctl --user enable --now skillopt.service" in out["enable"]
 
-    res = cli(env.environ(), "daemon", "install-service", "--platform", "macos", "--json")
-    assert res.returncode == 0, res.stderr
-    plist_path = Path(json.loads(res.stdout)["path"])
+    from skillopt_daemon import daemon
+
+    plist_path = daemon.install_service("macos").path  # in process: the CLI path is covered above
     assert plist_path == env.home / "Library" / "LaunchAgents" / "dev.skillopt.daemon.plist"
     plist = plistlib.loads(plist_path.read_bytes())
     assert plist["ProgramArguments"] == [sys.executable, "-m", "skillopt_daemon.daemon"]
@@ -267,5 +267,27 @@ def test_daemon_reports_faults_and_keeps_running(env: Env) -> None:
         section = json.loads(res.stdout)["sessions"]
         assert section["errors_24h"].get("symlink-loop") == 1
         assert "invalid-json" in section["errors_24h"] or "invalid-utf8" in section["errors_24h"]
+    finally:
+        assert _stop(proc) == 0
+
+
+@pytest.mark.slow
+def test_a_hook_note_is_served_during_a_long_backfill(env: Env) -> None:
+    _corpus(env, 80)
+    proc = start_daemon(env.environ(SKILLOPT_INGEST__BATCH_LINES="20"), env.root / "daemon.log")
+    try:
+        wait_for(lambda: len(_session_ids(env)) >= 2, timeout=60)
+        elsewhere = env.root / "elsewhere" / "projects" / "-tmp-y"
+        elsewhere.mkdir(parents=True)
+        hooked = elsewhere / "urgent.jsonl"
+        hooked.write_bytes(claude_line("user", "x1", "urgent", content="just finished"))
+        from skillopt_daemon.cli.notify import write_note
+
+        # Written in process: the command's own start-up time is not what this test is about.
+        write_note("session-end", {"session_id": "urgent", "transcript_path": str(hooked)})
+        wait_for(lambda: "urgent" in _session_ids(env), timeout=60)
+        wait_for(lambda: _meta(env, "backfill_done_at"), timeout=120)
+        (seen,) = query(env.db, "SELECT first_seen_at FROM sessions WHERE session_id = 'urgent'")[0]
+        assert seen < _meta(env, "backfill_done_at")  # read in the middle of the backfill, not after it
     finally:
         assert _stop(proc) == 0

@@ -303,15 +303,19 @@ def test_a_crash_inside_a_batch_loses_and_repeats_nothing(
     def failing_finish(self, batch, file_id=None):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 5:
-            raise RuntimeError("simulated crash")
+            raise _Crash  # like the process dying: nothing after this point runs
         return real_finish(self, batch, file_id)
 
     monkeypatch.setattr(ingest.RecordWriter, "finish", failing_finish)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(_Crash):
         _ingest(pipeline)
     monkeypatch.setattr(ingest.RecordWriter, "finish", real_finish)
     _ingest(pipeline)
     assert dump(env.db) == clean_env_db
+
+
+class _Crash(BaseException):
+    """Not an Exception: the pipeline must not catch it, as it could not catch SIGKILL."""
 
 
 def dump_clean(env: Env, pipeline: ingest.Pipeline) -> dict:  # type: ignore[type-arg]
@@ -346,3 +350,137 @@ def test_a_bug_on_one_file_does_not_stop_the_others(
     monkeypatch.setattr(ingest.RecordWriter, "apply", real_apply)
     _ingest(pipeline)  # fixed: the file is read on the next pass
     assert "poison" in _sessions(pipeline.db)
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    out = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_the_repo_state_is_pinned_when_a_session_is_first_seen(env: Env, pipeline: ingest.Pipeline) -> None:
+    repo = env.root / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "a.txt").write_text("one\n")
+    _git(repo, "add", "a.txt")
+    _git(repo, "commit", "-qm", "first")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("changed\n")  # uncommitted work: dirty
+    path = write_claude_session(env.projects, "pinned", turns=1, cwd=str(repo))
+    _ingest(pipeline)
+    s = _sessions(pipeline.db)["pinned"]
+    assert s["repo_commit"] == first and s["repo_dirty"] == 1 and s["pinned_at"]
+
+    _git(repo, "commit", "-qam", "second")
+    path.write_bytes(b"".join(claude_session_lines("pinned", turns=2, cwd=str(repo))))  # read again from 0
+    pipeline._seen.clear()
+    _ingest(pipeline)
+    again = _sessions(pipeline.db)["pinned"]
+    assert again["repo_commit"] == first and again["pinned_at"] == s["pinned_at"]
+
+
+def _atif(steps: list[dict]) -> bytes:  # type: ignore[type-arg]
+    return json.dumps(
+        {
+            "schema_version": "ATIF-v1.4",
+            "session_id": "devin-doc-1",
+            "agent": {"name": "devin-cli", "version": "1.2.0", "model_name": "swe-1.5"},
+            "extra": {"cwd": "/home/dev/service"},
+            "steps": steps,
+        }
+    ).encode()
+
+
+def test_a_rewritten_whole_document_transcript_replaces_what_it_said(
+    env: Env, pipeline: ingest.Pipeline
+) -> None:
+    folder = env.home / ".local" / "share" / "devin" / "cli" / "transcripts"
+    folder.mkdir(parents=True)
+    path = folder / "devin-doc-1.json"
+    user = {
+        "step_id": 1,
+        "source": "user",
+        "timestamp": "2026-11-03T10:00:01Z",
+        "message": "make the build pass",
+    }
+    agent = {
+        "step_id": 2,
+        "source": "agent",
+        "timestamp": "2026-11-03T10:00:05Z",
+        "message": "Running the build.",
+        "tool_calls": [
+            {"tool_call_id": "c1", "function_name": "exec", "arguments": {"command": "cargo test"}}
+        ],
+        "observation": {"results": [{"source_call_id": "c1", "content": "1 failed\nexit code 101"}]},
+    }
+    path.write_bytes(_atif([user, agent]))
+    _ingest(pipeline)
+    s = _sessions(pipeline.db)["devin-doc-1"]
+    assert s["tool"] == "devin" and s["turn_count"] == 2 and s["tool_call_count"] == 1
+    _ingest(pipeline)  # unchanged: not read again, nothing doubled
+    assert _sessions(pipeline.db)["devin-doc-1"]["turn_count"] == 2
+
+    done = {"step_id": 3, "source": "agent", "timestamp": "2026-11-03T10:02:00Z", "message": "All green now."}
+    path.write_bytes(_atif([user, done]))  # rewritten in place: the old agent step is gone
+    _ingest(pipeline)
+    s = _sessions(pipeline.db)["devin-doc-1"]
+    texts = [
+        r[0]
+        for r in pipeline.db.execute("SELECT text FROM turns WHERE session_pk = ? ORDER BY seq", [s["id"]])
+    ]
+    assert texts == ["make the build pass", "All green now."]
+    assert s["turn_count"] == 2 and s["tool_call_count"] == 0
+
+
+def test_a_newer_tool_version_is_reported_once(env: Env, pipeline: ingest.Pipeline) -> None:
+    path = env.projects / "-tmp-new" / "v.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [claude_line("user", f"v{i}", "v", content=f"prompt {i}") for i in range(3)]
+    path.write_bytes(b"".join(line.replace(b'"2.1.197"', b'"9.0.1"') for line in lines))
+    _ingest(pipeline)
+    write_claude_session(env.projects, "v2", turns=1)  # the known version: no report
+    path.with_name("v3.jsonl").write_bytes(
+        lines[0].replace(b'"2.1.197"', b'"9.0.1"').replace(b'"v"', b'"v3"')
+    )
+    _ingest(pipeline)
+    assert _errors(pipeline.db).count(("v.jsonl", "newer-version")) == 1
+    assert len([k for _, k in _errors(pipeline.db) if k == "newer-version"]) == 1
+    assert _sessions(pipeline.db)["v"]["tool_version"] == "9.0.1"
+
+
+def test_two_processes_reading_one_file_store_it_once(env: Env, pipeline: ingest.Pipeline) -> None:
+    """`skillopt ingest` beside the daemon: whoever commits a batch second notices and backs off."""
+    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.store import open_db
+
+    path = env.projects / "-tmp-two" / "two.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = claude_session_lines("two", turns=6)
+    path.write_bytes(b"".join(lines[:3]) + b"not json\n" + b"".join(lines[3:]))
+    clean = dump_clean(env, pipeline)
+
+    settings = load_settings()
+    settings.ingest.batch_lines = 3
+    pipeline.settings.ingest.batch_lines = 3
+    other_db = open_db()
+    other = ingest.Pipeline(other_db, ingest.load_sources(settings), settings)
+    source = pipeline.source_for(path)
+    assert source is not None
+    ran = []
+
+    def the_other_process_runs_now(_n: int) -> None:
+        if not ran:
+            ran.append(other.ingest_file(source, path))
+
+    first = pipeline.ingest_file(source, path, on_bytes=the_other_process_runs_now)
+    assert ran and ran[0].lines > 0 and not first.done  # the other one read the rest; this one backed off
+    pipeline.refresh_signals()
+    assert dump(env.db) == clean
+    other_db.close()

@@ -195,3 +195,17 @@ def test_hook_with_real_skillopt_drops_a_note(tmp_path: Path) -> None:
     note = json.loads(notes[0].read_text())
     assert note["event"] == "session-end" and note["tool"] == "claude-code" and note["session_id"] == "s-1"
     assert os.stat(notes[0]).st_mode & 0o077 == 0
+
+
+def test_every_skillopt_command_the_files_mention_exists() -> None:
+    """Commands and skills tell the agent what to run: a renamed command must not leave them stale."""
+    from skillopt_daemon.cli import app
+
+    known = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    texts = [
+        p.read_text() for p in ROOT.rglob("*") if p.is_file() and p.suffix in (".md", ".mdc", ".snippet")
+    ]
+    mentioned = {m for t in texts for m in re.findall(r"`skillopt ([a-z][a-z-]+)", t)}
+    mentioned |= {m for t in texts for m in re.findall(r"Bash\(skillopt ([a-z][a-z-]+)", t)}
+    assert mentioned, "the files mention no command at all?"
+    assert mentioned <= known, sorted(mentioned - known)

@@ -320,6 +320,7 @@ def test_install_puts_approved_skills_where_the_tool_reads_them(env: Env, cli, t
 
 
 def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
+    """After `skillopt install codex`, approving a new version installs it for Codex too."""
     from integ_helpers import propose_skill
 
     from skillopt_daemon.registry import open_registry
@@ -329,22 +330,40 @@ def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
     approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
     assert cli("install", "codex").code == 0
     v2 = propose_skill("py-tests", "Use when running Python tests.", "v2: use pytest -x\n")
-    assert cli("approve", v2).code == 0 or _approve(v2)
-    for rel in (".claude/skills", ".agents/skills", ".codex/skills"):
-        assert "v2: use pytest -x" in (env.home / rel / "py-tests" / "SKILL.md").read_text(), rel
-    reg, _ = open_registry()
-    reg.db.conn.close()
-
-
-def _approve(version_id: str) -> bool:
-    from skillopt_daemon.registry import open_registry
-
     reg, _ = open_registry()
     try:
-        reg.approve(version_id)
-        return True
+        reg.approve(v2)
     finally:
         reg.db.conn.close()
+    for rel in (".claude/skills", ".agents/skills", ".codex/skills"):
+        assert "v2: use pytest -x" in (env.home / rel / "py-tests" / "SKILL.md").read_text(), rel
+
+
+def test_devin_hook_joins_the_projects_own_hooks(env: Env, cli) -> None:
+    hooks_file = env.project / ".devin" / "hooks.v1.json"
+    hooks_file.parent.mkdir()
+    theirs = {
+        "SessionEnd": [{"matcher": "", "hooks": [{"type": "command", "command": "make tidy"}]}],
+        "PreToolUse": [{"matcher": "^exec$", "hooks": [{"type": "command", "command": "audit"}]}],
+    }
+    hooks_file.write_text(json.dumps(theirs))
+    assert cli("install", "devin", "--project", str(env.project)).code == 0
+    merged = json.loads(hooks_file.read_text())
+    assert merged["PreToolUse"] == theirs["PreToolUse"]
+    commands = [h["command"] for g in merged["SessionEnd"] for h in g["hooks"]]
+    assert commands[0] == "make tidy" and "notify session-end --tool devin" in commands[1]
+    assert cli("uninstall", "devin", "--project", str(env.project)).code == 0
+    assert json.loads(hooks_file.read_text()) == theirs
+
+
+def test_settings_file_that_is_not_json_is_refused(env: Env, cli) -> None:
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{ not json")
+    res = cli("install", "claude-code")
+    assert res.code == 4 and "not valid JSON" in res.err
+    assert settings.read_text() == "{ not json"
+    assert not (env.home / ".claude" / "skills").exists()
 
 
 def test_openclaw_gets_single_line_frontmatter(env: Env, cli) -> None:
@@ -390,3 +409,37 @@ def test_copilot_instruction_only_project(env: Env, cli) -> None:
     assert cli("uninstall", "copilot", "--project", str(env.project)).code == 0
     assert (gh / "copilot-instructions.md").read_text() == "Team rules.\n"
     assert not instr.exists()
+
+
+def test_doctor_reports_each_integration(env: Env, cli) -> None:
+    (env.home / ".claude").mkdir()
+    assert cli("install", "claude-code").code == 0
+    (env.home / ".claude" / "commands" / "skillopt-diff.md").unlink()
+    res = cli("doctor", "--json")
+    rows = [c for c in json.loads(res.out)["checks"] if c["group"] == "integrations"]
+    claude = [c for c in rows if c["name"] == "claude-code"]
+    assert claude[0]["level"] == "warn"
+    assert "installed: user (skillopt 0.1.0)" in claude[0]["detail"] and "hooks active" in claude[0]["detail"]
+    assert any("skillopt-diff.md is missing" in c["detail"] for c in claude[1:])
+    cursor = [c for c in rows if c["name"] == "cursor"]
+    assert cursor == [
+        {"group": "integrations", "name": "cursor", "level": "info", "detail": "not detected; not installed"}
+    ]
+    assert cli("install", "claude-code").code == 0
+    fixed = json.loads(cli("doctor", "--json").out)["checks"]
+    assert [c["level"] for c in fixed if c["group"] == "integrations" and c["name"] == "claude-code"] == [
+        "ok"
+    ]
+
+
+def test_openclaw_rewrite_leaves_a_compliant_skill_byte_for_byte() -> None:
+    from skillopt_daemon.installers.openclaw import single_line_frontmatter
+
+    compliant = (
+        '---\nname: a\ndescription: "Use: when x"\nmetadata: {"openclaw": {"emoji": "x"}}\n---\nbody\n'
+    )
+    assert single_line_frontmatter(compliant) == compliant
+    folded = "---\nname: a\ndescription: |\n  two\n  lines\n---\nbody\n"
+    fixed = single_line_frontmatter(folded)
+    assert fixed == '---\nname: a\ndescription: "two\\nlines\\n"\n---\nbody\n'
+    assert SkillDoc.parse(fixed).frontmatter == SkillDoc.parse(folded).frontmatter

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from integ_helpers import approve_skill
 
+from skillopt.agents import AgentTool
 from skillopt.testing import agent_clis as ac
 from skillopt_daemon import integrations
 
@@ -136,37 +137,48 @@ def test_plugin_dir_loads_commands_and_skill_and_the_daemon_records_the_session(
         assert list(inbox.glob("*.json")) == [], "the daemon consumes the hooks' notes"
 
 
-def test_plugin_installed_from_the_repository_marketplace_fires_its_hooks(
-    claude_sandbox, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    """The new user's path: `/plugin marketplace add <repo>` then `/plugin install skillopt@skillopt`."""
-    so_home = tmp_path / "skillopt-home"
-    _wire_skillopt(claude_sandbox, so_home)
-    # Only the marketplace file and the plugin folder: proves the plugin needs nothing else of the repo.
-    repo = tmp_path / "published"
-    source = Path(__file__).resolve().parents[2]
-    shutil.copytree(source / ".claude-plugin", repo / ".claude-plugin")
-    shutil.copytree(integrations.plugin_dir(), repo / "integrations" / "claude-code")
-    cli = str(claude_sandbox.cli)
+def _add_marketplace_and_install(sandbox, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    cli = str(sandbox.cli)
     for argv in (
         [cli, "plugin", "marketplace", "add", str(repo)],
         [cli, "plugin", "install", "skillopt@skillopt"],
     ):
         proc = subprocess.run(
             argv,
-            env=claude_sandbox.env,
-            cwd=claude_sandbox.project,
+            env=sandbox.env,
+            cwd=sandbox.project,
             capture_output=True,
             text=True,
             timeout=120,
             stdin=subprocess.DEVNULL,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _published_copy(tmp_path: Path) -> Path:
+    """Only the marketplace file and the plugin folder: proves the plugin needs nothing else of the repo."""
+    repo = tmp_path / "published"
+    source = Path(__file__).resolve().parents[2]
+    shutil.copytree(source / ".claude-plugin", repo / ".claude-plugin")
+    shutil.copytree(integrations.plugin_dir(), repo / "integrations" / "claude-code")
+    return repo
+
+
+def test_plugin_installed_from_the_repository_marketplace_fires_its_hooks(
+    claude_sandbox, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """`/plugin marketplace add <repo>` then `/plugin install skillopt@skillopt`, then a headless run."""
+    so_home = tmp_path / "skillopt-home"
+    _wire_skillopt(claude_sandbox, so_home)
+    _add_marketplace_and_install(claude_sandbox, _published_copy(tmp_path))
     run = claude_sandbox.run("hello")
     assert run.returncode == 0, run.describe()
     init = _init_event(run)
     assert "skillopt:skillopt-status" in init["slash_commands"]
     assert [p["source"] for p in init["plugins"]] == ["skillopt@skillopt"]
+    monkeypatch.setenv("HOME", str(claude_sandbox.home))
+    plugin_status = integrations.status(AgentTool.CLAUDE_CODE, with_version=False)
+    assert plugin_status.plugin == "0.1.0" and plugin_status.hooks_active is True
     events: list[str] = []
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(events) < 2:
@@ -174,6 +186,32 @@ def test_plugin_installed_from_the_repository_marketplace_fires_its_hooks(
         events = [n.read_text() for n in sorted((so_home / "data" / "inbox").glob("*.json"))]
     assert any('"session-start"' in e and run.session_id in e for e in events), events
     assert any('"session-end"' in e and run.session_id in e for e in events), events
+
+
+def test_new_user_installs_the_plugin_uses_claude_code_and_the_daemon_picks_up_the_session(
+    claude_sandbox, tmux_bin: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The whole story, interactively: marketplace, install, a typed session in the TUI, /exit, daemon."""
+    so_home = tmp_path / "skillopt-home"
+    _wire_skillopt(claude_sandbox, so_home)
+    _add_marketplace_and_install(claude_sandbox, _published_copy(tmp_path))
+    with _Daemon(claude_sandbox.env, tmp_path / "daemon.log"):
+        run = claude_sandbox.interactive(["say hello"])
+        assert run.session_id and run.transcript is not None, run.screens[-1:] if run.screens else run
+        db = so_home / "data" / "skillopt.db"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if _query(db, "SELECT 1 FROM sessions WHERE session_id = ?", (run.session_id,)):
+                break
+            time.sleep(0.2)
+        assert _query(db, "SELECT tool FROM sessions WHERE session_id = ?", (run.session_id,)) == [
+            ("claude-code",)
+        ], (tmp_path / "daemon.log").read_text()
+        inbox = so_home / "data" / "inbox"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and list(inbox.glob("*.json")):
+            time.sleep(0.1)
+        assert list(inbox.glob("*.json")) == [], "the daemon consumed the plugin hooks' notes"
 
 
 def test_skill_approved_and_installed_reaches_claude_code(

@@ -80,6 +80,22 @@ def test_segment_joins_corrections_and_ignores_injected_context() -> None:
     assert first.outcome == "failure"  # the unittest run it was told to stop using still failed last
 
 
+def test_correction_then_passing_check_is_a_success_and_yields_a_check() -> None:
+    turns = [
+        _turn("u1", "user", "write the weekly report into report.md"),
+        _turn("a1", "assistant", ""),
+        _turn("u2", "user", "no, it must end with the sign-off line"),
+        _turn("a2", "assistant", "fixed"),
+    ]
+    calls = [_call("a1", "python3 check_report.py", 1), _call("a2", "python3 check_report.py", 0)]
+    (attempt,) = segment(_session(), turns, calls)
+    assert attempt.outcome == "success"
+    # A complaint after the last passing check is not a success.
+    turns.append(_turn("u3", "user", "no, that is still wrong"))
+    (again,) = segment(_session(), turns, calls)
+    assert again.outcome == "failure"
+
+
 def test_outcome_success_from_passing_checks_and_abrupt_end() -> None:
     a = Attempt(
         key="k",

@@ -31,3 +31,38 @@ def overrides(server: ScriptedServer, agent: str = "openai", optimizer: str = "a
         "gate.repeats=2",
         f"agent.options.sso_credential={ODD_SECRET}",
     ]
+
+
+class CountingExecEnv:
+    """An exec-style environment: it hands each item to the agent object it is given, whatever that is.
+
+    The agent here is any callable `agent(task, skill_text) -> bool`; the trainer must pass it through
+    untouched (it never wraps or inspects an exec agent).
+    """
+
+    name = "counting-exec"
+    agent_kind = "exec"
+
+    def __init__(self, n: int = 6) -> None:
+        from skillopt.envs.base import Item, Splits
+
+        def items(prefix: str) -> list[Item]:
+            return [Item(id=f"{prefix}-{i}", data={"task": f"count to {i}"}) for i in range(n)]
+
+        self._splits = Splits(train=items("train"), val=items("val"), test=[])
+
+    def splits(self):  # type: ignore[no-untyped-def]
+        return self._splits
+
+    def seed_skill(self):  # type: ignore[no-untyped-def]
+        from skillopt.skill import SkillBundle, SkillDoc
+
+        return SkillBundle.from_doc(SkillDoc.new("counting", "Counting tasks.", "# Counting\n"))
+
+    def run(self, item, skill, agent):  # type: ignore[no-untyped-def]
+        from skillopt.envs.base import ItemResult
+
+        ok = bool(agent(item.data["task"], skill.doc.body))
+        return ItemResult(
+            item_id=item.id, hard=float(ok), soft=float(ok), feedback="ok" if ok else "miscounted"
+        )

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from optimizer_support import SECRET, overrides
 
 import skillopt
@@ -17,6 +18,8 @@ from skillopt.envs.toy import DATE_RULE, HouseStyleEnv
 from skillopt.envs.toy.demo import demo_script
 from skillopt.testing import Fault
 from skillopt.testing.scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-c", "from skillopt_daemon.cli import main; main()"]
 
@@ -77,7 +80,8 @@ def test_resume_after_kill_matches_an_uninterrupted_run(env: HouseStyleEnv, tmp_
         proc.wait(timeout=30)
         assert not (run / "summary.json").exists(), "the run finished before it could be killed"
 
-        done = cli("train", "--resume", str(run), "--json")
+        # An override on resume applies on top of the saved configuration (here a budget that never binds).
+        done = cli("train", "--resume", str(run), "--set", "max_cost_usd=100", "--json")
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
 
@@ -104,9 +108,6 @@ def test_train_and_eval_from_the_command_line(server: ScriptedServer, tmp_path: 
     assert ev.returncode == 0, ev.stderr
     data = json.loads(ev.stdout)
     assert data["split"] == "test" and data["score"] == 1.0 and data["n"] == 12
-    seed = cli("eval", "--split", "val", *sets(agent_sets), "--json")
-    assert json.loads(seed.stdout)["score"] == 0.5
-
     human = cli("eval", "--split", "val", *sets(agent_sets))
     assert human.returncode == 0 and "val: score 0.500" in human.stdout
 

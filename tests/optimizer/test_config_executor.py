@@ -98,3 +98,22 @@ def test_local_executor_keeps_order_bounds_concurrency_and_raises() -> None:
             ex.map(boom, list(range(8)))
     with pytest.raises(ConfigError):
         make_executor("warp-drive", 2)
+
+
+def test_run_files_write_bundles_privately_and_redacted(tmp_path: Path) -> None:
+    from skillopt.runfiles import RunFiles
+    from skillopt.skill import SkillBundle, SkillDoc
+
+    doc = SkillDoc.new("multi", "A skill with references.", "# Multi\n\nSee references/notes.md.\n")
+    bundle = SkillBundle.from_doc(doc, {"references/notes.md": b"token literal-secret-999 here\n"})
+    files = RunFiles(tmp_path / "run", Redactor(["literal-secret-999"]))
+    files.write_skill("best_skill", bundle)
+    assert (tmp_path / "run" / "best_skill.md").read_text() == doc.serialize()
+    notes = tmp_path / "run" / "best_skill" / "references" / "notes.md"
+    assert notes.read_text() == "token **** here\n"
+    assert notes.stat().st_mode & 0o077 == 0 and (tmp_path / "run").stat().st_mode & 0o077 == 0
+    assert files.append_history({"k": "literal-secret-999"}) == 1
+    assert "literal-secret" not in files.history_path.read_text()
+    files.append_history({"k": 2})
+    files.truncate_history(1)
+    assert files.history() == [{"k": "****"}]

@@ -148,3 +148,27 @@ def test_key_ignores_case_and_whitespace() -> None:
     a = Edit(op="append", content="Write dates  as DD.MM.YYYY.")
     b = Edit(op="append", content="write dates as dd.mm.yyyy.", source_type="success")
     assert a.key() == b.key()
+
+
+def test_combine_prefers_failure_driven_edits_and_drops_rejected_ideas() -> None:
+    from skillopt.aggregate import combine
+    from skillopt.selection import fallback_order
+
+    fail = [
+        Edit(op="replace", target="Keep commits small.", content="Squash commits.", source_type="failure"),
+        Edit(op="append", content="Tag releases.", source_type="failure"),
+    ]
+    succ = [
+        Edit(op="replace", target="keep commits  small.", content="Commit often.", source_type="success"),
+        Edit(op="append", content="tag releases.", source_type="success"),
+        Edit(op="append", content="Never deploy on Friday.", source_type="success"),
+    ]
+    rejected = {Edit(op="append", content="Never deploy on Friday.").key()}
+    kept, dropped = combine(fail, succ, rejected)
+    assert [e.content for e in kept] == ["Squash commits.", "Tag releases."]
+    assert kept[1].support_count == 2
+    why = {e.content: reason for e, reason in dropped}
+    assert why["Commit often."] == "conflicts with a failure-driven edit"
+    assert why["Never deploy on Friday."] == "already tried and rejected"
+    order = fallback_order([succ[2], Edit(op="append", content="x", support_count=3), fail[1]])
+    assert [e.content for e in order] == ["x", "Tag releases.", "Never deploy on Friday."]

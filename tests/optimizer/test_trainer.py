@@ -8,11 +8,14 @@ holds that rule. See skillopt/envs/toy/demo.py.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from optimizer_support import ODD_SECRET, SECRET, overrides
 
 import skillopt
+from skillopt.edits import get_protected_region
 from skillopt.envs.toy import DATE_RULE, HouseStyleEnv
 from skillopt.envs.toy.demo import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
 from skillopt.testing import Match, Rule, Script, Step
@@ -213,3 +216,83 @@ def test_merge_and_ranking_choose_within_the_learning_rate(env: HouseStyleEnv, t
     reasons = {d["edit"]["content"]: d["reason"] for d in rec["dropped"]}
     assert "edit budget" in reasons[HARMFUL] and reasons[USELESS] == "not chosen by the ranking"
     assert rec["accepted"] and DATE_RULE in result.best_skill.doc.body
+
+
+def test_slow_update_that_helps_passes_the_gate_into_a_protected_section(
+    env: HouseStyleEnv, tmp_path: Path
+) -> None:
+    """Sums fail unless the skill says to add carefully; only the epoch's slow update says so."""
+    careful = "Add carefully: recompute every sum digit by digit before answering."
+    script = demo_script(env)
+    sums = [
+        i
+        for s in (env.splits().train, env.splits().val, env.splits().test)
+        for i in s
+        if i.data["kind"] == "sum"
+    ]
+    extra = [
+        Rule(
+            name="slow-update-helpful",
+            match=Match(user="skillopt role: slow update"),
+            steps=[Step(text=json.dumps({"reasoning": "r", "guidance": careful}))],
+        )
+    ]
+    for item in sums:
+        q = re.escape(str(item.data["question"]))
+        extra.append(
+            Rule(
+                name=f"{item.id}-careful",
+                match=Match(user=q, system="(?s)careful assistant.*Add carefully"),
+                steps=[Step(text=f"ANSWER: {item.gold['answer']}")],
+            )
+        )
+        extra.append(
+            Rule(
+                name=f"{item.id}-sloppy",
+                match=Match(user=q, system="careful assistant"),
+                steps=[Step(text="ANSWER: 1")],
+            )
+        )
+    script.rules = [*extra, *script.rules]
+    with ScriptedServer(script, expected_key=SECRET) as srv:
+        run = tmp_path / "slow"
+        result = skillopt.train(env, None, run_dir=run, overrides=overrides(srv))
+    slow = [r for r in history(run) if r["kind"] == "slow_update"]
+    assert len(slow) == 1 and slow[0]["accepted"], slow
+    assert slow[0]["gate"]["stats"]["mean_difference"] == 0.5
+    best = result.best_skill
+    assert get_protected_region(best) == careful and DATE_RULE in best.doc.body
+    assert result.summary["best_val"] == 1.0 and result.summary["initial_val"] == 0.0
+
+
+def test_agent_kind_mismatch_is_a_config_error(env: HouseStyleEnv, tmp_path: Path) -> None:
+    from skillopt.config import load_config
+    from skillopt.errors import ConfigError
+
+    cfg = load_config(
+        None, ["agent.backend=codex", "agent.model=m", "optimizer.model=m", "optimizer.api_key_env=TOY_KEY"]
+    )
+    with pytest.raises(ConfigError) as err:
+        skillopt.Trainer(cfg, env, tmp_path / "r")
+    assert "chat model" in err.value.message and "codex-chat" in (err.value.hint or "")
+
+
+def test_exec_environments_get_the_agent_object_passed_through(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+
+    def agent(task: str, skill_text: str) -> bool:
+        seen.append(task)
+        return "DD.MM.YYYY" in skill_text
+
+    result = skillopt.train(
+        "optimizer_support:CountingExecEnv",
+        None,
+        run_dir=tmp_path / "exec",
+        overrides=[*[o for o in overrides(server) if not o.startswith("agent.")], "epochs=3"],
+        agent=agent,
+    )
+    assert seen and all(t.startswith("count to") for t in seen)
+    assert result.summary["env"] == "counting-exec"
+    assert result.summary["best_val"] == 1.0 and DATE_RULE in result.best_skill.doc.body

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -97,7 +96,7 @@ def test_copilot_missing_cli(tmp_path: Path, sandbox_config: SandboxConfig) -> N
     with pytest.raises(ExternalToolError) as err:
         replay(ReplayTask(prompt="x"), backend, sandbox_config)
     assert "@github/copilot" in (err.value.hint or "")
-    assert os.listdir(sandbox_config.root) == []
+    assert not sandbox_config.root.exists(), "a missing CLI must fail before any workspace is made"
 
 
 def _cursor(cli: str, **limits: object) -> CursorBackend:

@@ -83,3 +83,27 @@ def test_run_needs_an_exec_backend(tmp_path: Path) -> None:
     item = env.splits().get("train")[0] if env.splits().train else (env.splits().val + env.splits().test)[0]
     with pytest.raises(ConfigError):
         env.run(item, skill(), object())
+
+
+def test_exec_backends_come_from_the_backend_registry(fake_copilot: str) -> None:
+    from skillopt.backends import create_backend
+    from skillopt.backends.claude_code import ClaudeCodeBackend
+    from skillopt.backends.exec_base import ExecBackend
+    from skillopt.config import BackendConfig
+
+    cfg = BackendConfig(
+        backend="claude-code",
+        model="claude-sonnet-4-5",
+        options={"cli": "/opt/claude", "max_turns": 7, "timeout_s": 90, "allowed_tools": ["Read", "Bash"]},
+    )
+    backend = create_backend(cfg, role="agent")
+    assert isinstance(backend, ClaudeCodeBackend) and isinstance(backend, ExecBackend)
+    assert backend.cli == "/opt/claude"
+    assert (backend.limits.max_turns, backend.limits.timeout_s, backend.limits.model) == (
+        7,
+        90.0,
+        "claude-sonnet-4-5",
+    )
+    assert backend.limits.allowed_tools == ("Read", "Bash")
+    copilot = create_backend(BackendConfig(backend="copilot", options={"cli": fake_copilot}))
+    assert copilot.tool.value == "copilot"

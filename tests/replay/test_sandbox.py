@@ -217,3 +217,31 @@ def test_replay_many_runs_in_parallel_with_separate_workspaces(
     ]
     assert "out" not in git(repo, "worktree", "list")
     assert os.listdir(config.root) == []
+
+
+def test_a_subfolder_of_a_repository_starts_the_agent_there(
+    make_repo: MakeRepo, sandbox_config: SandboxConfig, fake_copilot: str
+) -> None:
+    repo, (first, _) = make_repo(files=5)
+    task = ReplayTask(
+        prompt="WRITE here.txt x", repo=repo / "pkg" / "m0", commit=first, checks=["test -f f0.py"]
+    )
+    result = replay(task, _backend(fake_copilot), sandbox_config)
+    assert result.checks_passed
+    assert result.files_changed == ["A pkg/m0/here.txt"]
+
+
+def test_git_failure_is_a_sandbox_error(
+    tmp_path: Path, sandbox_config: SandboxConfig, fake_copilot: str
+) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a").write_text("a")
+    git(repo, "add", "a")
+    git(repo, "commit", "-qm", "a")
+    (repo / ".git" / "worktrees").write_text("not a folder")  # git cannot register a worktree now
+    with pytest.raises(SandboxError) as err:
+        replay(ReplayTask(prompt="x", repo=repo, commit="HEAD"), _backend(fake_copilot), sandbox_config)
+    assert "git worktree" in err.value.message
+    assert os.listdir(sandbox_config.root) == []

@@ -374,3 +374,19 @@ def test_secrets_in_real_claude_and_codex_transcripts(tmp_path: Path) -> None:
         assert [s.kind for s in SECRETS if s.secret in p.dump()] == []
         assert any("cat " in c.input_summary for c in p.calls)
         assert (p.info("redactions") or 0) >= 2 * len(SECRETS)
+
+
+def test_trigger_anchored_scan_finds_what_a_full_scan_finds() -> None:
+    """The fast path (patterns tried only at their triggers) must agree with applying every pattern in turn."""
+    import random
+
+    red = Redactor()
+    rng = random.Random(11)
+    seps = [" ", "\n", "\t", ", ", " key=", ": ", "\nexport TOKEN=", " https://x.io/a?sig=", "'", " Bearer "]
+    for seed in range(60):
+        items = [s.text for s in make_secrets(seed)] + ["plain words", "api_key = os.environ['K']", "task-list"]
+        rng.shuffle(items)
+        text = "".join(rng.choice(seps) + item for item in items)
+        present = {t for t in red._triggers if t in text.lower()}
+        full = red._run(red._single, present, text)
+        assert red._redact_at_triggers(text, text.lower()) == full

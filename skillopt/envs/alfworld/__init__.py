@@ -19,8 +19,8 @@ from typing import Any
 
 from skillopt.backends.base import ChatMessage, Usage
 from skillopt.envs.alfworld.engine import NOTHING, load_game
-from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, transcript
 from skillopt.envs.base import Item
+from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, transcript
 from skillopt.skill import SkillBundle
 
 TASK_INTRO = (

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.backends.base import ChatMessage, ImagePart
-from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.base import Item
+from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.scoring import anls, extract_final_answer
 from skillopt.errors import ConfigError
 from skillopt.skill import SkillBundle

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.backends.base import ChatMessage
-from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.base import Item
+from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.scoring import extract_choice_label
 from skillopt.errors import ConfigError
 from skillopt.skill import SkillBundle
@@ -66,7 +66,7 @@ def load_livemath(root: Path, seed: int) -> list[Item]:
             item_id = str(rec.get("id") or rec.get("question_id") or f"{path.stem}-{n}")
             texts, correct = _choices_of(rec, f"{path.name} record {n}")
             order, label = shuffled(texts, correct, seed, item_id)
-            meta = {k: rec[k] for k in ("category", "month", "arxiv_id") if k in rec}
+            meta: dict[str, Any] = {k: rec[k] for k in ("category", "month", "arxiv_id") if k in rec}
             items.append(
                 Item(
                     id=item_id,
@@ -95,7 +95,7 @@ class LiveMathEnv(BenchmarkEnv):
 
     def rollout(self, item: Item, skill: SkillBundle, agent: Any) -> Rollout:
         labels = item.data["labels"]
-        lines = [f"({lab}) {text}" for lab, text in zip(labels, item.data["choices"])]
+        lines = [f"({lab}) {text}" for lab, text in zip(labels, item.data["choices"], strict=True)]
         prompt = f"{item.data['question']}\n\nChoices:\n" + "\n".join(lines)
         messages = [ChatMessage("user", prompt)]
         resp = ask(agent, skill, TASK_INTRO, messages)

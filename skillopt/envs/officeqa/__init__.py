@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.backends.base import ChatMessage, Usage
-from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.base import Item
+from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.scoring import extract_final_answer, numeric_exact_match, numeric_token_f1
 from skillopt.errors import ConfigError
 from skillopt.skill import SkillBundle

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.backends.base import ChatMessage
-from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.base import Item
+from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.scoring import exact_match, extract_final_answer, token_f1
 from skillopt.skill import SkillBundle
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.backends.base import ChatMessage
-from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.base import Item
+from skillopt.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt.envs.scoring import extract_final_answer
 from skillopt.envs.spreadsheetbench.runner import compare_workbooks, preview_workbook, run_solution
 from skillopt.skill import SkillBundle
@@ -114,7 +114,7 @@ class SpreadsheetBenchEnv(BenchmarkEnv):
             )
         passed = 0
         notes: list[str] = []
-        for n, (inp, ans) in enumerate(zip(item.data["inputs"], item.gold["answers"]), 1):
+        for n, (inp, ans) in enumerate(zip(item.data["inputs"], item.gold["answers"], strict=True), 1):
             run = run_solution(code, Path(inp), timeout_s=timeout)
             if not run.ok:
                 notes.append(f"test case {n}: the program failed: {run.error}")

@@ -1,0 +1,169 @@
+"""The coding benchmark: shipped repositories, hidden tests scored after the agent finished, and the real
+pinned `claude` and `codex` CLIs working in the sandbox against the scripted model server.
+
+Locally the CLI tests skip (with the fix in the reason) when the CLIs or Node.js are missing; in CI they run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from harness.agents import SCRIPTED_API_KEY
+
+from skillopt.envs import load_env
+from skillopt.envs.base import Item
+from skillopt.envs.coding import RUNNER, hidden_checks
+from skillopt.errors import ConfigError
+from skillopt.testing import Match, Rule, Script, Step, bash
+from skillopt.testing.scripted_server import ScriptedServer
+
+FIXED = '''"""Unit conversion for the weather station feed."""
+
+
+def to_celsius(fahrenheit: float) -> float:
+    """Degrees Celsius for degrees Fahrenheit, rounded to one decimal."""
+    return round((fahrenheit - 32) * 5 / 9, 1)
+'''
+
+
+def _item(env: object, item_id: str) -> Item:
+    sp = env.splits()  # type: ignore[attr-defined]
+    return next(i for i in (*sp.train, *sp.val, *sp.test) if i.id == item_id)
+
+
+def test_the_suite_keeps_hidden_tests_out_of_the_repositories() -> None:
+    env = load_env("coding")  # the suite ships whole: no --sample needed
+    assert env.agent_kind == "exec"
+    for item in (*env.splits().train, *env.splits().val, *env.splits().test):
+        repo = Path(item.data["repo"])
+        assert (repo / "tests").is_dir(), "the agent sees failing visible tests"
+        hidden = {Path(p).name for p, _ in item.gold["hidden_tests"]}
+        assert hidden and not any(p.name in hidden for p in repo.rglob("*.py"))
+        assert all(not Path(p).is_relative_to(repo) for p, _ in item.gold["hidden_tests"])
+
+
+def test_hidden_tests_fail_on_the_shipped_code_and_pass_on_a_fix(tmp_path: Path) -> None:
+    item = _item(load_env("coding"), "coding-temperature")
+    work = tmp_path / "ws"
+    subprocess.run(["cp", "-r", item.data["repo"], str(work)], check=True)
+
+    def passed() -> int:
+        codes = [
+            subprocess.run(cmd, shell=True, cwd=work, capture_output=True).returncode
+            for cmd in hidden_checks(item)
+        ]
+        return sum(c == 0 for c in codes)
+
+    assert passed() == 0
+    (work / "temperature" / "__init__.py").write_text(FIXED)
+    assert passed() == len(item.gold["hidden_tests"]) == 3
+    assert str(RUNNER) in hidden_checks(item)[0] and sys.executable in hidden_checks(item)[0]
+
+
+def test_a_chat_backend_is_refused_with_a_hint() -> None:
+    env = load_env("coding")
+    item = env.splits().train[0]
+    with pytest.raises(ConfigError, match="exec backend"):
+        env.run(item, env.seed_skill(), agent=object())
+
+
+# ------------------------------------------------------------------------------------------ real CLIs
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "user"
+    (home / ".codex").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return home
+
+
+def _fix_script() -> Script:
+    return Script(
+        rules=[
+            Rule(
+                name="fix",
+                match=Match(user="to_celsius gives wrong results"),
+                steps=[
+                    Step(text="Looking at the tests.", tool_calls=[bash("ls tests")]),
+                    # a shell heredoc: Claude Code's Write tool refuses files it has not read first
+                    Step(tool_calls=[bash(f"cat > temperature/__init__.py <<'EOF'\n{FIXED}EOF")]),
+                    Step(
+                        tool_calls=[
+                            bash("python3 -c 'from temperature import to_celsius; print(to_celsius(212))'")
+                        ]
+                    ),
+                ],
+                done_text="Fixed the conversion.",
+            )
+        ]
+    )
+
+
+def _check_fixed(result: object, server: ScriptedServer) -> None:
+    assert (result.hard, result.soft) == (1.0, 1.0), (result.feedback, result.error)  # type: ignore[attr-defined]
+    assert result.details["checks_passed"] == 3  # type: ignore[attr-defined]
+    assert "All hidden checks passed." in result.feedback  # type: ignore[attr-defined]
+    # the agent listed its workspace's tests: only the visible ones were there
+    assert "test_temperature.py" in json.dumps([r.body for r in server.requests])
+    assert "test_hidden" not in json.dumps([r.body for r in server.requests])
+
+
+@pytest.mark.agent_cli
+def test_claude_code_fixes_a_repository_and_the_hidden_tests_score_it(
+    claude_cli: Path, model_server: ScriptedServer, user_home: Path
+) -> None:
+    from skillopt.backends.claude_code import ClaudeCodeBackend
+    from skillopt.backends.exec_base import ExecLimits
+
+    model_server.set_script(_fix_script())
+    backend = ClaudeCodeBackend(
+        cli=str(claude_cli),
+        base_env={
+            "PATH": os.environ["PATH"],
+            "ANTHROPIC_BASE_URL": model_server.url,
+            "ANTHROPIC_API_KEY": SCRIPTED_API_KEY,
+        },
+        limits=ExecLimits(max_turns=10, timeout_s=180),
+    )
+    env = load_env("coding")
+    item = _item(env, "coding-temperature")
+    result = env.run(item, env.seed_skill(), backend)
+    _check_fixed(result, model_server)
+    # the seed skill was installed where Claude Code reads project skills
+    assert "fix-failing-tests" in json.dumps([r.body for r in model_server.requests])
+
+    model_server.set_script(Script(rules=[], default_text="I will not change anything."))
+    idle = env.run(item, env.seed_skill(), backend)
+    assert (idle.hard, idle.soft) == (0.0, 0.0)
+    assert "3 of 3 hidden checks failed" in idle.feedback
+
+
+@pytest.mark.agent_cli
+def test_codex_fixes_a_repository_and_the_hidden_tests_score_it(
+    codex_cli: Path, model_server: ScriptedServer, user_home: Path
+) -> None:
+    from skillopt.backends.codex import CodexBackend
+    from skillopt.backends.exec_base import ExecLimits
+
+    (user_home / ".codex" / "config.toml").write_text(
+        'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+        f'[model_providers.scripted]\nname = "Scripted"\nbase_url = "{model_server.base_url_openai}"\n'
+        'wire_api = "responses"\nenv_key = "SCRIPTED_KEY"\n'
+    )
+    model_server.set_script(_fix_script())
+    backend = CodexBackend(
+        cli=str(codex_cli),
+        base_env={"PATH": os.environ["PATH"], "SCRIPTED_KEY": SCRIPTED_API_KEY},
+        limits=ExecLimits(timeout_s=180),
+    )
+    env = load_env("coding")
+    result = env.run(_item(env, "coding-temperature"), env.seed_skill(), backend)
+    _check_fixed(result, model_server)
