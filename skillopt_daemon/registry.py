@@ -1130,6 +1130,8 @@ class Registry:
         with self._install_lock():
             self._reconcile_locked()
             chosen = self._resolve_targets(skill, targets)
+            # Hand edits first: one found now becomes the active version the rollback steps back from.
+            self._preflight(skill, chosen, force)
             dest_for: list[tuple[TargetState, Version]] = []
             for t in chosen:
                 ts = self.target_state(skill, t)
@@ -1155,7 +1157,6 @@ class Registry:
                 if current is not None and dest.id == current.id:
                     raise ConflictError(f"{dest.label} is already active at {t}")
                 dest_for.append((ts or self.ensure_target(skill, t), dest))
-            self._preflight(skill, chosen, force)
             out: list[InstallOutcome] = []
             for ts, dest in dest_for:
                 fresh = self.target_state(skill, ts.target)

@@ -16,7 +16,7 @@ from rich.markup import escape
 from skillopt.errors import SkillOptError
 from skillopt_daemon.cli.output import err_console
 
-app = typer.Typer(
+_app = typer.Typer(
     name="skillopt",
     help="Train the skills of your coding agents from their own work, and review what it proposes.",
     no_args_is_help=True,
@@ -41,13 +41,63 @@ COMMAND_MODULES = [
     "sleep_cmd",
 ]
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"skillopt_daemon.cli.{_name}").register(app)
+# Which module registers each top-level command. `main` imports only the module a command needs, so that
+# `skillopt notify` (run by agent hooks at the end of every session) starts in a fraction of the time it
+# takes to import every command group. A test checks this map against what the modules register.
+COMMANDS: dict[str, str] = {
+    "status": "review",
+    "propose": "review",
+    "diff": "review",
+    "approve": "review",
+    "reject": "review",
+    "rollback": "review",
+    "history": "review",
+    "skills": "skills",
+    "config": "config_cmd",
+    "doctor": "doctor",
+    "install": "install_cmd",
+    "uninstall": "install_cmd",
+    "devin-export": "install_cmd",
+    "mcp": "install_cmd",
+    "replay": "replay_cmd",
+    "ingest": "ingest_cmd",
+    "sessions": "sessions",
+    "daemon": "daemon_cmd",
+    "notify": "notify",
+    "tasks": "tasks_cmd",
+    "train": "train_cmd",
+    "eval": "train_cmd",
+    "sleep": "sleep_cmd",
+}
+_loaded: set[str] = set()
+
+
+def load_commands(modules: list[str] | None = None) -> typer.Typer:
+    """Register the given command modules (all of them by default) on the app and return it."""
+    for name in COMMAND_MODULES if modules is None else modules:
+        if name not in _loaded:
+            importlib.import_module(f"skillopt_daemon.cli.{name}").register(_app)
+            _loaded.add(name)
+    return _app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # `from skillopt_daemon.cli import app` gets the whole command tree (docs, tests, the dashboard).
+    if name == "app":
+        return load_commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is not None and first in COMMANDS and not any(a in ("-h", "--help") for a in argv[:1]):
+        return load_commands([COMMANDS[first]])
+    return load_commands()
 
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        _app_for(sys.argv[1:])(standalone_mode=False)
     except SkillOptError as exc:
         err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
         if exc.hint:

@@ -167,3 +167,126 @@ def test_codex_fixes_a_repository_and_the_hidden_tests_score_it(
     env = load_env("coding")
     result = env.run(_item(env, "coding-temperature"), env.seed_skill(), backend)
     _check_fixed(result, model_server)
+
+
+@pytest.mark.agent_cli
+def test_skillopt_train_trains_a_claude_code_skill_on_the_coding_benchmark(
+    claude_cli: Path, tmp_path: Path
+) -> None:
+    """`skillopt train --env coding` as a user runs it: Claude Code as the agent (through its own
+    ANTHROPIC_* variables), an OpenAI-compatible optimizer, both answered by the scripted model server."""
+    import subprocess
+    import sys
+
+    no_edits = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits": []}}'
+    with ScriptedServer(_fix_script_all(), expected_key=None) as server:
+        server.script.default_text = no_edits
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {
+            **os.environ,
+            "HOME": str(home),
+            "SKILLOPT_HOME": str(tmp_path / "skillopt"),
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": SCRIPTED_API_KEY,
+            "COLUMNS": "500",
+        }
+        sets = [
+            "agent.backend=claude-code", f"agent.options.cli={claude_cli}", "agent.options.max_turns=8",
+            "optimizer.backend=openai", "optimizer.model=scripted", f"optimizer.base_url={server.base_url_openai}",
+            "env_options.limit=1", "gate.repeats=1",
+        ]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-c",
+            "from skillopt_daemon.cli import main; main()",
+            "train",
+            "--env",
+            "coding",
+        ]
+        cmd += ["--epochs", "1", "--json", "--run-dir", str(tmp_path / "run")]
+        for s in sets:
+            cmd += ["--set", s]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        anthropic_calls = [r for r in server.requests if r.api == "anthropic"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(run.stdout)
+    assert summary["env"] == "coding" and summary["skill_name"] == "fix-failing-tests"
+    # the scripted agent fixes every repository it is asked about: validation and test score 1
+    assert summary["initial_val"] == 1.0 and summary["test"]["initial"]["score"] == 1.0
+    assert anthropic_calls, "Claude Code talked to the scripted server"
+    assert (tmp_path / "run" / "best_skill.md").read_text().startswith("---\nname: fix-failing-tests")
+
+
+def _fix_script_all() -> Script:
+    """A scripted Claude that fixes whichever shipped repository it is asked about, with the reference fix."""
+    fixes = {
+        "word_count in textstats": ("textstats/__init__.py", TEXTSTATS_FIX),
+        "Implement slugify": ("slugify/__init__.py", SLUGIFY_FIX),
+        "Inventory.remove": ("inventory/__init__.py", INVENTORY_FIX),
+        "to_roman writes": ("romans/__init__.py", ROMANS_FIX),
+        "column_total crashes": ("csvsum/__init__.py", CSVSUM_FIX),
+        "to_celsius gives": ("temperature/__init__.py", FIXED),
+    }
+    rules = [
+        Rule(
+            name=f"fix-{path.split('/')[0]}",
+            match=Match(user=phrase),
+            steps=[Step(tool_calls=[bash(f"cat > {path} <<'EOF'\n{code}EOF")])],
+            done_text="Fixed.",
+        )
+        for phrase, (path, code) in fixes.items()
+    ]
+    return Script(rules=rules)
+
+
+TEXTSTATS_FIX = """def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def longest_word(text: str) -> str:
+    words = text.split()
+    return max(words, key=len) if words else ""
+"""
+SLUGIFY_FIX = """import re
+
+
+def slugify(title: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", title.lower()))
+"""
+INVENTORY_FIX = """class OutOfStock(Exception):
+    pass
+
+
+class Inventory:
+    def __init__(self) -> None:
+        self.stock: dict[str, int] = {}
+
+    def add(self, sku: str, quantity: int) -> None:
+        self.stock[sku] = self.stock.get(sku, 0) + quantity
+
+    def remove(self, sku: str, quantity: int) -> None:
+        if self.stock.get(sku, 0) < quantity:
+            raise OutOfStock(sku)
+        self.stock[sku] -= quantity
+"""
+ROMANS_FIX = """_VALUES = [(1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"),
+           (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")]
+
+
+def to_roman(n: int) -> str:
+    out = ""
+    for value, letters in _VALUES:
+        while n >= value:
+            out += letters
+            n -= value
+    return out
+"""
+CSVSUM_FIX = """import csv
+import io
+
+
+def column_total(text: str, column: str) -> float:
+    reader = csv.DictReader(io.StringIO(text))
+    return sum(float(row[column].replace(",", "").strip() or 0) for row in reader)
+"""

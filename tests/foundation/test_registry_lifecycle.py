@@ -347,3 +347,17 @@ def test_installer_registry_has_claude_code(env) -> None:
     assert InstallTarget.parse("claude-code:project:/tmp/x").project == Path("/tmp/x").resolve()
     with pytest.raises(ConflictError):
         InstallTarget.parse("nosuchtool:user")
+
+
+def test_rollback_over_a_hand_edit_needs_force_and_steps_back_from_it(env, reg: Registry) -> None:
+    _imported(env, reg)
+    v2 = reg.propose("tidy-commits", SkillBundle.from_text(env.EDITED))
+    reg.approve(v2.id)
+    env.skill_file().write_text(env.EDITED + "- by hand\n")
+    with pytest.raises(ConflictError, match="edited by hand"):
+        reg.rollback("tidy-commits")
+    assert env.skill_file().read_text() == env.EDITED + "- by hand\n"
+    # The hand edit (v3, parent v2) is now active; rolling back undoes it, back to v2.
+    [out] = reg.rollback("tidy-commits")
+    assert out.version.id == v2.id
+    assert env.skill_file().read_text() == env.EDITED

@@ -384,7 +384,11 @@ def test_trigger_anchored_scan_finds_what_a_full_scan_finds() -> None:
     rng = random.Random(11)
     seps = [" ", "\n", "\t", ", ", " key=", ": ", "\nexport TOKEN=", " https://x.io/a?sig=", "'", " Bearer "]
     for seed in range(60):
-        items = [s.text for s in make_secrets(seed)] + ["plain words", "api_key = os.environ['K']", "task-list"]
+        items = [s.text for s in make_secrets(seed)] + [
+            "plain words",
+            "api_key = os.environ['K']",
+            "task-list",
+        ]
         rng.shuffle(items)
         text = "".join(rng.choice(seps) + item for item in items)
         present = {t for t in red._triggers if t in text.lower()}
