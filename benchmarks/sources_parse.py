@@ -51,7 +51,23 @@ def time_reader(src: BaseSource, root: Path) -> tuple[float, int]:
 
 def redaction_text(with_secrets: bool, size: int = 20_000_000) -> str:
     rng = random.Random(3)
-    words = ["the", "build", "failed", "because", "the", "token", "cache", "key", "was", "stale", "so", "we", "retried", "the", "request"]
+    words = [
+        "the",
+        "build",
+        "failed",
+        "because",
+        "the",
+        "token",
+        "cache",
+        "key",
+        "was",
+        "stale",
+        "so",
+        "we",
+        "retried",
+        "the",
+        "request",
+    ]
     parts: list[str] = []
     total = 0
     while total < size:
@@ -86,12 +102,19 @@ def main() -> None:
                 f"({records / tr:,.0f} records/s, {len(lines) / tr:,.0f} lines/s)  ratio {tr / tj:.2f}"
             )
     red = Redactor()
-    for label, secrets in (("no secrets", False), ("5% of lines with a key", True)):
-        text = redaction_text(secrets)
+    plain = "\n".join(
+        "    total = compute(values, weights)  # sum the weighted values" for _ in range(300_000)
+    )
+    cases = (
+        ("code, no trigger words", plain),
+        ("trigger words on every line", redaction_text(False)),
+        ("same, 5% of lines with a key", redaction_text(True)),
+    )
+    for label, text in cases:
         t0 = time.process_time()
         _, n = red.redact(text)
         dt = time.process_time() - t0
-        print(f"redactor, {label:24s} {len(text) / 1e6 / dt:7.1f} MB/s ({n} redacted)")
+        print(f"redactor, {label:30s} {len(text) / 1e6 / dt:7.1f} MB/s ({n} redacted)")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,8 @@ class Workspace:
     commit: str | None = None
     notes: list[str] = field(default_factory=list)
     git_top: Path | None = None
+    # The repository whose objects the snapshot may borrow (read-only) so unchanged files are not copied.
+    objects_from: Path | None = None
     refs_before: dict[str, str] = field(default_factory=dict)
 
 
@@ -290,7 +292,7 @@ def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
             commit = head
         ws.refs_before = _refs(top)
         with _lock_for(top):
-            ws.git_top = top
+            ws.git_top = ws.objects_from = top
             _git(["worktree", "add", "--detach", "-q", str(ws.path), commit], cwd=top)
         ws.kind, ws.source, ws.commit = "worktree", top, commit
         if task.dirty_diff:
@@ -316,7 +318,7 @@ def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
     else:
         ws.notes.append("no pinned commit: the agent works on a copy of the project as it is now")
     _copy_project(src, ws.path, root)
-    ws.kind, ws.source = "copy", src
+    ws.kind, ws.source, ws.objects_from = "copy", src, top
 
 
 def remove_workspace(ws: Workspace) -> None:
@@ -396,12 +398,13 @@ class Snapshot:
         exclude.parent.mkdir(parents=True, exist_ok=True)
         anchored = "".join(f"/{p.strip('/')}\n" for p in [MARKER, *excluded])
         exclude.write_text(anchored + "".join(f"{p}\n" for p in BYPRODUCTS), encoding="utf-8")
-        if ws.git_top is not None:
-            common = _git(["rev-parse", "--git-common-dir"], cwd=ws.git_top).stdout.strip()
-            objects = (ws.git_top / common).resolve() / "objects"
-            alt = self.git_dir / "objects" / "info" / "alternates"
-            alt.parent.mkdir(parents=True, exist_ok=True)
-            alt.write_text(str(objects) + "\n", encoding="utf-8")
+        if ws.objects_from is not None:
+            common = _git(["rev-parse", "--git-common-dir"], cwd=ws.objects_from, check=False).stdout.strip()
+            objects = (ws.objects_from / common).resolve() / "objects"
+            if common and objects.is_dir():
+                alt = self.git_dir / "objects" / "info" / "alternates"
+                alt.parent.mkdir(parents=True, exist_ok=True)
+                alt.write_text(str(objects) + "\n", encoding="utf-8")
         self._add()
         self._g(
             [

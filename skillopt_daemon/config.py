@@ -126,8 +126,11 @@ class NightSettings(_Section):
 
 
 class UISettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = 8765
+    enabled: bool = Field(default=True, description="serve the dashboard from the daemon")
+    host: str = Field(
+        default="127.0.0.1", description="address to bind; anything but loopback exposes the dashboard"
+    )
+    port: int = Field(default=8765, ge=0, le=65535, description="0 picks a free port")
 
 
 class Price(_Section):
@@ -217,13 +220,19 @@ def tool_home(tool: AgentTool, settings: Settings | None = None) -> Path:
 SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth")
 
 
+def is_secret_key(key: str) -> bool:
+    low = key.lower()
+    return any(m in low for m in SECRET_MARKERS) and not low.endswith(("_env", "_tokens", "tokens"))
+
+
 def masked(data: Any) -> Any:
     """A copy with every value under a secret-looking key masked, whatever the key is called exactly."""
     if isinstance(data, dict):
         out: dict[str, Any] = {}
         for k, v in data.items():
-            if any(m in str(k).lower() for m in SECRET_MARKERS) and not str(k).lower().endswith("_env"):
-                out[k] = "****" if v not in (None, "") else v
+            if is_secret_key(str(k)) and isinstance(v, str):
+                # Only text can be a secret: `max_tokens = 2000000` is a budget, not a token.
+                out[k] = "****" if v else v
             else:
                 out[k] = masked(v)
         return out

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,10 +275,13 @@ class Daemon:
                         watcher.refresh()
                         self._rescan_files()
                     pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
-                except Exception:
+                except Exception as exc:
                     # The store may be locked by a long writer, or a bug hit one pass: say so, keep running.
                     # Work is retried: events are re-found by the next rescan, offsets were never advanced.
-                    log.exception("ingest pass failed; retrying shortly")
+                    from skillopt_daemon.redact import redact
+
+                    trace, _ = redact("".join(traceback.format_exception(exc)))
+                    log.error("ingest pass failed; retrying shortly:\n%s", trace)
                     self._rescan.set()
                     self._stop.wait(ERROR_BACKOFF_S)
             log.info("daemon stopping: offsets saved")

@@ -26,6 +26,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -1135,14 +1136,18 @@ class Pipeline:
             except sqlite3.OperationalError:
                 raise  # the store itself is unusable right now (locked, disk full): the caller backs off
             except Exception as exc:  # a bug on one file must not stop the others: report it, go on
-                log.exception("ingesting %s failed", path)
+                # An exception's text may quote what it choked on: redacted like any transcript text.
+                from skillopt_daemon.redact import redact
+
+                trace, _ = redact("".join(traceback.format_exception(exc)))
+                log.error("ingesting %s failed:\n%s", path, trace)
                 self.writer.forget()
                 self._seen.pop(str(path), None)
                 with contextlib.suppress(Exception):
                     record_problem(
                         self.db,
                         "internal-error",
-                        f"ingesting {path} failed: {type(exc).__name__}: {exc}"[:500],
+                        redact(f"ingesting {path} failed: {type(exc).__name__}: {exc}")[0][:500],
                         path=str(path),
                         tool=source.tool.value,
                     )

@@ -718,9 +718,9 @@ class Registry:
             return HandEdit(target, changed, None)
         try:
             bundle = SkillBundle.from_path(folder)
-        except SkillFormatError as exc:
+        except (SkillFormatError, OSError) as exc:
             raise ConflictError(
-                f"{folder} was edited outside skillopt and cannot be read as a skill: {exc.message}",
+                f"{folder} was edited outside skillopt and cannot be read as a skill: {exc}",
                 hint="fix or remove the folder, then try again",
             ) from None
         tracked = bool(ts.active_version_id or ts.installed)
@@ -770,6 +770,8 @@ class Registry:
             bundle = SkillBundle.from_path(folder)
         except SkillFormatError as exc:
             return ImportResult(name, "invalid", str(folder), target, message=exc.message)
+        except OSError as exc:
+            return ImportResult(name, "invalid", str(folder), target, message=f"cannot read it: {exc}")
         issues = bundle.validate(folder_name=name)
         if issues:
             return ImportResult(

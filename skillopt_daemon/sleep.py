@@ -46,6 +46,7 @@ from skillopt.judge import LeakGuard
 from skillopt.skill import SkillBundle
 from skillopt_daemon import mine, paths
 from skillopt_daemon.config import BackendSettings, Settings, load_settings, tool_home
+from skillopt_daemon.installers.base import pause_point
 from skillopt_daemon.store import open_db
 from skillopt_daemon.timeutil import utcnow, utcnow_iso
 
@@ -482,6 +483,7 @@ def run_cycle(
         try:
             if ingest_first:
                 report.ingest = _catch_up_ingest(settings, say)
+            pause_point("night-before-mining")
             say("mining recurring tasks")
             families, mined = mine.mine(
                 db,

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from skillopt.errors import ConfigError
 from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, err_console, print_json
-from skillopt_daemon.config import SECRET_MARKERS, Settings, _explain, load_settings, masked
+from skillopt_daemon.config import Settings, _explain, is_secret_key, load_settings, masked
 from skillopt_daemon.installers.base import atomic_write
 
 if sys.version_info >= (3, 11):
@@ -122,8 +122,7 @@ def _strip_none(data: Any) -> Any:
 
 
 def _secret(parts: list[str]) -> bool:
-    last = parts[-1].lower()
-    return any(m in last for m in SECRET_MARKERS) and not last.endswith("_env")
+    return is_secret_key(parts[-1])
 
 
 def _effective() -> dict[str, Any]:
@@ -155,7 +154,7 @@ def get(
     """Print one setting in effect."""
     parts = resolve_key(key)
     value = _dig(_effective(), parts)
-    if _secret(parts) and value not in (None, ""):
+    if _secret(parts) and isinstance(value, str) and value:
         value = "****"
     value = masked(value) if isinstance(value, dict) else value
     if json_out or isinstance(value, (dict, list)):

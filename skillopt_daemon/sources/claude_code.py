@@ -69,7 +69,7 @@ IGNORED_TYPES = frozenset(
     }
 )
 AUTOMATION_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-py", "sdk-ts", "sdk"})
-_ALIAS_LIMIT = 4000
+_ALIAS_LIMIT = 500  # parents point to recent records; older aliases are dropped to keep the state small
 
 
 def is_injected(text: str) -> bool:

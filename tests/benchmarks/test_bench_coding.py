@@ -179,8 +179,7 @@ def test_skillopt_train_trains_a_claude_code_skill_on_the_coding_benchmark(
     import sys
 
     no_edits = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits": []}}'
-    with ScriptedServer(_fix_script_all(), expected_key=None) as server:
-        server.script.default_text = no_edits
+    with ScriptedServer(_fix_script_all(default_text=no_edits)) as server:
         home = tmp_path / "home"
         home.mkdir()
         env = {
@@ -218,16 +217,8 @@ def test_skillopt_train_trains_a_claude_code_skill_on_the_coding_benchmark(
     assert (tmp_path / "run" / "best_skill.md").read_text().startswith("---\nname: fix-failing-tests")
 
 
-def _fix_script_all() -> Script:
+def _fix_script_all(default_text: str = "OK") -> Script:
     """A scripted Claude that fixes whichever shipped repository it is asked about, with the reference fix."""
-    fixes = {
-        "word_count in textstats": ("textstats/__init__.py", TEXTSTATS_FIX),
-        "Implement slugify": ("slugify/__init__.py", SLUGIFY_FIX),
-        "Inventory.remove": ("inventory/__init__.py", INVENTORY_FIX),
-        "to_roman writes": ("romans/__init__.py", ROMANS_FIX),
-        "column_total crashes": ("csvsum/__init__.py", CSVSUM_FIX),
-        "to_celsius gives": ("temperature/__init__.py", FIXED),
-    }
     rules = [
         Rule(
             name=f"fix-{path.split('/')[0]}",
@@ -235,9 +226,9 @@ def _fix_script_all() -> Script:
             steps=[Step(tool_calls=[bash(f"cat > {path} <<'EOF'\n{code}EOF")])],
             done_text="Fixed.",
         )
-        for phrase, (path, code) in fixes.items()
+        for phrase, (path, code) in REFERENCE_FIXES.items()
     ]
-    return Script(rules=rules)
+    return Script(rules=rules, default_text=default_text)
 
 
 TEXTSTATS_FIX = """def word_count(text: str) -> int:
@@ -290,3 +281,41 @@ def column_total(text: str, column: str) -> float:
     reader = csv.DictReader(io.StringIO(text))
     return sum(float(row[column].replace(",", "").strip() or 0) for row in reader)
 """
+
+# prompt phrase -> (file, its fixed content), one per shipped task
+REFERENCE_FIXES = {
+    "word_count in textstats": ("textstats/__init__.py", TEXTSTATS_FIX),
+    "Implement slugify": ("slugify/__init__.py", SLUGIFY_FIX),
+    "Inventory.remove": ("inventory/__init__.py", INVENTORY_FIX),
+    "to_roman writes": ("romans/__init__.py", ROMANS_FIX),
+    "column_total crashes": ("csvsum/__init__.py", CSVSUM_FIX),
+    "to_celsius gives": ("temperature/__init__.py", FIXED),
+}
+
+
+@pytest.mark.parametrize("phrase", list(REFERENCE_FIXES))
+def test_every_shipped_task_fails_before_and_passes_after_its_reference_fix(
+    phrase: str, tmp_path: Path
+) -> None:
+    env = load_env("coding")
+    item = next(
+        i for i in (*env.splits().train, *env.splits().val, *env.splits().test) if phrase in i.data["prompt"]
+    )
+    work = tmp_path / "ws"
+    subprocess.run(["cp", "-r", item.data["repo"], str(work)], check=True)
+
+    def hidden_passed() -> int:
+        return sum(
+            subprocess.run(c, shell=True, cwd=work, capture_output=True).returncode == 0
+            for c in hidden_checks(item)
+        )
+
+    def visible_ok() -> bool:
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+        return subprocess.run(cmd, cwd=work, capture_output=True).returncode == 0
+
+    total = len(item.gold["hidden_tests"])
+    assert hidden_passed() < total and not visible_ok(), "the task starts broken"
+    path, code = REFERENCE_FIXES[phrase]
+    (work / path).write_text(code)
+    assert hidden_passed() == total and visible_ok()

@@ -278,3 +278,19 @@ def test_every_list_command_has_json(env) -> None:
         ["doctor"],
     ):
         json.loads(env.cli(*args, "--json", check=True).stdout)
+
+
+def test_config_show_masks_secret_values_but_not_budgets(env) -> None:
+    from skillopt_daemon.config import masked
+
+    data = {
+        "agent": {"api_key": "sk-live-123", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5},
+        "auth_token": "",
+    }
+    assert masked(data) == {
+        "agent": {"api_key": "****", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5},
+        "auth_token": "",
+    }
+    shown = env.cli_json("config", "show")
+    assert shown["night"]["max_tokens"] == 2_000_000
+    assert env.cli("config", "get", "night.max_tokens", check=True).stdout.strip() == "2000000"
