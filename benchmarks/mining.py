@@ -55,6 +55,75 @@ def speed(n_sessions: int, seed: int) -> dict[str, float]:
     }
 
 
+def store_speed(n_sessions: int, seed: int) -> dict[str, float]:
+    """Mining from the store, as the night does it: load and segment sessions, cluster, save families."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from skillopt_daemon import mine
+    from skillopt_daemon.store import open_db
+    from skillopt_daemon.timeutil import utcnow_iso
+
+    reqs = generate(n_sessions, seed=seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_db(Path(tmp) / "bench.db")
+        now = utcnow_iso()
+        by_session: dict[str, list[str]] = {}
+        for r in reqs:
+            by_session.setdefault(r.session, []).append(r.prompt)
+        with db.conn:
+            for i, (sid, prompts) in enumerate(by_session.items()):
+                pk = (
+                    db.table("sessions")
+                    .insert(
+                        {
+                            "tool": "claude-code",
+                            "session_id": sid,
+                            "project_path": f"/p/{i % 50}",
+                            "started_at": now,
+                            "has_user_turn": 1,
+                            "first_seen_at": now,
+                            "updated_at": now,
+                        }
+                    )
+                    .last_pk
+                )
+                turns, calls = [], []
+                for j, prompt in enumerate(prompts):
+                    turns.append(
+                        {"session_pk": pk, "key": f"u{j}", "seq": 2 * j, "role": "user", "text": prompt}
+                    )
+                    turns.append(
+                        {
+                            "session_pk": pk,
+                            "key": f"a{j}",
+                            "seq": 2 * j + 1,
+                            "role": "assistant",
+                            "text": "done",
+                        }
+                    )
+                    calls.append(
+                        {
+                            "session_pk": pk,
+                            "key": f"c{j}",
+                            "seq": j,
+                            "turn_key": f"a{j}",
+                            "name": "Bash",
+                            "input_summary": json.dumps({"command": "pytest -q"}),
+                            "exit_code": 0,
+                            "is_error": 0,
+                            "result_at": now,
+                        }
+                    )
+                db.table("turns").insert_all(turns)
+                db.table("tool_calls").insert_all(calls)
+        t0 = time.perf_counter()
+        families, report = mine.mine(db)
+        elapsed = time.perf_counter() - t0
+    return {"sessions": n_sessions, "requests": len(reqs), "families": len(families), "mine_s": elapsed}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sessions", type=int, default=10_000)
@@ -70,6 +139,11 @@ def main() -> None:
     print(
         f"speed ({args.sessions} sessions, {s['requests']:.0f} requests): vectorize {s['vectorize_s']:.2f}s, "
         f"vectorize+cluster {s['cluster_s']:.2f}s (ratio {s['ratio']:.2f})"
+    )
+    m = store_speed(args.sessions, args.seed)
+    print(
+        f"mining from the store ({args.sessions} sessions, {m['requests']:.0f} requests): "
+        f"{m['mine_s']:.2f}s, {m['families']:.0f} families"
     )
 
 

@@ -117,6 +117,21 @@ def is_running() -> bool:
         os.close(fd)
 
 
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and has not exited (a zombie awaiting its reaper counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
 def read_pid() -> int | None:
     try:
         return int(paths.pid_file().read_text().strip())
@@ -490,6 +505,10 @@ def stop_daemon(*, timeout_s: float = 60.0) -> int | None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not is_running():
+            # The lock goes as the last batch is saved; give the process a moment to finish exiting.
+            exit_deadline = time.monotonic() + 5.0
+            while pid_alive(pid) and time.monotonic() < exit_deadline:
+                time.sleep(0.02)
             return pid
         time.sleep(0.05)
     raise DaemonError(

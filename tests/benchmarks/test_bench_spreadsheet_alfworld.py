@@ -121,6 +121,8 @@ def test_solution_runs_in_a_scrubbed_environment_with_a_time_limit(
     assert not workdir.exists()
     slow = run_solution("import time\ntime.sleep(30)\n", book, timeout_s=1)
     assert not slow.ok and "timed out" in slow.error
+    hog = run_solution("x = bytearray(3 * 1024**3)\n", book, timeout_s=20)  # above the 2 GiB limit
+    assert not hog.ok and "MemoryError" in hog.error
 
 
 def test_extract_code_takes_the_last_python_block() -> None:

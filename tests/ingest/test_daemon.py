@@ -245,7 +245,7 @@ def test_start_and_stop_in_the_background(env: Env) -> None:
         res = cli(env.environ(), "daemon", "stop")
     assert res.returncode == 0
     assert _running_pid(env) is None
-    assert _gone(pid)
+    assert _gone(pid)  # `stop` returns once the process has exited, not just released its lock
     res = cli(env.environ(), "daemon", "status")
     assert "not running" in res.stdout.decode()
 

@@ -47,18 +47,20 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _limits(timeout_s: float) -> Any:
-    def apply() -> None:  # runs in the child before exec
-        try:
-            import resource
-
-            cpu = int(timeout_s) + 1
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-            resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY_BYTES, MAX_MEMORY_BYTES))
-        except (ImportError, ValueError, OSError):
-            pass
-
-    return apply if os.name == "posix" else None
+# Started instead of the solution: applies CPU and memory limits inside the child, then runs solution.py as
+# __main__. (A preexec_fn would do the same before exec, but is unsafe while rollout threads are running.)
+_BOOTSTRAP = """
+import runpy, sys
+try:
+    import resource
+    cpu = int(float(sys.argv[1])) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
+except (ImportError, ValueError, OSError):
+    pass
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def run_solution(code: str, input_path: Path, *, timeout_s: float = 30.0) -> SolutionRun:
@@ -69,15 +71,15 @@ def run_solution(code: str, input_path: Path, *, timeout_s: float = 30.0) -> Sol
     (workdir / "solution.py").write_text(code, encoding="utf-8")
     output = workdir / "output.xlsx"
     try:
+        limits = [str(timeout_s), str(MAX_MEMORY_BYTES)]
         proc = subprocess.Popen(
-            [sys.executable, "-I", "solution.py", "input.xlsx", "output.xlsx"],
+            [sys.executable, "-I", "-c", _BOOTSTRAP, *limits, "solution.py", "input.xlsx", "output.xlsx"],
             cwd=workdir,
             env=scrubbed_env(workdir),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_limits(timeout_s),
         )
     except OSError as exc:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,351 @@
+"""What the dashboard's pages show, gathered from the store, the registry and the run folders.
+
+Reading only: every decision goes through `skillopt_daemon.registry` and every list is built by the same
+functions the CLI uses (`status.collect_status`, `cli.sessions.query_sessions`, `cli.tasks_cmd`), so the
+dashboard and the CLI never disagree. What is new here is what a terminal cannot show: per-day counts,
+chart series, a run folder's history turned into rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from skillopt.errors import NotFoundError
+from skillopt_daemon import paths
+from skillopt_daemon.timeutil import to_iso, utcnow
+
+# A run whose history has not moved for this long, and that has no summary, was interrupted.
+RUN_QUIET_S = 15 * 60
+
+
+# ------------------------------------------------------------------------------------------------ overview
+
+
+def sessions_per_day(db: sqlite_utils.Database, days: int = 14) -> tuple[list[str], dict[str, dict[str, int]], list[str]]:
+    """(days, counts[day][tool], tools) of the user's own sessions over the last `days` days, UTC."""
+    if "sessions" not in db.table_names():
+        return [], {}, []
+    start = utcnow() - timedelta(days=days - 1)
+    day_list = [(start + timedelta(days=i)).strftime("%Y-%m-%d") for i in range(days)]
+    rows = db.execute(
+        "SELECT substr(COALESCE(started_at, first_seen_at), 1, 10) AS day, tool, COUNT(*) FROM sessions "
+        "WHERE drop_reason IS NULL AND has_user_turn = 1 AND COALESCE(started_at, first_seen_at) >= ? "
+        "GROUP BY day, tool",
+        [day_list[0]],
+    ).fetchall()
+    counts: dict[str, dict[str, int]] = {}
+    tools: set[str] = set()
+    for day, tool, n in rows:
+        counts.setdefault(day, {})[tool] = n
+        tools.add(tool)
+    return day_list, counts, sorted(tools)
+
+
+def recent_ingest_errors(db: sqlite_utils.Database, limit: int = 20) -> list[dict[str, Any]]:
+    if "ingest_errors" not in db.table_names():
+        return []
+    return list(
+        db.query(
+            "SELECT at, tool, path, kind, level, message FROM ingest_errors ORDER BY id DESC LIMIT ?", [limit]
+        )
+    )
+
+
+def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
+    """The last nightly cycle's spend against the budget in settings."""
+    from skillopt_daemon.sleep import last_run
+
+    last = last_run(db)
+    if last is None:
+        return None
+    summary = json.loads(last.get("summary_json") or "{}")
+    spend = summary.get("spend") or {}
+    return {
+        "run": last["id"],
+        "status": last["status"],
+        "started_at": last["started_at"],
+        "cost_usd": float(spend.get("cost_usd") or 0.0),
+        "max_cost_usd": float(night.max_cost_usd),
+        "tokens": int(spend.get("tokens") or 0),
+        "max_tokens": int(night.max_tokens),
+        "replays": int(spend.get("replays") or 0),
+        "max_replays": int(night.max_replays),
+        "exceeded": spend.get("exceeded"),
+        "skills": summary.get("skills") or [],
+    }
+
+
+# ------------------------------------------------------------------------------------------------ sessions
+
+
+def _fts_query(text: str) -> str:
+    """User words as an FTS5 query of quoted terms (every word must appear), so no input is a syntax error."""
+    words = re.findall(r"\w[\w.\-/]*", text)
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words[:12])
+
+
+def search_sessions(
+    db: sqlite_utils.Database, q: str = "", tool: str | None = None, include_all: bool = False, limit: int = 200
+) -> list[dict[str, Any]]:
+    """Sessions newest first; `q` matches the transcript text (full-text), the title or the project path."""
+    from skillopt_daemon.cli.sessions import first_prompt, query_sessions
+
+    if "sessions" not in db.table_names():
+        return []
+    rows = query_sessions(db, tool=tool or None, include_all=include_all)
+    if q.strip():
+        hits: set[int] = set()
+        fts = _fts_query(q)
+        if fts:
+            hits = {
+                r[0]
+                for r in db.execute(
+                    "SELECT DISTINCT t.session_pk FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid "
+                    "WHERE turns_fts MATCH ?",
+                    [fts],
+                ).fetchall()
+            }
+        needle = q.strip().lower()
+        rows = [
+            r
+            for r in rows
+            if r["id"] in hits
+            or needle in (r["title"] or "").lower()
+            or needle in (r["project_path"] or "").lower()
+            or needle in r["session_id"].lower()
+        ]
+    rows = rows[:limit]
+    for r in rows:
+        r["first_prompt"] = first_prompt(db, r["id"])
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ skills
+
+
+def lineage(versions: list[Any]) -> list[tuple[Any, int]]:
+    """Versions in tree order with their depth, so a page can indent each under its parent."""
+    by_parent: dict[str | None, list[Any]] = {}
+    ids = {v.id for v in versions}
+    for v in versions:
+        by_parent.setdefault(v.parent_id if v.parent_id in ids else None, []).append(v)
+    out: list[tuple[Any, int]] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for v in sorted(by_parent.get(parent, []), key=lambda x: x.seq):
+            out.append((v, depth))
+            walk(v.id, depth + 1)
+
+    walk(None, 0)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ runs
+
+
+@dataclass
+class RunInfo:
+    """One training run folder: from `skillopt train` (`train-*`) or a night (`night-<id>/<skill>`)."""
+
+    id: str
+    kind: str
+    path: Path
+    state: str  # finished | running | interrupted
+    env: str = ""
+    skill: str = ""
+    started: str | None = None
+    updated: str | None = None
+    steps: int = 0
+    accepted: int = 0
+    initial_val: float | None = None
+    best_val: float | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_history(folder: Path) -> list[dict[str, Any]]:
+    """history.jsonl's records; a line being written right now (no newline yet) is left for next time."""
+    try:
+        text = (folder / "history.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _run_info(folder: Path, root: Path) -> RunInfo:
+    rel = folder.relative_to(root).as_posix()
+    summary = _read_json(folder / "summary.json")
+    history = folder / "history.jsonl"
+    mtime = history.stat().st_mtime if history.exists() else folder.stat().st_mtime
+    if summary:
+        state = "finished"
+    else:
+        state = "running" if time.time() - mtime < RUN_QUIET_S else "interrupted"
+    info = RunInfo(
+        id=rel,
+        kind="night" if rel.startswith("night-") else "train",
+        path=folder,
+        state=state,
+        updated=to_iso(utcnow() - timedelta(seconds=max(0.0, time.time() - mtime))),
+        summary=summary,
+    )
+    cfg = _read_json(folder / "config.json")
+    info.env = str(summary.get("env") or cfg.get("env") or "")
+    info.skill = str(summary.get("skill_name") or (folder.name if info.kind == "night" else ""))
+    info.started = summary.get("started") or _read_json(folder / "state.json").get("started")
+    if summary:
+        info.steps = int(summary.get("steps") or 0)
+        info.accepted = int(summary.get("accepted_steps") or 0)
+        info.initial_val = summary.get("initial_val")
+        info.best_val = summary.get("best_val")
+    else:
+        for rec in read_history(folder):
+            if rec.get("kind") == "baseline":
+                info.initial_val = (rec.get("val") or {}).get("score")
+            elif rec.get("kind") == "step":
+                info.steps = int(rec.get("step") or info.steps)
+                info.accepted += 1 if rec.get("accepted") else 0
+                info.best_val = (rec.get("val") or {}).get("incumbent")
+    return info
+
+
+def list_runs() -> list[RunInfo]:
+    """Every run folder with a history, newest first."""
+    root = paths.runs_dir()
+    if not root.is_dir():
+        return []
+    found: list[Path] = []
+    for child in root.iterdir():
+        if not child.is_dir():
+            continue
+        if (child / "history.jsonl").exists() or (child / "state.json").exists():
+            found.append(child)
+        elif child.name.startswith("night-"):
+            found.extend(
+                g for g in child.iterdir() if g.is_dir() and (g / "history.jsonl").exists()
+            )
+    runs = [_run_info(f, root) for f in found]
+    runs.sort(key=lambda r: r.updated or "", reverse=True)
+    return runs
+
+
+def resolve_run(run_id: str) -> Path:
+    """The folder of `run_id`, which must lie inside the runs folder (a crafted id cannot leave it)."""
+    root = paths.runs_dir().resolve()
+    folder = (root / run_id).resolve()
+    if not folder.is_relative_to(root) or folder == root or not (folder / "history.jsonl").exists():
+        raise NotFoundError(f"no training run {run_id!r}", hint="the Training runs page lists them")
+    return folder
+
+
+def _short_edit(e: dict[str, Any], n: int = 160) -> str:
+    text = " ".join(str(e.get("content") or "").split())
+    op = e.get("op") or "edit"
+    return f"{op}: " + (text if len(text) <= n else text[: n - 1] + "…")
+
+
+def run_detail(run_id: str) -> dict[str, Any]:
+    """A run's summary, its steps as rows, chart series and tokens and cost per role."""
+    folder = resolve_run(run_id)
+    info = _run_info(folder, paths.runs_dir().resolve())
+    history = read_history(folder)
+    steps: list[dict[str, Any]] = []
+    train_pts: list[tuple[float, float | None]] = []
+    val_pts: list[tuple[float, float | None]] = []
+    accepted_marks: list[float] = []
+    test: dict[str, Any] = {}
+    usage_total: dict[str, Any] = {}
+    for rec in history:
+        kind = rec.get("kind")
+        usage_total = rec.get("usage_total") or usage_total
+        if kind == "baseline":
+            score = (rec.get("val") or {}).get("score")
+            if score is not None:
+                val_pts.append((0, float(score)))
+        elif kind in ("step", "slow_update"):
+            step = int(rec.get("step") or 0)
+            gate = rec.get("gate") or {}
+            stats = gate.get("stats") or {}
+            train = rec.get("train") or {}
+            val = (rec.get("val") or {}).get("incumbent")
+            if kind == "step" and train.get("hard") is not None:
+                train_pts.append((step, float(train["hard"])))
+            if val is not None:
+                val_pts.append((step, float(val)))
+            if rec.get("accepted"):
+                accepted_marks.append(step)
+            usage = rec.get("usage_step") or {}
+            steps.append(
+                {
+                    "kind": kind,
+                    "step": step,
+                    "epoch": rec.get("epoch"),
+                    "train": train.get("hard"),
+                    "val": val,
+                    "accepted": bool(rec.get("accepted")),
+                    "reason": rec.get("reason") or "",
+                    "stats": stats,
+                    "applied": [_short_edit(e) for e in rec.get("applied") or []]
+                    + ([f"guidance: {rec['guidance'][:160]}"] if rec.get("guidance") else []),
+                    "rejected": [_short_edit(e) for e in rec.get("rejected_edits") or []],
+                    "usage": usage,
+                    "tokens": sum(
+                        int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+                        for u in usage.values()
+                        if isinstance(u, dict)
+                    ),
+                    "cost": sum(float(u.get("cost_usd", 0.0)) for u in usage.values() if isinstance(u, dict)),
+                }
+            )
+        elif kind == "test":
+            test = rec.get("test") or {}
+    usage = info.summary.get("usage") or usage_total
+    roles = [
+        {
+            "role": role,
+            "input_tokens": int(u.get("input_tokens", 0)),
+            "output_tokens": int(u.get("output_tokens", 0)),
+            "calls": int(u.get("calls", 0)),
+            "cost_usd": float(u.get("cost_usd", 0.0)),
+        }
+        for role, u in sorted(usage.items())
+        if isinstance(u, dict)
+    ]
+    best_skill = ""
+    try:
+        best_skill = (folder / "best_skill.md").read_text(encoding="utf-8")
+    except OSError:
+        pass
+    return {
+        "info": info,
+        "steps": steps,
+        "train_points": train_pts,
+        "val_points": val_pts,
+        "accepted_marks": accepted_marks,
+        "test": test or info.summary.get("test") or {},
+        "roles": roles,
+        "best_skill": best_skill,
+    }
