@@ -1020,6 +1020,11 @@ class Registry:
         if targets:
             return [t if isinstance(t, InstallTarget) else InstallTarget.parse(t) for t in targets]
         found = [ts.target for ts in self.targets(skill) if ts.enabled]
+        if not found and not self.targets(skill):
+            # A new skill: send it wherever the user installed skillopt's integration (`skillopt install`).
+            from skillopt_daemon.integrations import install_targets
+
+            found = list(install_targets())
         if not found:
             raise ConflictError(
                 f"{skill} is not installed anywhere yet, so skillopt does not know where to install it",

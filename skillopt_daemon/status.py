@@ -108,61 +108,6 @@ def _daemon(db: sqlite_utils.Database) -> dict[str, Any]:
     return daemon_state()
 
 
-# Tables the nightly cycle may keep its runs in, newest first by `started_at`.
-_NIGHT_TABLES = ("night_runs", "nightly_runs", "sleep_runs")
-
-
-def _nightly(db: sqlite_utils.Database) -> dict[str, Any]:
-    last: dict[str, Any] | None = None
-    names = set(db.table_names())
-    for table in _NIGHT_TABLES:
-        if table in names:
-            cols = {c.name for c in db[table].columns}
-            if "started_at" in cols:
-                row = db.execute(f"SELECT * FROM [{table}] ORDER BY started_at DESC LIMIT 1").fetchone()
-                if row is not None:
-                    last = dict(zip([c.name for c in db[table].columns], row, strict=False))
-                break
-    daemon = daemon_state()
-    next_run: str | None = None
-    if daemon["running"]:
-        try:
-            from apscheduler.triggers.cron import CronTrigger
-
-            from skillopt_daemon.config import load_settings
-            from skillopt_daemon.timeutil import to_iso, utcnow
-
-            settings = load_settings()
-            if settings.night.enabled:
-                trig = CronTrigger.from_crontab(settings.night.schedule)
-                fire = trig.get_next_fire_time(None, utcnow().astimezone())
-                next_run = to_iso(fire) if fire else None
-        except Exception:
-            next_run = None
-    last_text = (
-        f"last run {humanize_age(last.get('started_at'))}"
-        + (f" ({last['state']})" if last.get("state") else "")
-        if last
-        else "last run: not running"
-    )
-    next_text = f"next run {next_run}" if next_run else "next run: not running"
-    return {"last": last, "next": next_run, "lines": [last_text, next_text]}
-
-
-register_section("pending", _pending)
-register_section("active", _active)
-register_section("daemon", _daemon)
-
-
-def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
-    from skillopt_daemon.ingest import status_section
-
-    return status_section(db)
-
-
-register_section("sessions", _sessions)
-
-
 def _night_section(db: sqlite_utils.Database) -> dict[str, Any]:
     from skillopt_daemon.sleep import status_section
 

@@ -14,11 +14,12 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon import paths
+
+if TYPE_CHECKING:
+    import typer
 
 # The hook fields the daemon needs; anything else in the hook's input is not kept.
 NOTE_FIELDS = ("session_id", "transcript_path", "cwd", "reason", "source", "hook_event_name")
@@ -67,7 +68,34 @@ def _notify(event: str, tool: str) -> None:
         sys.stderr.write(f"skillopt notify: cannot write the note: {exc}\n")
 
 
+EVENTS = ("session-end", "session-start")
+
+
+def fast_main(argv: list[str]) -> int | None:
+    """`notify session-end|session-start [--tool T]` with the standard library only; None for anything else.
+
+    typer alone takes longer to import and parse than a hook should take in total, so the command's
+    entry point can call this before it loads typer; help and unexpected arguments fall through to typer.
+    """
+    if not argv or argv[0] not in EVENTS:
+        return None
+    tool = "claude-code"
+    rest = argv[1:]
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--tool" and rest:
+            tool = rest.pop(0)
+        elif arg.startswith("--tool="):
+            tool = arg.split("=", 1)[1]
+        else:
+            return None
+    _notify(argv[0], tool)
+    return 0
+
+
 def register(app: typer.Typer) -> None:
+    import typer
+
     notify = typer.Typer(
         help="For agent hooks: tell the daemon a session ended or started (reads the hook's JSON on stdin).",
         no_args_is_help=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Literal
 
 import sqlite_utils
 
@@ -40,7 +41,7 @@ class NestingConnection(sqlite3.Connection):
         self._owners.append(owner)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:  # type: ignore[no-untyped-def]
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # type: ignore[no-untyped-def]
         owner = self._owners.pop()
         if owner and self.in_transaction:
             if exc_type is None:

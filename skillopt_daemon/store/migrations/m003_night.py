@@ -10,7 +10,7 @@ import sqlite_utils
 
 
 def migrate(db: sqlite_utils.Database) -> None:
-    db["task_families"].create(
+    db.table("task_families").create(
         {
             "id": str,
             "name": str,
@@ -25,7 +25,7 @@ def migrate(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["tasks"].create(
+    db.table("tasks").create(
         {
             "id": str,
             "family_id": str,
@@ -49,9 +49,9 @@ def migrate(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["tasks"].create_index(["family_id"])
-    db["tasks"].create_index(["split"])
-    db["night_runs"].create(
+    db.table("tasks").create_index(["family_id"])
+    db.table("tasks").create_index(["split"])
+    db.table("night_runs").create(
         {
             "id": str,
             "trigger": str,
@@ -66,4 +66,4 @@ def migrate(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["night_runs"].create_index(["started_at"])
+    db.table("night_runs").create_index(["started_at"])
