@@ -203,6 +203,7 @@ class Daemon:
         self._inbox = paths.inbox_dir()
         self.scheduler: Any = None  # apscheduler BackgroundScheduler while running
         self.pipeline: Any = None
+        self.dashboard: Any = None  # skillopt_daemon.web.server.DashboardServer while running
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -265,6 +266,7 @@ class Daemon:
             )
             _add_extra_jobs(self.scheduler, self.settings)
             self.scheduler.start()
+            self.dashboard = start_dashboard(self.settings)
 
             backfilled = False
             first = True
@@ -302,6 +304,8 @@ class Daemon:
             log.info("daemon stopping: offsets saved")
             return 0
         finally:
+            stop_dashboard(self.dashboard)
+            self.dashboard = None
             if self.scheduler is not None:
                 try:
                     self.scheduler.shutdown(wait=False)
@@ -398,6 +402,32 @@ def handle_notes(pipeline: Any) -> int:
                 )
         note.path.unlink(missing_ok=True)
     return done
+
+
+def start_dashboard(settings: Settings) -> Any:
+    """The web dashboard in a thread of the daemon (`ui.enabled`); a failure is logged, ingest goes on."""
+    if not settings.ui.enabled:
+        return None
+    try:
+        from skillopt_daemon.web.server import DashboardServer
+
+        server = DashboardServer(settings)
+        server.start()
+        return server
+    except DaemonError as exc:  # e.g. the port is taken: say so in one line
+        log.warning("%s; the daemon runs without the dashboard (%s)", exc.message, exc.hint or "")
+        return None
+    except Exception:
+        log.exception("the dashboard could not start; the daemon runs without it")
+        return None
+
+
+def stop_dashboard(server: Any) -> None:
+    if server is not None:
+        try:
+            server.stop()
+        except Exception:
+            log.exception("the dashboard did not stop cleanly")
 
 
 def _add_extra_jobs(scheduler: Any, settings: Settings) -> None:

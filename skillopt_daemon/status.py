@@ -108,6 +108,20 @@ def _daemon(db: sqlite_utils.Database) -> dict[str, Any]:
     return daemon_state()
 
 
+register_section("pending", _pending)
+register_section("active", _active)
+register_section("daemon", _daemon)
+
+
+def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
+    from skillopt_daemon.ingest import status_section
+
+    return status_section(db)
+
+
+register_section("sessions", _sessions)
+
+
 def _night_section(db: sqlite_utils.Database) -> dict[str, Any]:
     from skillopt_daemon.sleep import status_section
 

@@ -25,6 +25,13 @@ _app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+@_app.callback()
+def _root() -> None:
+    # A callback keeps `skillopt` a command group when `main` loads a module with a single command
+    # (doctor, ui); without it typer would run that command as the whole program and reject its name.
+    pass
+
 COMMAND_MODULES = [
     "review",
     "skills",
@@ -39,6 +46,7 @@ COMMAND_MODULES = [
     "tasks_cmd",
     "train_cmd",
     "sleep_cmd",
+    "ui_cmd",
 ]
 
 # Which module registers each top-level command. `main` imports only the module a command needs, so that
@@ -68,6 +76,7 @@ COMMANDS: dict[str, str] = {
     "train": "train_cmd",
     "eval": "train_cmd",
     "sleep": "sleep_cmd",
+    "ui": "ui_cmd",
 }
 _loaded: set[str] = set()
 

@@ -170,6 +170,8 @@ def decode_json_line(line: bytes) -> tuple[Any, bool]:
         return json.loads(text), bad_utf8
     except ValueError as exc:
         raise SourceError("invalid json", str(exc)[:200]) from None
+    except RecursionError:
+        raise SourceError("invalid json", "nested too deeply") from None
 
 
 _CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")

@@ -95,3 +95,27 @@ def test_show_orders_turns_by_the_chain_not_by_line(env: Env, run) -> None:  # t
     assert run("ingest", "--quiet").exit_code == 0
     detail = json.loads(run("sessions", "show", "chain", "--json").stdout)
     assert [t["text"] for t in detail["turns"]] == ["question", "answer", "thanks"]
+
+
+def test_notify_fast_path_writes_the_same_note_without_typer(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from skillopt_daemon.cli import notify
+
+    class Stdin(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return False
+
+    hook = json.dumps(
+        {"session_id": "s9", "transcript_path": "/tmp/s9.jsonl", "cwd": "/tmp", "reason": "clear"}
+    )
+    monkeypatch.setattr("sys.stdin", Stdin(io.BytesIO(hook.encode())))
+    assert notify.fast_main(["session-end", "--tool", "codex"]) == 0
+    (path,) = (env.skillopt_home / "data" / "inbox").glob("*.json")
+    note = json.loads(path.read_text())
+    assert note["event"] == "session-end" and note["tool"] == "codex" and note["reason"] == "clear"
+    assert notify.fast_main(["session-end", "--help"]) is None  # help and the unexpected go to typer
+    assert notify.fast_main(["sessions", "list"]) is None
+    assert not env.db.exists()

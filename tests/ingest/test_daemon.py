@@ -146,10 +146,19 @@ def _offsets_on_line_boundaries(env: Env) -> None:
 def test_sigterm_and_kill_9_mid_backfill_then_restart_equal_a_clean_run(env: Env) -> None:
     _corpus(env)
 
-    # The reference: one uninterrupted `skillopt ingest` into a separate home.
+    # The reference: one uninterrupted ingest (the same pipeline as `skillopt ingest`) into another home.
     clean_home = env.root / "clean"
-    res = cli(env.environ(SKILLOPT_HOME=str(clean_home)), "ingest", "--quiet", timeout=300)
-    assert res.returncode == 0, res.stderr
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SKILLOPT_HOME", str(clean_home))
+        from skillopt_daemon import ingest
+        from skillopt_daemon.config import load_settings
+        from skillopt_daemon.store import open_db
+
+        settings = load_settings()
+        db = open_db()
+        pipeline = ingest.Pipeline(db, ingest.load_sources(settings), settings)
+        pipeline.ingest_paths(pipeline.discover())
+        db.close()
     clean = dump(clean_home / "data" / "skillopt.db")
     assert len(clean["sessions"]) == 120
 

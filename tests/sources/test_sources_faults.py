@@ -52,9 +52,11 @@ def claude_src(tmp_path: Path) -> ClaudeCodeSource:
 
 def test_truncated_line_and_non_objects_become_skips(claude_src: ClaudeCodeSource) -> None:
     good = claude_line(type="user", uuid="u1", message={"role": "user", "content": "hello"})
-    p = feed(claude_src, [good, good[: len(good) // 2], b"[1, 2]", b"42", b"   "])
+    deep = b"[" * 100_000 + b"]" * 100_000
+    p = feed(claude_src, [good, good[: len(good) // 2], b"[1, 2]", b"42", b"   ", deep])
     assert p.user_texts() == ["hello"]
-    assert p.skip_reasons() == ["invalid json", "not a json object", "not a json object", "blank line"]
+    reasons = ["invalid json", "not a json object", "not a json object", "blank line", "invalid json"]
+    assert p.skip_reasons() == reasons
 
 
 def test_invalid_utf8_is_replaced_and_reported(claude_src: ClaudeCodeSource) -> None:
