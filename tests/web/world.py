@@ -180,6 +180,7 @@ def build_world(root: Path) -> Iterator[World]:
 
         _copy_transcripts(home)
         cli("ingest", "--quiet", "--tool", "claude-code", "--tool", "codex")
+        cli("tasks", "mine", "--include-automation")
 
         skill = w.skill_file()
         skill.parent.mkdir(parents=True)
@@ -199,6 +200,7 @@ def build_world(root: Path) -> Iterator[World]:
             note="night 20261130",
         )
         w.proposal_id = v.id
+        w.second_id = reg.propose("tidy-commits", SkillBundle.from_text(SECOND), {"delta": 0.1}).id
         db.conn.close()
 
         env = HouseStyleEnv()
