@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from skillopt.envs import load_env  # noqa: E402
 from skillopt.errors import ConfigError  # noqa: E402
 from skillopt.executor import LocalExecutor, make_executor  # noqa: E402
 from skillopt.executor_ray import RayExecutor  # noqa: E402
+from skillopt.testing.scripted_server import ScriptedServer  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -119,3 +121,52 @@ def test_multimodal_and_code_running_benchmarks_run_on_ray() -> None:
             lambda job: job[0].run(job[1], job[0].seed_skill(), agent), jobs
         )
     assert [(r.hard, r.soft) for r in results] == [(1.0, 1.0), (1.0, 1.0)]
+
+
+@pytest.mark.agent_cli
+def test_coding_replays_with_the_real_claude_cli_run_as_ray_tasks(
+    claude_cli: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.agents import SCRIPTED_API_KEY
+
+    from skillopt.backends.claude_code import ClaudeCodeBackend
+    from skillopt.backends.exec_base import ExecLimits
+    from skillopt.testing import Match, Rule, Script, Step, bash
+
+    home = tmp_path / "user"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    env = load_env("coding")
+    assert str(env.options["workspaces_root"]).startswith(os.environ["SKILLOPT_HOME"])
+    sp = env.splits()
+    items = [i for i in (*sp.train, *sp.val, *sp.test) if i.id in ("coding-temperature", "coding-romans")]
+    fix = "def to_celsius(f: float) -> float:\n    return round((f - 32) * 5 / 9, 1)\n"
+    script = Script(
+        rules=[
+            Rule(
+                name="fix",
+                match=Match(user="to_celsius gives wrong results"),
+                steps=[Step(tool_calls=[bash(f"cat > temperature/__init__.py <<'EOF'\n{fix}EOF")])],
+                done_text="Fixed.",
+            )
+        ],
+        default_text="Not changing anything.",
+    )
+    with ScriptedServer(script) as server:
+        backend = ClaudeCodeBackend(
+            cli=str(claude_cli),
+            base_env={
+                "PATH": os.environ["PATH"],
+                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_API_KEY": SCRIPTED_API_KEY,
+            },
+            user_home=home,
+            limits=ExecLimits(max_turns=5, timeout_s=180),
+        )
+        skill = env.seed_skill()
+        results = RayExecutor(max_workers=2).map(lambda item: env.run(item, skill, backend), items)
+    by_id = {r.item_id: r for r in results}
+    assert [r.item_id for r in results] == [i.id for i in items]
+    assert (by_id["coding-temperature"].hard, by_id["coding-temperature"].soft) == (1.0, 1.0)
+    assert by_id["coding-romans"].hard == 0.0  # the scripted agent leaves it alone
+    assert not list(Path(env.options["workspaces_root"]).glob("*")), "workspaces are removed after scoring"

@@ -90,6 +90,11 @@ class CodingEnv(BenchmarkEnv):
     ):
         # The suite is made by the project and ships whole: without a data folder, the shipped one is used.
         super().__init__(sample=sample or data_dir is None, data_dir=data_dir, seed=seed, **options)
+        if not self.options.get("workspaces_root"):
+            # Decided here, where the run starts: a Ray worker may not see this process's SKILLOPT_HOME.
+            from skillopt.envs.exec_tasks import default_workspaces_root
+
+            self.options["workspaces_root"] = str(default_workspaces_root())
         self._exec: Any = None
 
     def load_items(self) -> list[Item]:

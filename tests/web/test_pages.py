@@ -1,0 +1,181 @@
+"""Every page with data from a real ingest, a mined task family, a proposal and a real training run."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from typing import Any
+
+from world import CLAUDE_SESSION, RULE, XSS_SESSION, World
+
+
+def _text(html: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def test_overview_shows_sessions_per_tool_pending_proposals_and_the_night(client: Any, world: World) -> None:
+    r = client.get("/")
+    assert r.status_code == 200
+    text = " ".join(_text(r.text).split())
+    assert "claude-code: 2" in text and "codex: 1" in text
+    assert f'href="/proposals/{world.proposal_id}"' in r.text
+    assert "tidy-commits v2" in text
+    assert "last night: never run" in text
+    assert "No nightly cycle has run yet." in text
+    assert '<svg class="chart"' in r.text and 'class="bar series-0"' in r.text
+
+
+def test_overview_shows_the_nights_spend_against_its_budget(client: Any, world: World) -> None:
+    from skillopt_daemon.store import open_db
+
+    db = open_db()
+    with db.conn:
+        db["night_runs"].insert(
+            {
+                "id": "n-test",
+                "trigger": "schedule",
+                "status": "completed",
+                "dry_run": False,
+                "started_at": "2026-11-30T03:17:00.000Z",
+                "finished_at": "2026-11-30T03:40:00.000Z",
+                "heartbeat_at": "2026-11-30T03:40:00.000Z",
+                "pid": 1,
+                "summary_json": json.dumps({"spend": {"cost_usd": 1.25, "tokens": 420000, "replays": 12}}),
+                "error": None,
+            }
+        )
+    try:
+        text = " ".join(_text(client.get("/").text).split())
+        assert "$1.25 of $5.00" in text
+        assert "420,000 of 2,000,000 tokens" in text
+        assert "12 of 200 replays" in text
+    finally:
+        with db.conn:
+            db.execute("DELETE FROM night_runs WHERE id = 'n-test'")
+        db.conn.close()
+
+
+def test_sessions_are_listed_and_searchable(client: Any) -> None:
+    everything = client.get("/sessions").text
+    assert everything.count('href="/sessions/') >= 6  # three sessions, two links each
+    codex = client.get("/sessions?tool=codex").text
+    assert "codex" in codex and "claude-code</td>" not in codex
+    hits = client.get("/sessions?q=pwned").text  # only the hostile copy's prompt has this word
+    assert hits.count('href="/sessions/') == 2
+    assert "No session matches." in client.get("/sessions?q=zebra-unicorn").text
+    assert client.get('/sessions?q="unbalanced AND (').status_code == 200  # never an FTS syntax error
+
+
+def test_a_session_shows_its_transcript_with_tool_calls_and_outcomes(client: Any) -> None:
+    r = client.get(f"/sessions/{CLAUDE_SESSION}")
+    assert r.status_code == 200
+    text = _text(r.text)
+    assert "fix the failing test" in text
+    assert 'class="tool">Bash<' in r.text or 'class="tool">Edit<' in r.text
+    assert re.search(r'class="outcome[^"]*">(exit \d+|ok|error)<', r.text)
+    assert "/home/dev/project" in text
+
+
+def test_an_unknown_session_is_a_404_with_a_hint(client: Any) -> None:
+    r = client.get("/sessions/no-such-session")
+    assert r.status_code == 404
+    assert "no session" in r.text and "skillopt sessions list --all" in _text(r.text)
+
+
+def test_task_families_show_instances_checks_rubric_and_splits(client: Any) -> None:
+    r = client.get("/tasks")
+    assert r.status_code == 200
+    fam = re.search(r'href="/tasks/(fam-[0-9a-f]+)"', r.text)
+    assert fam, "the mined family is not listed"
+    detail = client.get(f"/tasks/{fam.group(1)}")
+    assert detail.status_code == 200
+    text = _text(detail.text)
+    assert "Checks" in text and "Rubric" in text
+    splits = re.findall(r'class="badge (train|val|test)"', detail.text)
+    assert len(splits) == 3 and "train" in splits
+    assert "<script>window.__pwned" not in detail.text
+
+
+def test_a_proposal_shows_diff_evidence_gate_and_cost(client: Any, world: World) -> None:
+    r = client.get(f"/proposals/{world.proposal_id}")
+    assert r.status_code == 200
+    assert f'<span class="add">+{RULE}</span>' in r.text
+    text = " ".join(_text(r.text).split())
+    assert "0.250 → 0.750" in text
+    assert "97%" in text and "candidate wins 2 of 2 paired tasks" in text
+    assert "$0.0421" in text and "18,250 tokens" in text
+    assert text.count("fail 0/1 checks") == 2 and text.count("pass 1/1 checks") == 2
+    assert "commit <b>the</b> docs" in text and "<b>the</b>" not in r.text
+    assert 'id="approve"' in r.text and 'id="reject"' in r.text
+
+
+def test_rejecting_needs_a_reason_and_then_records_it(client: Any, world: World) -> None:
+    page = client.get(f"/proposals/{world.second_id}").text
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    r = client.post(f"/proposals/{world.second_id}/reject", data={"csrf_token": csrf, "reason": " "})
+    assert r.status_code == 409 and "needs a reason" in r.text
+    r = client.post(
+        f"/proposals/{world.second_id}/reject",
+        data={"csrf_token": csrf, "reason": "too long for a commit rule"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303
+    after = client.get(r.headers["location"]).text
+    assert "Rejected. Nothing was installed." in after
+    assert 'id="proposal-state">rejected<' in after and "too long for a commit rule" in after
+    decided = client.get("/proposals").text
+    assert f'href="/proposals/{world.second_id}"' in decided
+
+
+def test_skills_show_versions_lineage_and_where_installed(client: Any) -> None:
+    assert 'href="/skills/tidy-commits"' in client.get("/skills").text
+    r = client.get("/skills/tidy-commits")
+    assert r.status_code == 200
+    assert "claude-code:user" in r.text
+    assert 'class="depth-0 active"' in r.text  # v1, imported and installed
+    assert r.text.count('class="depth-1') == 2  # both proposals edit v1
+    assert "# Tidy commits" in r.text
+
+
+def test_training_runs_list_and_detail_with_chart_steps_and_spend(client: Any, world: World) -> None:
+    runs = client.get("/runs").text
+    assert f'href="/runs/{world.run_id}"' in runs and 'class="badge finished"' in runs
+    r = client.get(f"/runs/{world.run_id}")
+    assert r.status_code == 200
+    assert r.text.count('<polyline class="line series-') >= 2  # train and validation
+    assert 'class="marker accepted"' in r.text
+    text = " ".join(_text(r.text).split())
+    assert "accepted" in text and "rejected" in text
+    roles = re.findall(r"<tr><td>(agent|optimizer)</td><td>([\d,]+)</td>", r.text)
+    assert {role for role, _ in roles} == {"agent", "optimizer"}
+    assert all(int(calls.replace(",", "")) > 0 for _, calls in roles)
+    assert "hx-get" not in r.text  # a finished run is not polled
+    assert "DD.MM.YYYY" in text  # the learned rule is in the best skill
+
+
+def test_a_run_id_cannot_leave_the_runs_folder(client: Any) -> None:
+    assert client.get("/runs/../../config").status_code == 404
+    assert client.get("/runs/%2e%2e/%2e%2e/data").status_code == 404
+
+
+def test_settings_show_the_masked_configuration_and_integrations(client: Any, monkeypatch: Any) -> None:
+    from skillopt_daemon.config import load_settings
+
+    r = client.get("/settings")
+    assert r.status_code == 200
+    config = json.loads(unescape(re.search(r'<pre class="text" id="config">(.*?)</pre>', r.text, re.S).group(1)))  # type: ignore[union-attr]
+    assert config["ui"]["host"] == "127.0.0.1"
+    assert config == json.loads(json.dumps(load_settings().model_dump(mode="json")))  # nothing secret here
+    text = _text(r.text)
+    for tool in ("claude-code", "codex", "copilot", "cursor"):
+        assert tool in text
+
+
+def test_the_session_in_a_hostile_copy_is_found_by_its_number(client: Any) -> None:
+    from skillopt_daemon.store import open_db
+
+    db = open_db()
+    pk = db.execute("SELECT id FROM sessions WHERE session_id = ?", [XSS_SESSION]).fetchone()[0]
+    db.conn.close()
+    assert client.get(f"/sessions/{pk}").status_code == 200
