@@ -86,12 +86,12 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
     app.state.settings = settings
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
-    def render(request: Request, name: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
+    def render(request: Request, template: str, status_code: int = 200, **ctx: Any) -> HTMLResponse:
         ctx.setdefault("flash", FLASH.get(request.query_params.get("done", "")))
         ctx["csrf"] = getattr(request.state, "csrf", "")
         ctx["csrf_field"] = auth.CSRF_FIELD
         ctx["nav"] = request.url.path.split("/")[1] or "overview"
-        return templates.TemplateResponse(request, name, ctx, status_code=status_code)
+        return templates.TemplateResponse(request, template, ctx, status_code=status_code)
 
     # ---------------------------------------------------------------------------------------- guard
 

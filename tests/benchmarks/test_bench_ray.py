@@ -137,7 +137,7 @@ def test_coding_replays_with_the_real_claude_cli_run_as_ray_tasks(
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     env = load_env("coding")
-    assert str(env.options["workspaces_root"]).startswith(os.environ["SKILLOPT_HOME"])
+    assert Path(env.options["workspaces_root"]).is_relative_to(Path(os.environ["SKILLOPT_HOME"]).resolve())
     sp = env.splits()
     items = [i for i in (*sp.train, *sp.val, *sp.test) if i.id in ("coding-temperature", "coding-romans")]
     fix = "def to_celsius(f: float) -> float:\n    return round((f - 32) * 5 / 9, 1)\n"

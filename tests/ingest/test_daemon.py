@@ -290,7 +290,7 @@ def test_a_hook_note_is_served_during_a_long_backfill(env: Env) -> None:
         elsewhere.mkdir(parents=True)
         hooked = elsewhere / "urgent.jsonl"
         hooked.write_bytes(claude_line("user", "x1", "urgent", content="just finished"))
-        from skillopt_daemon.cli.notify import write_note
+        from skillopt_daemon.notes import write_note
 
         # Written in process: the command's own start-up time is not what this test is about.
         write_note("session-end", {"session_id": "urgent", "transcript_path": str(hooked)})

@@ -1,0 +1,27 @@
+"""The `skillopt` console script.
+
+`skillopt notify` runs in agent hooks at the end of every session, where the agent may not wait long: it
+takes a path that imports only the standard library and `skillopt_daemon.paths`. Everything else (and
+`notify --help` or unexpected arguments) goes to the typer CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == ["notify"]:
+        from skillopt_daemon.notes import fast_main
+
+        code = fast_main(argv[1:])
+        if code is not None:
+            sys.exit(code)
+    from skillopt_daemon.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
