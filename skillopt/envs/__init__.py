@@ -45,5 +45,25 @@ def resolve_env_class(spec: str) -> Any:
 
 
 def load_env(spec: str, **kwargs: Any) -> Any:
-    """Instantiate an environment by built-in name or import path, passing keyword options through."""
-    return resolve_env_class(spec)(**kwargs)
+    """Instantiate an environment by built-in name or import path, passing keyword options through.
+
+    An option the environment does not take (e.g. `--sample` for one that ships no sample) is a
+    ConfigError naming the options it does take, not a traceback.
+    """
+    import inspect
+
+    cls = resolve_env_class(spec)
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if params and not takes_any:
+        unknown = sorted(k for k in kwargs if k not in params)
+        if unknown:
+            known = ", ".join(k for k in params if k != "self") or "none"
+            raise ConfigError(
+                f"environment {spec!r} does not take the option(s) {', '.join(unknown)}",
+                hint=f"its options are: {known}",
+            )
+    return cls(**kwargs)

@@ -81,7 +81,9 @@ def all_sources(settings: Settings | None = None, tools: list[AgentTool] | None 
             continue
         home = tool_home(tool, settings)
         for reader in [cls, *EXTRA_SOURCES.get(tool, [])]:
-            out.append(build_source(reader, home, settings, redactor=redactor))
+            # The ingest pipeline pins repo state itself, outside its transaction (git can be slow), once
+            # per new session; readers built for it leave that to the pipeline.
+            out.append(build_source(reader, home, settings, redactor=redactor, pin_repo=False))
     return out
 
 
