@@ -35,7 +35,8 @@ def main() -> None:
         t0 = time.perf_counter()
         record_sessions(w, [f"team{i}" for i in range(args.tasks)])
         t_record = time.perf_counter() - t0
-        w.configure("opt-useful")
+        # Caps high enough that the figures show a whole night's cost rather than where a cap stops it.
+        w.configure("opt-useful", max_cost_usd=1000, max_tokens=100_000_000)
         srv.clear_requests()
         t0 = time.perf_counter()
         report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
@@ -48,7 +49,8 @@ def main() -> None:
         )
         print(
             f"replays {spend['replays']}, model calls: agent {calls['agent']}, optimizer+judge "
-            f"{calls['optimizer/judge']}; tokens {spend['tokens']:,}; wall time {wall:.1f} s "
+            f"{calls['optimizer/judge']}; tokens {spend['tokens']:,}, cost as the CLI reports it ${spend['cost_usd']:.2f}; "
+            f"wall time {wall:.1f} s "
             f"({wall / max(spend['replays'], 1):.2f} s per replay)"
         )
 

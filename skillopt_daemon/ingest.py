@@ -129,6 +129,7 @@ def pin_repo(project: str) -> RepoPin:
             diff = git("diff", "HEAD", "--binary")
             if diff.returncode == 0:
                 diff_hash = hashlib.sha256(diff.stdout + status.stdout).hexdigest()
+                keep_dirty_diff(diff_hash, diff.stdout)
         return RepoPin(commit=commit, dirty=dirty, diff_hash=diff_hash)
     except FileNotFoundError:
         return RepoPin(error="git is not installed")
@@ -136,6 +137,43 @@ def pin_repo(project: str) -> RepoPin:
         return RepoPin(error="git took too long")
     except OSError as exc:
         return RepoPin(error=f"git failed: {exc}")
+
+
+def dirty_diff_path(diff_hash: str) -> Path:
+    return paths.data_dir() / "diffs" / f"{diff_hash}.patch"
+
+
+def keep_dirty_diff(diff_hash: str, diff: bytes) -> bool:
+    """Keep the uncommitted changes a session started from, so a replay can start from the same tree.
+
+    A patch cannot be redacted and still apply, so one in which the redactor finds any secret is not kept
+    at all (the replay then starts from the commit and says so). Kept patches are 0600 files.
+    """
+    from skillopt_daemon.redact import Redactor
+
+    target = dirty_diff_path(diff_hash)
+    if target.exists() or not diff.strip():
+        return target.exists()
+    text = diff.decode("utf-8", errors="replace")
+    if Redactor().redact(text)[1]:
+        return False
+    paths.ensure_private_dir(target.parent)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(diff)
+    os.replace(tmp, target)
+    return True
+
+
+def load_dirty_diff(diff_hash: str | None) -> str | None:
+    if not diff_hash:
+        return None
+    path = dirty_diff_path(diff_hash)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def record_problem(

@@ -98,6 +98,7 @@ class Attempt:
     project_path: str | None = None
     repo_commit: str | None = None
     repo_dirty: bool | None = None
+    repo_diff_hash: str | None = None
     started_at: str | None = None
     commands: list[CommandRun] = field(default_factory=list)
     corrections: list[str] = field(default_factory=list)
@@ -224,6 +225,7 @@ def segment(
                 project_path=session.get("project_path"),
                 repo_commit=session.get("repo_commit"),
                 repo_dirty=bool(session["repo_dirty"]) if session.get("repo_dirty") is not None else None,
+                repo_diff_hash=session.get("repo_diff_hash"),
                 started_at=turn.get("timestamp") or session.get("started_at"),
             )
             attempts.append(current)
@@ -622,6 +624,7 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
                     "project_path": a.project_path,
                     "repo_commit": a.repo_commit,
                     "repo_dirty": a.repo_dirty,
+                    "repo_diff_hash": a.repo_diff_hash,
                     "started_at": a.started_at,
                     "split": fam.splits.get(a.key, "train"),
                     "outcome": a.outcome,

@@ -29,6 +29,7 @@ from skillopt.errors import ConfigError
 from skillopt.judge import judge_rubric
 from skillopt.sandbox import ReplayTask, replay
 from skillopt.skill import SkillBundle
+from skillopt_daemon.ingest import load_dirty_diff
 
 
 def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = None) -> list[dict[str, Any]]:
@@ -52,6 +53,9 @@ def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = No
                     "prompt": t["prompt"],
                     "repo": t["project_path"],
                     "commit": t["repo_commit"],
+                    # The uncommitted changes the session started from, when they were kept (never when
+                    # they held a secret: see ingest.keep_dirty_diff).
+                    "dirty_diff": load_dirty_diff(t.get("repo_diff_hash")) if t.get("repo_dirty") else None,
                     "checks": checks,
                     "rubric": rubric,
                     "split": t["split"],
@@ -106,6 +110,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
             prompt=str(item.data["prompt"]),
             repo=item.data.get("repo"),
             commit=item.data.get("commit"),
+            dirty_diff=item.data.get("dirty_diff"),
             checks=list(item.gold.get("checks") or []),
             id=item.id,
             check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),

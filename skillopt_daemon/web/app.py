@@ -38,7 +38,8 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # "same-origin", not "no-referrer": with no-referrer browsers send `Origin: null` on our own form POSTs.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
@@ -386,6 +387,10 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
             integrations=integrations,
             bind=f"{settings.ui.host}:{settings.ui.port}",
         )
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return RedirectResponse("/static/favicon.svg", status_code=301)
 
     @app.get("/api/status")
     def api_status(db: sqlite_utils.Database = Depends(_db)) -> Response:

@@ -151,11 +151,11 @@ def test_a_running_training_run_updates_live(page: Any, server: Any, world: Worl
     (live / "history.jsonl").write_text(records[0] + "\n")  # only the baseline so far
     page.goto(f"{server.url}runs/train-live-test")
     assert page.locator("#run-state").inner_text() == "running"
-    assert page.locator("table.steps tbody tr").count() == 0
+    assert page.locator("table.steps > tbody > tr").count() == 0
     steps = [r for r in records[1:] if json.loads(r)["kind"] == "step"]
     with (live / "history.jsonl").open("a") as fh:
         fh.write(steps[0] + "\n")
-    page.locator("table.steps tbody tr").first.wait_for(timeout=10_000)
+    page.locator("table.steps > tbody > tr").first.wait_for(timeout=10_000)
     _shot(page, artifacts, "run-live")
     with (live / "history.jsonl").open("a") as fh:
         fh.write("\n".join(records[2:]) + "\n")
@@ -164,7 +164,7 @@ def test_a_running_training_run_updates_live(page: Any, server: Any, world: Worl
     while page.locator("#run-state").inner_text() != "finished":
         assert time.monotonic() < deadline, "the page did not pick up the finished run"
         page.wait_for_timeout(200)
-    assert page.locator("table.steps tbody tr").count() == len(
+    assert page.locator("table.steps > tbody > tr").count() == len(
         [r for r in records if json.loads(r)["kind"] in ("step", "slow_update")]
     )
     assert page.locator("#run-live[hx-get]").count() == 0  # polling stopped

@@ -38,6 +38,7 @@ def migrate(db: sqlite_utils.Database) -> None:
             "project_path": str,
             "repo_commit": str,
             "repo_dirty": bool,
+            "repo_diff_hash": str,
             "started_at": str,
             "split": str,
             "outcome": str,
