@@ -246,6 +246,11 @@ class Daemon:
                 ingest.set_meta(db, "daemon_started_at", utcnow_iso())
                 ingest.set_meta(db, "daemon_pid", str(os.getpid()))
             log.info("daemon started (pid %s), watching %d roots", os.getpid(), len(pipeline.roots))
+            # An install killed mid-way (a crashed `skillopt approve`) is settled before anything else runs.
+            from skillopt_daemon.registry import Registry
+
+            for note in Registry(db, actor="daemon").reconcile():
+                log.warning("%s", note)
             if not sources:
                 log.warning("no agent tool sources are available: nothing to ingest")
 

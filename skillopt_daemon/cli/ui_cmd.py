@@ -42,7 +42,9 @@ def ui(
         False, "--serve", help="Serve the dashboard from this terminal (when the daemon is not running)."
     ),
     no_browser: bool = typer.Option(False, "--no-browser", help="Only print the address (for scripts)."),
-    host: str = typer.Option(None, "--host", help="With --serve: the address to listen on (default ui.host)."),
+    host: str = typer.Option(
+        None, "--host", help="With --serve: the address to listen on (default ui.host)."
+    ),
     port: int = typer.Option(None, "--port", help="With --serve: the port (default ui.port; 0 picks one)."),
 ) -> None:
     """Open the dashboard: what your agents did, what skillopt learned and why; approve or roll back."""

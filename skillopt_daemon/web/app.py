@@ -126,11 +126,16 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
         if not csrf:
             csrf = new_csrf = auth.new_csrf()
         request.state.csrf = csrf
-        if request.method not in ("GET", "HEAD") and request.state.auth == "cookie":
-            if not auth.same_origin(
-                request.headers.get("origin"), request.headers.get("host"), request.headers.get("sec-fetch-site")
-            ):
-                return PlainTextResponse("cross-site request refused", status_code=403)
+        if (
+            request.method not in ("GET", "HEAD")
+            and request.state.auth == "cookie"
+            and not auth.same_origin(
+                request.headers.get("origin"),
+                request.headers.get("host"),
+                request.headers.get("sec-fetch-site"),
+            )
+        ):
+            return PlainTextResponse("cross-site request refused", status_code=403)
         response = await call_next(request)
         if new_csrf:
             response.set_cookie(
@@ -191,9 +196,11 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
         db: sqlite_utils.Database = Depends(_db),
     ) -> Response:
         rows = data.search_sessions(db, q, tool or None, include_all=all)
-        tools = [r[0] for r in db.execute("SELECT DISTINCT tool FROM sessions ORDER BY tool").fetchall()] if (
-            "sessions" in db.table_names()
-        ) else []
+        tools = (
+            [r[0] for r in db.execute("SELECT DISTINCT tool FROM sessions ORDER BY tool").fetchall()]
+            if ("sessions" in db.table_names())
+            else []
+        )
         return render(request, "sessions.html", rows=rows, q=q, tool=tool, tools=tools, all=all)
 
     @app.get("/sessions/{ident}", response_class=HTMLResponse)
@@ -234,9 +241,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
         decided = []
         for name in reg.skill_names():
             decided += [
-                v
-                for v in reg.versions(name)
-                if v.origin in ("proposed", "trained") and v.state != "proposed"
+                v for v in reg.versions(name) if v.origin in ("proposed", "trained") and v.state != "proposed"
             ]
         decided.sort(key=lambda v: v.decided_at or v.created_at, reverse=True)
         return render(request, "proposals.html", pending=pending, decided=decided[:50])

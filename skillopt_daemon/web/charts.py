@@ -86,22 +86,22 @@ def line_chart(
     for i, s in enumerate(series):
         segment: list[str] = []
         segments: list[list[str]] = []
-        for x, y in s.points:
-            if y is None:
+        for xv, yv in s.points:
+            if yv is None:
                 if segment:
                     segments.append(segment)
                 segment = []
                 continue
-            segment.append(f"{px(x):.1f},{py(y):.1f}")
+            segment.append(f"{px(xv):.1f},{py(yv):.1f}")
         if segment:
             segments.append(segment)
         for seg in segments:
             out.append(f'<polyline class="line series-{i}" fill="none" points="{" ".join(seg)}"/>')
-        for x, y in s.points:
-            if y is not None:
+        for xv, yv in s.points:
+            if yv is not None:
                 out.append(
-                    f'<circle class="dot series-{i}" cx="{px(x):.1f}" cy="{py(y):.1f}" r="3">'
-                    f"<title>{escape(s.name)} at {x:g}: {y:.3f}</title></circle>"
+                    f'<circle class="dot series-{i}" cx="{px(xv):.1f}" cy="{py(yv):.1f}" r="3">'
+                    f"<title>{escape(s.name)} at {xv:g}: {yv:.3f}</title></circle>"
                 )
     for x, cls in markers:
         out.append(
@@ -144,7 +144,7 @@ def stacked_bars(
     stride = max(1, len(days) // 8)
     for i, day in enumerate(days):
         x = PAD_L + i * slot + (slot - bar) / 2
-        base = PAD_T + ih
+        base = float(PAD_T + ih)
         for k, key in enumerate(keys):
             n = stacks.get(day, {}).get(key, 0)
             if not n:

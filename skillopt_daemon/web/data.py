@@ -29,7 +29,9 @@ RUN_QUIET_S = 15 * 60
 # ------------------------------------------------------------------------------------------------ overview
 
 
-def sessions_per_day(db: sqlite_utils.Database, days: int = 14) -> tuple[list[str], dict[str, dict[str, int]], list[str]]:
+def sessions_per_day(
+    db: sqlite_utils.Database, days: int = 14
+) -> tuple[list[str], dict[str, dict[str, int]], list[str]]:
     """(days, counts[day][tool], tools) of the user's own sessions over the last `days` days, UTC."""
     if "sessions" not in db.table_names():
         return [], {}, []
@@ -93,7 +95,11 @@ def _fts_query(text: str) -> str:
 
 
 def search_sessions(
-    db: sqlite_utils.Database, q: str = "", tool: str | None = None, include_all: bool = False, limit: int = 200
+    db: sqlite_utils.Database,
+    q: str = "",
+    tool: str | None = None,
+    include_all: bool = False,
+    limit: int = 200,
 ) -> list[dict[str, Any]]:
     """Sessions newest first; `q` matches the transcript text (full-text), the title or the project path."""
     from skillopt_daemon.cli.sessions import first_prompt, query_sessions
@@ -200,10 +206,8 @@ def _run_info(folder: Path, root: Path) -> RunInfo:
     summary = _read_json(folder / "summary.json")
     history = folder / "history.jsonl"
     mtime = history.stat().st_mtime if history.exists() else folder.stat().st_mtime
-    if summary:
-        state = "finished"
-    else:
-        state = "running" if time.time() - mtime < RUN_QUIET_S else "interrupted"
+    quiet = time.time() - mtime >= RUN_QUIET_S
+    state = "finished" if summary else ("interrupted" if quiet else "running")
     info = RunInfo(
         id=rel,
         kind="night" if rel.startswith("night-") else "train",
@@ -244,9 +248,7 @@ def list_runs() -> list[RunInfo]:
         if (child / "history.jsonl").exists() or (child / "state.json").exists():
             found.append(child)
         elif child.name.startswith("night-"):
-            found.extend(
-                g for g in child.iterdir() if g.is_dir() and (g / "history.jsonl").exists()
-            )
+            found.extend(g for g in child.iterdir() if g.is_dir() and (g / "history.jsonl").exists())
     runs = [_run_info(f, root) for f in found]
     runs.sort(key=lambda r: r.updated or "", reverse=True)
     return runs

@@ -45,9 +45,13 @@ def page(browser: Any, server: Any) -> Iterator[Any]:
         "console",
         lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None,
     )
-    pg.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        problems.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+    pg.on("dialog", on_dialog)
     pg.goto(f"{server.url}?token={server.token}")
-    pg.problems = problems
     try:
         yield pg
     finally:

@@ -31,7 +31,7 @@ def test_overview_shows_the_nights_spend_against_its_budget(client: Any, world: 
 
     db = open_db()
     with db.conn:
-        db["night_runs"].insert(
+        db.table("night_runs").insert(
             {
                 "id": "n-test",
                 "trigger": "schedule",
@@ -159,14 +159,19 @@ def test_a_run_id_cannot_leave_the_runs_folder(client: Any) -> None:
     assert client.get("/runs/%2e%2e/%2e%2e/data").status_code == 404
 
 
-def test_settings_show_the_masked_configuration_and_integrations(client: Any, monkeypatch: Any) -> None:
-    from skillopt_daemon.config import load_settings
-
+def test_settings_show_the_resolved_configuration_without_secrets(client: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("MY_OPTIMIZER_KEY", "sk-live-must-never-show-0123456789")
+    monkeypatch.setenv("SKILLOPT_OPTIMIZER__API_KEY_ENV", "MY_OPTIMIZER_KEY")
+    monkeypatch.setenv("SKILLOPT_NIGHT__MAX_COST_USD", "2.5")
     r = client.get("/settings")
     assert r.status_code == 200
-    config = json.loads(unescape(re.search(r'<pre class="text" id="config">(.*?)</pre>', r.text, re.S).group(1)))  # type: ignore[union-attr]
+    m = re.search(r'<pre class="text" id="config">(.*?)</pre>', r.text, re.S)
+    assert m, "no configuration on the page"
+    config = json.loads(unescape(m.group(1)))
     assert config["ui"]["host"] == "127.0.0.1"
-    assert config == json.loads(json.dumps(load_settings().model_dump(mode="json")))  # nothing secret here
+    assert config["night"]["max_cost_usd"] == 2.5
+    assert config["optimizer"]["api_key_env"] == "MY_OPTIMIZER_KEY"  # which variable, never its value
+    assert "sk-live-must-never-show" not in r.text
     text = _text(r.text)
     for tool in ("claude-code", "codex", "copilot", "cursor"):
         assert tool in text

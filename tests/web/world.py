@@ -87,7 +87,11 @@ def _copy_transcripts(home: Path) -> None:
         text = json.dumps(rec).replace(CLAUDE_SESSION, XSS_SESSION)
         rec = json.loads(text)
         msg = rec.get("message")
-        if rec.get("type") == "user" and isinstance(msg, dict) and msg.get("content") == "fix the failing test":
+        if (
+            rec.get("type") == "user"
+            and isinstance(msg, dict)
+            and msg.get("content") == "fix the failing test"
+        ):
             msg["content"] = XSS_PROMPT
         if rec.get("type") == "queue-operation" and rec.get("content") == "fix the failing test":
             rec["content"] = XSS_PROMPT
@@ -136,15 +140,35 @@ def evidence() -> dict[str, Any]:
                 "task_id": "t-1",
                 "family": "fam-commit",
                 "prompt": "commit the fix",
-                "baseline": [{"hard": 0.0, "soft": 0.2, "status": "checks failed", "checks_passed": 0, "checks_total": 1}],
-                "candidate": [{"hard": 1.0, "soft": 1.0, "status": "ok", "checks_passed": 1, "checks_total": 1}],
+                "baseline": [
+                    {
+                        "hard": 0.0,
+                        "soft": 0.2,
+                        "status": "checks failed",
+                        "checks_passed": 0,
+                        "checks_total": 1,
+                    }
+                ],
+                "candidate": [
+                    {"hard": 1.0, "soft": 1.0, "status": "ok", "checks_passed": 1, "checks_total": 1}
+                ],
             },
             {
                 "task_id": "t-2",
                 "family": "fam-commit",
                 "prompt": "commit <b>the</b> docs",
-                "baseline": [{"hard": 0.0, "soft": 0.0, "status": "checks failed", "checks_passed": 0, "checks_total": 1}],
-                "candidate": [{"hard": 1.0, "soft": 1.0, "status": "ok", "checks_passed": 1, "checks_total": 1}],
+                "baseline": [
+                    {
+                        "hard": 0.0,
+                        "soft": 0.0,
+                        "status": "checks failed",
+                        "checks_passed": 0,
+                        "checks_total": 1,
+                    }
+                ],
+                "candidate": [
+                    {"hard": 1.0, "soft": 1.0, "status": "ok", "checks_passed": 1, "checks_total": 1}
+                ],
             },
         ],
         "tool": "claude-code",
