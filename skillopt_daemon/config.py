@@ -91,8 +91,9 @@ class NightSettings(_Section):
         default="17 3 * * *", description="cron expression, local time (a sixth leading field sets seconds)"
     )
     misfire_grace_s: int = 6 * 3600
-    max_tokens: int = 2_000_000
-    max_cost_usd: float = 5.0
+    # Sized from benchmarks/night.py: 20 tasks replayed through Claude Code used about 2.4M tokens.
+    max_tokens: int = 5_000_000
+    max_cost_usd: float = 10.0
     max_wall_s: float = 3 * 3600
     max_replays: int = 200
     min_tasks: int = 4
