@@ -93,7 +93,7 @@ class NightSettings(_Section):
     misfire_grace_s: int = 6 * 3600
     # Sized from benchmarks/night.py: 20 tasks replayed through Claude Code used about 2.4M tokens.
     max_tokens: int = 5_000_000
-    max_cost_usd: float = 10.0
+    max_cost_usd: float = 20.0
     max_wall_s: float = 3 * 3600
     max_replays: int = 200
     min_tasks: int = 4
