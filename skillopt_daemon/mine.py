@@ -663,7 +663,12 @@ def mine(
 ) -> tuple[list[Family], MiningReport]:
     attempts = load_attempts(db, include_automation=include_automation)
     families = build_families(
-        attempts, threshold=threshold, min_size=min_size, seed=seed, skills=installed_skills(db), ratios=ratios
+        attempts,
+        threshold=threshold,
+        min_size=min_size,
+        seed=seed,
+        skills=installed_skills(db),
+        ratios=ratios,
     )
     report = save_families(db, families, seed=seed)
     report.attempts = len(attempts)

@@ -7,6 +7,7 @@ Built-in environments are registered by name here, in one place; any other envir
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 from skillopt.errors import ConfigError
@@ -53,6 +54,7 @@ def load_env(spec: str, **kwargs: Any) -> Any:
     import inspect
 
     cls = resolve_env_class(spec)
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):

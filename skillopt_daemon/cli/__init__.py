@@ -32,6 +32,7 @@ def _root() -> None:
     # (doctor, ui); without it typer would run that command as the whole program and reject its name.
     pass
 
+
 COMMAND_MODULES = [
     "review",
     "skills",
