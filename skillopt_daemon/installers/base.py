@@ -28,6 +28,7 @@ from typing import Literal, Protocol, runtime_checkable
 from skillopt.agents import PROJECT_SKILL_DIRS, AgentTool
 from skillopt.errors import ConflictError, InstallError, SkillOptError
 from skillopt.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
+from skillopt_daemon import paths
 
 Scope = Literal["user", "project"]
 TARGET_HINT = "a target looks like claude-code:user or claude-code:project:PATH"
@@ -276,6 +277,21 @@ class FolderInstaller:
     """A tool that reads skills as `<root>/<name>/SKILL.md`. Subclasses give the roots for each scope."""
 
     tool: AgentTool
+
+    def __init__(self, home: Path | None = None) -> None:
+        # None: resolved at each call, so a changed tool variable (CLAUDE_CONFIG_DIR, ...) or config is honoured.
+        self._home = home
+
+    def home(self) -> Path:
+        """The tool's own home folder: as given, else from config and the tool's variable."""
+        if self._home is not None:
+            return self._home
+        try:
+            from skillopt_daemon.config import tool_home
+
+            return tool_home(self.tool)
+        except Exception:  # a broken config must not stop installs to the default folder
+            return paths.default_tool_home(self.tool)
 
     def user_locations(self) -> list[Location]:
         raise NotImplementedError

@@ -15,19 +15,8 @@ class CodexInstaller(FolderInstaller):
     tool = AgentTool.CODEX
 
     def __init__(self, home: Path | None = None, user_home: Path | None = None) -> None:
-        self._home = home
+        super().__init__(home)
         self._user_home = user_home
-
-    def home(self) -> Path:
-        """Codex's own folder (`CODEX_HOME`, or config), resolved at each call."""
-        if self._home is not None:
-            return self._home
-        try:
-            from skillopt_daemon.config import tool_home
-
-            return tool_home(self.tool)
-        except Exception:  # a broken config must not stop installs to the default folder
-            return paths.default_tool_home(self.tool)
 
     def user_locations(self) -> list[Location]:
         user = self._user_home or paths.user_home()

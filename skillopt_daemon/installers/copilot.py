@@ -16,7 +16,6 @@ from pathlib import Path
 from skillopt.agents import AgentTool
 from skillopt.errors import ConflictError
 from skillopt.skill import SkillBundle
-from skillopt_daemon import paths
 from skillopt_daemon.installers.base import (
     FolderInstaller,
     InstallPlan,
@@ -43,19 +42,6 @@ def instructions_text(bundle: SkillBundle) -> str:
 
 class CopilotInstaller(FolderInstaller):
     tool = AgentTool.COPILOT
-
-    def __init__(self, home: Path | None = None) -> None:
-        self._home = home
-
-    def home(self) -> Path:
-        if self._home is not None:
-            return self._home
-        try:
-            from skillopt_daemon.config import tool_home
-
-            return tool_home(self.tool)
-        except Exception:  # a broken config must not stop installs to the default folder
-            return paths.default_tool_home(self.tool)
 
     def user_locations(self) -> list[Location]:
         home = self.home()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from skillopt.agents import AgentTool
 from skillopt.skill import SKILL_FILE, SkillBundle, SkillDoc
-from skillopt_daemon import paths
 from skillopt_daemon.installers.base import FolderInstaller, Location
 
 _BLOCK_INDICATORS = ("|", ">", "|-", ">-", "|+", ">+")
@@ -49,19 +48,6 @@ def _one_line(value: object) -> str:
 
 class OpenClawInstaller(FolderInstaller):
     tool = AgentTool.OPENCLAW
-
-    def __init__(self, home: Path | None = None) -> None:
-        self._home = home
-
-    def home(self) -> Path:
-        if self._home is not None:
-            return self._home
-        try:
-            from skillopt_daemon.config import tool_home
-
-            return tool_home(self.tool)
-        except Exception:  # a broken config must not stop installs to the default folder
-            return paths.default_tool_home(self.tool)
 
     def user_locations(self) -> list[Location]:
         home = self.home()

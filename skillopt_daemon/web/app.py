@@ -173,6 +173,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def overview(request: Request, db: sqlite_utils.Database = Depends(_db)) -> Response:
+        from skillopt_daemon.config import load_settings
         from skillopt_daemon.status import collect_status
 
         status = collect_status(db)
@@ -183,7 +184,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
             status=status,
             chart=charts.stacked_bars(days, counts, title="sessions per day", keys=tools),
             per_tool={t: sum(counts.get(d, {}).get(t, 0) for d in days) for t in tools},
-            spend=data.night_spend(db, settings.night),
+            spend=data.night_spend(db, load_settings().night),
             errors=data.recent_ingest_errors(db, 10),
         )
 

@@ -26,8 +26,14 @@ def test_overview_shows_sessions_per_tool_pending_proposals_and_the_night(client
     assert '<svg class="chart"' in r.text and 'class="bar series-0"' in r.text
 
 
-def test_overview_shows_the_nights_spend_against_its_budget(client: Any, world: World) -> None:
+def test_overview_shows_the_nights_spend_against_its_budget(
+    client: Any, world: World, monkeypatch: Any
+) -> None:
     from skillopt_daemon.store import open_db
+
+    monkeypatch.setenv("SKILLOPT_NIGHT__MAX_TOKENS", "3000000")
+    monkeypatch.setenv("SKILLOPT_NIGHT__MAX_COST_USD", "5")
+    monkeypatch.setenv("SKILLOPT_NIGHT__MAX_REPLAYS", "200")
 
     db = open_db()
     with db.conn:
@@ -48,7 +54,7 @@ def test_overview_shows_the_nights_spend_against_its_budget(client: Any, world: 
     try:
         text = " ".join(_text(client.get("/").text).split())
         assert "$1.25 of $5.00" in text
-        assert "420,000 of 2,000,000 tokens" in text
+        assert "420,000 of 3,000,000 tokens" in text
         assert "12 of 200 replays" in text
     finally:
         with db.conn:
