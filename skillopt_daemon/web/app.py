@@ -257,6 +257,11 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
         ev = Evidence.model_validate(v.evidence)
         extra = {k: val for k, val in v.evidence.items() if k not in Evidence.model_fields and k != "tasks"}
         targets = [ts.target.key for ts in reg.targets(v.skill) if ts.enabled]
+        if not targets and not reg.targets(v.skill):
+            # A new skill goes where skillopt's integration is installed, as `skillopt approve` does.
+            from skillopt_daemon.integrations import install_targets
+
+            targets = [t.key for t in install_targets()]
         return render(
             request,
             "proposal.html",

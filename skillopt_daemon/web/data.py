@@ -245,7 +245,7 @@ def list_runs() -> list[RunInfo]:
     for child in root.iterdir():
         if not child.is_dir():
             continue
-        if (child / "history.jsonl").exists() or (child / "state.json").exists():
+        if (child / "history.jsonl").exists():
             found.append(child)
         elif child.name.startswith("night-"):
             found.extend(g for g in child.iterdir() if g.is_dir() and (g / "history.jsonl").exists())

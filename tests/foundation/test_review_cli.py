@@ -291,6 +291,9 @@ def test_config_show_masks_secret_values_but_not_budgets(env) -> None:
         "agent": {"api_key": "****", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5},
         "auth_token": "",
     }
+    from skillopt_daemon.config import NightSettings
+
     shown = env.cli_json("config", "show")
-    assert shown["night"]["max_tokens"] == 2_000_000
-    assert env.cli("config", "get", "night.max_tokens", check=True).stdout.strip() == "2000000"
+    default = NightSettings().max_tokens
+    assert shown["night"]["max_tokens"] == default
+    assert env.cli("config", "get", "night.max_tokens", check=True).stdout.strip() == str(default)

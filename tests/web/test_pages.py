@@ -190,3 +190,89 @@ def test_the_session_in_a_hostile_copy_is_found_by_its_number(client: Any) -> No
     pk = db.execute("SELECT id FROM sessions WHERE session_id = ?", [XSS_SESSION]).fetchone()[0]
     db.conn.close()
     assert client.get(f"/sessions/{pk}").status_code == 200
+
+
+def test_nightly_runs_are_listed_per_skill(client: Any, world: World) -> None:
+    """The nightly cycle writes `runs/night-<id>/<skill>/`: each skill's run is its own row."""
+    import shutil
+
+    from skillopt_daemon import paths
+
+    night = paths.runs_dir() / "night-20261130-031700"
+    shutil.copytree(paths.runs_dir() / world.run_id, night / "tidy-commits")
+    try:
+        runs = client.get("/runs").text
+        assert 'href="/runs/night-20261130-031700/tidy-commits"' in runs
+        row = re.search(r"night-20261130-031700/tidy-commits</a></td>\s*<td>(\w+)</td>", runs)
+        assert row and row.group(1) == "night"
+        r = client.get("/runs/night-20261130-031700/tidy-commits")
+        assert r.status_code == 200 and r.text.count("<polyline") >= 2
+    finally:
+        shutil.rmtree(night)
+
+
+def test_ingest_problems_show_on_the_overview(client: Any, world: World) -> None:
+    """A transcript from a newer Claude Code, with a broken line in it: both reach the overview's errors."""
+    from world import cli
+
+    src = next((world.claude_home / "projects").rglob(f"{CLAUDE_SESSION}.jsonl"))
+    newer_id = "0b7d1f7e-1111-4222-8333-444455556666"
+    text = (
+        src.read_text().replace(CLAUDE_SESSION, newer_id).replace('"version":"2.1.197"', '"version":"9.0.0"')
+    )
+    lines = text.splitlines()
+    lines.insert(3, '{"type": "user", "message": {"role": "user", "content": "cut off mid-wri')
+    newer = src.parent / f"{newer_id}.jsonl"
+    newer.write_text("\n".join(lines) + "\n")
+    cli("ingest", "--quiet", "--tool", "claude-code")
+    r = client.get("/")
+    section = r.text.split("<h2>Ingest errors</h2>", 1)[1]
+    assert str(newer) in unescape(section)
+    assert "9.0.0 is newer than" in unescape(section)
+    assert section.count("<tr class=") >= 2  # the version warning and the unreadable line
+
+
+def test_an_interrupted_run_says_how_to_resume_it(client: Any, world: World) -> None:
+    import os
+    import shutil
+    import time
+
+    from skillopt_daemon import paths
+
+    src = paths.runs_dir() / world.run_id
+    run = paths.runs_dir() / "train-interrupted"
+    run.mkdir()
+    try:
+        lines = (src / "history.jsonl").read_text().splitlines()[:2]
+        (run / "history.jsonl").write_text("\n".join(lines) + "\n")
+        old = time.time() - 3600
+        os.utime(run / "history.jsonl", (old, old))
+        r = client.get("/runs/train-interrupted")
+        assert 'id="run-state">interrupted<' in r.text
+        assert f"skillopt train --resume {run}" in unescape(r.text)
+        assert "hx-get" not in r.text  # nothing to poll
+    finally:
+        shutil.rmtree(run)
+
+
+def test_approving_a_new_skill_asks_where_to_install_it(client: Any, world: World) -> None:
+    from skillopt.skill import SkillBundle
+    from skillopt_daemon.registry import Registry
+    from skillopt_daemon.store import open_db
+
+    text = "---\nname: release-notes\ndescription: Draft release notes. Use when releasing.\n---\n\n# Notes\n"
+    db = open_db()
+    v = Registry(db, actor="test").propose("release-notes", SkillBundle.from_text(text), {"delta": 0.2})
+    db.conn.close()
+    page = client.get(f"/proposals/{v.id}").text
+    assert 'name="target" value="claude-code:user"' in page  # asked, with the usual default filled in
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    bad = client.post(f"/proposals/{v.id}/approve", data={"csrf_token": csrf, "target": "nowhere:at-all"})
+    assert bad.status_code == 409 and (world.claude_home / "skills" / "release-notes").exists() is False
+    r = client.post(
+        f"/proposals/{v.id}/approve",
+        data={"csrf_token": csrf, "target": "claude-code:user"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303
+    assert (world.claude_home / "skills" / "release-notes" / "SKILL.md").read_text() == text
