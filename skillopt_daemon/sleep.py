@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import sqlite_utils
@@ -44,11 +44,14 @@ from skillopt.errors import ConfigError, ConflictError, SkillOptError
 from skillopt.gate import GateConfig
 from skillopt.judge import LeakGuard
 from skillopt.skill import SkillBundle
-from skillopt_daemon import mine, paths
+from skillopt_daemon import paths
 from skillopt_daemon.config import BackendSettings, Settings, load_settings, tool_home
 from skillopt_daemon.installers.base import pause_point
 from skillopt_daemon.store import open_db
 from skillopt_daemon.timeutil import utcnow, utcnow_iso
+
+if TYPE_CHECKING:
+    from skillopt_daemon import mine
 
 try:
     import fcntl
@@ -485,6 +488,8 @@ def run_cycle(
                 report.ingest = _catch_up_ingest(settings, say)
             pause_point("night-before-mining")
             say("mining recurring tasks")
+            from skillopt_daemon import mine
+
             families, mined = mine.mine(
                 db,
                 seed=settings.night.seed,
@@ -516,6 +521,8 @@ def run_cycle(
 def _targets_for(
     db: sqlite_utils.Database, families: list[mine.Family], skill: str | None
 ) -> dict[str, list[mine.Family]]:
+    from skillopt_daemon import mine
+
     out: dict[str, list[mine.Family]] = {}
     known = set(mine.installed_skills(db))
     for fam in families:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import typer
 
 from skillopt.errors import ConflictError, NotFoundError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.store import open_db
+from skillopt_daemon.task_families import family_rows, resolve_family, task_view
 
 tasks_app = typer.Typer(
     help="Recurring task families mined from your agents' sessions.", no_args_is_help=True
@@ -17,49 +17,11 @@ tasks_app = typer.Typer(
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
 
-def _family_rows(db: Any) -> list[dict[str, Any]]:
-    rows = []
-    for f in db.query("SELECT * FROM task_families ORDER BY size DESC, id"):
-        splits = {
-            r["split"]: r["n"]
-            for r in db.query(
-                "SELECT split, count(*) AS n FROM tasks WHERE family_id = ? GROUP BY split", [f["id"]]
-            )
-        }
-        rows.append(
-            {
-                "id": f["id"],
-                "name": f["name"],
-                "skill": f["skill_name"],
-                "size": f["size"],
-                "tools": json.loads(f["tools_json"] or "[]"),
-                "projects": json.loads(f["projects_json"] or "[]"),
-                "checks": len(json.loads(f["checks_json"] or "[]")),
-                "rubric_items": len(json.loads(f["rubric_json"] or "[]")),
-                "splits": splits,
-                "mined_at": f["mined_at"],
-            }
-        )
-    return rows
-
-
-def _resolve_family(db: Any, ref: str) -> dict[str, Any]:
-    rows = list(db.query("SELECT * FROM task_families WHERE id = ? OR id LIKE ?", [ref, ref + "%"]))
-    exact = [r for r in rows if r["id"] == ref]
-    if exact:
-        return exact[0]
-    if not rows:
-        raise NotFoundError(f"no task family {ref!r}", hint="`skillopt tasks list` shows the mined families")
-    if len(rows) > 1:
-        raise ConflictError(f"{ref!r} matches {len(rows)} families", hint="give more of the id")
-    return rows[0]
-
-
 @tasks_app.command("list")
 def list_families(json_out: bool = JSON_OPT) -> None:
     """Task families with their size, related skill, checks and split sizes."""
     db = open_db()
-    rows = _family_rows(db)
+    rows = family_rows(db)
     if json_out:
         print_json(rows)
         return
@@ -96,13 +58,13 @@ def show(
     """One task, or with --family one family and every instance in it."""
     db = open_db()
     if family:
-        fam = _resolve_family(db, family)
+        fam = resolve_family(db, family)
         tasks = list(db.query("SELECT * FROM tasks WHERE family_id = ? ORDER BY started_at", [fam["id"]]))
         data = {
             **{k: fam[k] for k in ("id", "name", "skill_name", "size", "mined_at")},
             "checks": json.loads(fam["checks_json"] or "[]"),
             "rubric": json.loads(fam["rubric_json"] or "[]"),
-            "tasks": [_task_view(t) for t in tasks],
+            "tasks": [task_view(t) for t in tasks],
         }
         if json_out:
             print_json(data)
@@ -138,7 +100,7 @@ def show(
     if len(rows) > 1 and not any(r["id"] == ref for r in rows):
         raise ConflictError(f"{ref!r} matches {len(rows)} tasks", hint="give more of the id")
     task = next((r for r in rows if r["id"] == ref), rows[0])
-    view = _task_view(task)
+    view = task_view(task)
     if json_out:
         print_json(view)
         return
@@ -146,25 +108,6 @@ def show(
         if isinstance(value, list):
             value = "; ".join(str(v) for v in value) or "-"
         console.print(f"[bold]{key}[/]: {value}")
-
-
-def _task_view(t: dict[str, Any]) -> dict[str, Any]:
-    commands = json.loads(t["commands_json"] or "[]")
-    return {
-        "id": t["id"],
-        "family": t["family_id"],
-        "split": t["split"],
-        "outcome": t["outcome"],
-        "tool": t["tool"],
-        "session": t["session_id"],
-        "project_path": t["project_path"],
-        "repo_commit": t["repo_commit"],
-        "repo_dirty": bool(t["repo_dirty"]) if t["repo_dirty"] is not None else None,
-        "started_at": t["started_at"],
-        "prompt": t["prompt"],
-        "corrections": json.loads(t["corrections_json"] or "[]"),
-        "commands": [f"{c['command']} -> {c['exit_code']}" for c in commands],
-    }
 
 
 @tasks_app.command("mine")

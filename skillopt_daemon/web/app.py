@@ -213,16 +213,16 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
 
     @app.get("/tasks", response_class=HTMLResponse)
     def tasks(request: Request, db: sqlite_utils.Database = Depends(_db)) -> Response:
-        from skillopt_daemon.cli.tasks_cmd import _family_rows
+        from skillopt_daemon.task_families import family_rows
 
-        rows = _family_rows(db) if "task_families" in db.table_names() else []
+        rows = family_rows(db) if "task_families" in db.table_names() else []
         return render(request, "tasks.html", rows=rows)
 
     @app.get("/tasks/{family_id}", response_class=HTMLResponse)
     def task_family(request: Request, family_id: str, db: sqlite_utils.Database = Depends(_db)) -> Response:
-        from skillopt_daemon.cli.tasks_cmd import _resolve_family, _task_view
+        from skillopt_daemon.task_families import resolve_family, task_view
 
-        fam = _resolve_family(db, family_id)
+        fam = resolve_family(db, family_id)
         rows = list(db.query("SELECT * FROM tasks WHERE family_id = ? ORDER BY started_at", [fam["id"]]))
         return render(
             request,
@@ -230,7 +230,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
             fam=fam,
             checks=json.loads(fam["checks_json"] or "[]"),
             rubric=json.loads(fam["rubric_json"] or "[]"),
-            tasks=[_task_view(t) for t in rows],
+            tasks=[task_view(t) for t in rows],
         )
 
     @app.get("/proposals", response_class=HTMLResponse)
