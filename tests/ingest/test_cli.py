@@ -47,9 +47,9 @@ def test_ingest_and_backfill_store_each_session_once(env: Env, run) -> None:  # 
 
 
 def test_sessions_list_filters_and_show(env: Env, run) -> None:  # type: ignore[no-untyped-def]
-    write_claude_session(env.projects, "aaa-111", turns=1, cwd="/work/alpha", day=1)
-    write_claude_session(env.projects, "aaa-222", turns=1, cwd="/work/beta", day=28)
-    write_codex_session(env.codex, "0199a0b1-aaaa-bbbb-cccc-0000000000c2", cwd="/work/alpha")
+    write_claude_session(env.projects, "aaa-111", turns=1, cwd="/srv/alpha", day=1)
+    write_claude_session(env.projects, "aaa-222", turns=1, cwd="/srv/beta", day=28)
+    write_codex_session(env.codex, "0199a0b1-aaaa-bbbb-cccc-0000000000c2", cwd="/srv/alpha")
     assert run("ingest", "--quiet").exit_code == 0
 
     def ids(*args: str) -> list[str]:
@@ -65,7 +65,7 @@ def test_sessions_list_filters_and_show(env: Env, run) -> None:  # type: ignore[
 
     res = run("sessions", "show", "aaa-1", "--json")
     detail = json.loads(res.stdout)
-    assert detail["session_id"] == "aaa-111" and detail["project_path"] == "/work/alpha"
+    assert detail["session_id"] == "aaa-111" and detail["project_path"] == "/srv/alpha"
     roles = [t["role"] for t in detail["turns"]]
     assert roles[0] == "user" and "assistant" in roles
     calls = [c for t in detail["turns"] for c in t["tool_calls"]]
