@@ -102,6 +102,45 @@ def show(
     console.print(bundle.text_files().get("SKILL.md", ""), markup=False, highlight=False, end="")
 
 
+def _set_enabled(skill: str, target: str, enabled: bool) -> None:
+    from skillopt_daemon.installers.base import InstallTarget
+
+    reg = cli_registry()
+    reg.require_skill(skill)
+    where = InstallTarget.parse(target)
+    if enabled:
+        reg.ensure_target(skill, where, enabled=True)
+        if reg.target_state(skill, where) is not None:
+            reg.set_target_enabled(skill, where, True)
+        console.print(f"{skill}: approved versions now install at {where}", markup=False)
+    else:
+        reg.set_target_enabled(skill, where, False)
+        console.print(f"{skill}: approvals no longer install at {where} (what is there stays)", markup=False)
+
+
+@skills_app.command("enable")
+def enable(
+    skill: str = typer.Argument(..., help="The skill."),
+    target: str = typer.Option(
+        ...,
+        "--target",
+        "-t",
+        help="claude-code:user, codex:project:PATH, ... (see `skillopt approve --help`).",
+    ),
+) -> None:
+    """Install this skill's approved versions at a target from now on."""
+    _set_enabled(skill, target, True)
+
+
+@skills_app.command("disable")
+def disable(
+    skill: str = typer.Argument(..., help="The skill."),
+    target: str = typer.Option(..., "--target", "-t", help="A target the skill has (see `skills show`)."),
+) -> None:
+    """Stop installing this skill's approved versions at a target; the files there are left alone."""
+    _set_enabled(skill, target, False)
+
+
 @skills_app.command("import")
 def import_skills(
     path: Path = typer.Argument(None, help="A skill folder, a SKILL.md, or a folder of skills."),

@@ -297,3 +297,22 @@ def test_config_show_masks_secret_values_but_not_budgets(env) -> None:
     default = NightSettings().max_tokens
     assert shown["night"]["max_tokens"] == default
     assert env.cli("config", "get", "night.max_tokens", check=True).stdout.strip() == str(default)
+
+
+def test_disabling_a_target_keeps_approvals_from_installing_there(env) -> None:
+    env.write_skill()
+    env.run("skills", "import", check=True)
+    env.run("skills", "disable", "tidy-commits", "--target", "claude-code:user", check=True)
+    listed = env.cli_json("skills", "list")
+    assert listed[0]["targets"] == [{"target": "claude-code:user", "active": "v1", "enabled": False}]
+    cand = env.candidate()
+    env.run("propose", "tidy-commits", str(cand / "SKILL.md"), check=True)
+    pending = env.cli_json("status")["pending"]["items"]
+    refused = env.cli("approve", pending[0]["id"])
+    assert refused.returncode == 4 and "--target" in refused.stderr
+    assert env.skill_file().read_text() == env.ORIGINAL
+    env.run("skills", "enable", "tidy-commits", "--target", "claude-code:user", check=True)
+    env.run("approve", pending[0]["id"], check=True)
+    assert env.skill_file().read_text() == env.EDITED
+    missing = env.cli("skills", "disable", "tidy-commits", "--target", "codex:user")
+    assert missing.returncode == 3
