@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import sqlite_utils
 
@@ -240,11 +239,6 @@ class CycleReport:
 # ------------------------------------------------------------------------------------------------ backends
 
 
-def _is_loopback(url: str | None) -> bool:
-    host = (urlparse(url).hostname or "").lower() if url else ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
 def _library_config(b: BackendSettings) -> BackendConfig:
     return BackendConfig(
         backend=b.backend,
@@ -275,8 +269,7 @@ def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
 
 def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]:
     """What stops replays from running, each with how to fix it (shown by `skillopt status`)."""
-    from skillopt.backends import resolve_api_key
-    from skillopt.backends.exec_base import find_cli
+    from skillopt.backends import is_loopback, resolve_api_key
 
     missing: list[str] = []
     opt = settings.optimizer
@@ -291,7 +284,7 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
             resolve_api_key(_library_config(opt), "optimizer")
         except ConfigError as exc:
             missing.append(f"{exc.message} ({exc.hint})" if exc.hint else exc.message)
-        if settings.night.local_only and not _is_loopback(opt.base_url):
+        if settings.night.local_only and not is_loopback(opt.base_url):
             missing.append(
                 f"night.local_only is on but the optimizer endpoint {opt.base_url or opt.backend!r} is not on "
                 "this machine: point optimizer.base_url at a local server or turn local_only off"
@@ -303,19 +296,10 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
             )
             continue
         try:
-            find_cli(tool, _cli_names(tool), settings.tool(tool).cli)
+            make_agent(settings, tool).executable()
         except SkillOptError as exc:
             missing.append(f"{exc.message} ({exc.hint})" if exc.hint else exc.message)
     return missing
-
-
-def _cli_names(tool: AgentTool) -> tuple[str, ...]:
-    return {
-        AgentTool.CLAUDE_CODE: ("claude",),
-        AgentTool.CODEX: ("codex",),
-        AgentTool.COPILOT: ("copilot",),
-        AgentTool.CURSOR: ("cursor-agent",),
-    }.get(tool, ())
 
 
 def make_agent(settings: Settings, tool: AgentTool) -> Any:
@@ -378,23 +362,13 @@ def _record_end(db: sqlite_utils.Database, report: CycleReport) -> None:
         )
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _interrupted_runs(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Runs still marked running whose process is gone: they were killed mid-cycle."""
+    from skillopt_daemon.daemon import pid_alive
+
     out = []
     for row in db.query("SELECT * FROM night_runs WHERE status = 'running' ORDER BY started_at"):
-        if row["pid"] == os.getpid() or not _pid_alive(row["pid"]):
+        if row["pid"] == os.getpid() or not row["pid"] or not pid_alive(row["pid"]):
             out.append(row)
     return out
 

@@ -143,7 +143,7 @@ def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
             f"the {role + ' ' if role else ''}backend's key variable {cfg.api_key_env} is not set",
             hint=f"export {cfg.api_key_env}=... (skillopt never stores keys in files)",
         )
-    if cfg.options.get("key_optional") or _is_loopback(cfg.base_url):
+    if cfg.options.get("key_optional") or is_loopback(cfg.base_url):
         return None
     wanted = key_env_candidates(cfg)
     hint = (
@@ -154,7 +154,8 @@ def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
     raise ConfigError(f"no API key for the {role + ' ' if role else ''}backend {cfg.backend!r}", hint=hint)
 
 
-def _is_loopback(url: str | None) -> bool:
+def is_loopback(url: str | None) -> bool:
+    """Whether a base URL points at this machine (no key needed; allowed under `local_only`)."""
     if not url:
         return False
     from urllib.parse import urlparse

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import random
 
+from sources.secrets_corpus import make_secrets
+
 from .conftest import Env
 from .helpers import claude_line, cli, files_under, query, start_daemon, wait_for
-from .secrets_corpus import make_corpus
 
 
 def test_no_secret_is_stored_anywhere(env: Env) -> None:
-    corpus = make_corpus(random.randrange(1 << 30))
+    corpus = [(s.kind, s.text, s.secret) for s in make_secrets(random.randrange(1 << 30))]
     assert len({kind for kind, _, _ in corpus}) >= 20
 
     # Every secret three times: typed in a prompt, inside a tool call's input, and in the tool's output.

@@ -38,7 +38,9 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., CliResult]]:
 
     def run(*args: str) -> CliResult:
         out, err = io.StringIO(), io.StringIO()
-        saved = (sys.argv, sys.stdout, sys.stderr, output.console.file, output.err_console.file)
+        # rich consoles follow sys.stdout/stderr unless given a file: restore that (`_file` None), not the
+        # stream that happened to be current, or later tests' output would go to a stale stream.
+        saved = (sys.argv, sys.stdout, sys.stderr, output.console._file, output.err_console._file)
         sys.argv, sys.stdout, sys.stderr = ["skillopt", *args], out, err
         output.console.file, output.err_console.file = out, err
         code = 0
@@ -47,7 +49,7 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., CliResult]]:
         except SystemExit as exc:
             code = int(exc.code or 0)
         finally:
-            sys.argv, sys.stdout, sys.stderr, output.console.file, output.err_console.file = saved
+            sys.argv, sys.stdout, sys.stderr, output.console._file, output.err_console._file = saved
         return CliResult(code, out.getvalue(), err.getvalue())
 
     yield run

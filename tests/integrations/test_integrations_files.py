@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
+from harness.fixtures import require
 
 from skillopt.agents import AgentTool
 from skillopt.skill import SkillBundle, SkillDoc
@@ -180,8 +180,9 @@ def test_hook_returns_before_a_slow_skillopt_finishes(tmp_path: Path) -> None:
 
 def test_hook_with_real_skillopt_drops_a_note(tmp_path: Path) -> None:
     bindir = Path(sys.executable).parent
-    if not (bindir / "skillopt").exists():
-        pytest.skip("the skillopt console script is not installed next to this Python")
+    require(
+        (bindir / "skillopt").exists(), "the skillopt console script is not installed next to this Python"
+    )
     so_home = tmp_path / "so"
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "SKILLOPT_HOME": str(so_home)}
     payload = {"session_id": "s-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp", "reason": "other"}

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness.fixtures import require
 from integ_helpers import approve_skill
 
 from skillopt.agents import AgentTool
@@ -36,8 +37,10 @@ PLUGIN_COMMANDS = [
 
 def _wire_skillopt(sandbox, so_home: Path) -> None:  # type: ignore[no-untyped-def]
     """Let the agent's hooks find this skillopt, with its data in `so_home`."""
-    if not SKILLOPT.is_file():
-        pytest.skip("the skillopt console script is not installed next to this Python (pip install -e .)")
+    require(
+        SKILLOPT.is_file(),
+        "the skillopt console script is not installed next to this Python (pip install -e .)",
+    )
     sandbox.env.update(
         SKILLOPT_HOME=str(so_home),
         SKILLOPT_BIN=str(SKILLOPT),

@@ -11,11 +11,11 @@ with other optimizer models.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness.fixtures import require
 
 from skillopt.testing import agent_clis as ac
 from skillopt.testing.night_scenario import (
@@ -42,11 +42,8 @@ def server() -> Iterator[ScriptedServer]:
 @pytest.fixture(scope="module")
 def claude_path() -> Path:
     clis = ac.locate_agent_clis()
-    if clis.claude is None:
-        if os.environ.get("CI"):
-            pytest.fail(clis.why_missing("claude"))
-        pytest.skip(clis.why_missing("claude"))
-    return Path(clis.claude)
+    require(clis.claude is not None, clis.why_missing("claude"))
+    return Path(str(clis.claude))
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from harness.fixtures import require  # noqa: E402
 from world import World, build_world  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -71,18 +71,11 @@ def anon(app: Any) -> Iterator[Any]:
 
 def chromium_path() -> str:
     """Debian's chromium; missing it skips locally but fails in CI, where .ci/run installs it."""
-    if not CHROMIUM.exists():
-        why = f"{CHROMIUM} is missing (apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+    require(CHROMIUM.exists(), f"{CHROMIUM} is missing (apt-get install -y chromium)")
     try:
         import playwright  # noqa: F401
     except ImportError:
-        why = "the playwright package is missing (pip install -e '.[dev]')"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        require(False, "the playwright package is missing (pip install -e '.[dev]')")
     return str(CHROMIUM)
 
 
