@@ -21,8 +21,8 @@ agent-clis:
 	bash scripts/install-agent-clis.sh "$(AGENT_CLI_DIR)"
 
 lint: setup
-	$(BIN)/ruff check skillopt skillopt_daemon tests benchmarks
-	$(BIN)/ruff format --check skillopt skillopt_daemon tests benchmarks
+	$(BIN)/ruff check skillopt_lib skillopt_daemon tests benchmarks
+	$(BIN)/ruff format --check skillopt_lib skillopt_daemon tests benchmarks
 
 typecheck: setup
 	$(BIN)/mypy

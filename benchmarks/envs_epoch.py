@@ -23,8 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from skillopt.testing import Fault, Match, Rule, Script, Step, bash  # noqa: E402
-from skillopt.testing.scripted_server import ScriptedServer  # noqa: E402
+from skillopt_lib.testing import Fault, Match, Rule, Script, Step, bash  # noqa: E402
+from skillopt_lib.testing.scripted_server import ScriptedServer  # noqa: E402
 
 CHAT_ENVS = ["searchqa", "livemath", "docvqa", "officeqa", "spreadsheetbench", "alfworld"]
 NO_EDITS = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits": []}}'
@@ -58,11 +58,11 @@ def agent_rules(name: str, env: Any, latency: float) -> list[Rule]:
 
 
 def run_epoch(name: str, workers: int, latency: float, options: dict[str, Any]) -> dict[str, Any]:
-    from skillopt.backends import create_backend
-    from skillopt.config import BackendConfig, validate_config
-    from skillopt.envs import load_env
-    from skillopt.executor import LocalExecutor
-    from skillopt.trainer import Trainer
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.config import BackendConfig, validate_config
+    from skillopt_lib.envs import load_env
+    from skillopt_lib.executor import LocalExecutor
+    from skillopt_lib.trainer import Trainer
 
     env = load_env(name, sample=True, **options)
     script = Script(rules=agent_rules(name, env, latency), default_text=NO_EDITS)
@@ -88,13 +88,13 @@ def run_epoch(name: str, workers: int, latency: float, options: dict[str, Any]) 
 
 
 def run_coding_epoch(workers: int) -> dict[str, Any] | None:
-    from skillopt.backends.claude_code import ClaudeCodeBackend
-    from skillopt.backends.exec_base import ExecLimits
-    from skillopt.config import validate_config
-    from skillopt.envs import load_env
-    from skillopt.executor import LocalExecutor
-    from skillopt.testing import agent_clis as ac
-    from skillopt.trainer import Trainer
+    from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+    from skillopt_lib.backends.exec_base import ExecLimits
+    from skillopt_lib.config import validate_config
+    from skillopt_lib.envs import load_env
+    from skillopt_lib.executor import LocalExecutor
+    from skillopt_lib.testing import agent_clis as ac
+    from skillopt_lib.trainer import Trainer
 
     clis = ac.locate_agent_clis()
     if clis.claude is None:
@@ -122,8 +122,8 @@ def run_coding_epoch(workers: int) -> dict[str, Any] | None:
             user_home=home,
             limits=ExecLimits(max_turns=5, timeout_s=120),
         )
-        from skillopt.backends import create_backend
-        from skillopt.config import BackendConfig
+        from skillopt_lib.backends import create_backend
+        from skillopt_lib.config import BackendConfig
 
         optimizer = create_backend(
             BackendConfig(backend="openai", model="scripted", base_url=server.base_url_openai),

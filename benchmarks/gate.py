@@ -6,7 +6,7 @@
 A simulated noisy agent: each validation item passes with its own probability, drawn from Beta(a, b) (default
 a = b = 0.3: most items are reliably passed or failed, a few are coin flips, as with real agents). An edit
 "worth +k points" shifts every item's log-odds by the same amount, chosen so the mean pass rate rises by k
-points; an edit with no effect leaves the probabilities alone. Both gates run through `skillopt.gate.Gate`,
+points; an edit with no effect leaves the probabilities alone. Both gates run through `skillopt_lib.gate.Gate`,
 the code the trainer uses, with a measure function that samples the simulated agent.
 
 Reported per gate, validation size n and repeats r: the false-accept rate (effect 0), the acceptance rate of
@@ -24,8 +24,8 @@ import sys
 import time
 from typing import Any
 
-from skillopt.gate import Gate, GateConfig, ScoreTable
-from skillopt.skill import SkillBundle
+from skillopt_lib.gate import Gate, GateConfig, ScoreTable
+from skillopt_lib.skill import SkillBundle
 
 SIZES = (17, 50, 100)
 REPEATS = (1, 3)

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 
 
 def _median_ms(samples: list[float]) -> str:
@@ -60,7 +60,7 @@ def bench_install(root: Path, n_skills: int, repeat: int) -> dict[str, str]:
     os.environ["HOME"] = str(root / "home")
     os.environ["SKILLOPT_HOME"] = str(root / "so")
     (root / "home" / ".codex").mkdir(parents=True)
-    from skillopt.skill import SkillBundle, SkillDoc
+    from skillopt_lib.skill import SkillBundle, SkillDoc
     from skillopt_daemon import integrations
     from skillopt_daemon.registry import open_registry
 

@@ -1,7 +1,7 @@
 """The cost of one night for N recurring tasks against the scripted server:
 `python -m benchmarks.night [--tasks 20]`.
 
-Records N real `claude` sessions of one task family (the scenario in `skillopt.testing.night_scenario`),
+Records N real `claude` sessions of one task family (the scenario in `skillopt_lib.testing.night_scenario`),
 ingests them, runs one nightly cycle with the real CLI as the agent, and reports replays, model calls by
 role, tokens and wall time. Needs the pinned agent CLIs (`make agent-clis`).
 """
@@ -15,9 +15,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.night_scenario import make_world, night_script, record_sessions
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.night_scenario import make_world, night_script, record_sessions
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 
 def main() -> None:

@@ -21,8 +21,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from skillopt.testing import Fault, Match, Rule, Script, Step  # noqa: E402
-from skillopt.testing.scripted_server import ScriptedServer  # noqa: E402
+from skillopt_lib.testing import Fault, Match, Rule, Script, Step  # noqa: E402
+from skillopt_lib.testing.scripted_server import ScriptedServer  # noqa: E402
 
 SSB_PROGRAM = (
     "```python\nimport sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
@@ -40,7 +40,7 @@ def _cpu_bound(n: int) -> int:
 
 
 def workloads(server: ScriptedServer, backend: Any, repeats: int) -> list[tuple[str, Any, list[Any]]]:
-    from skillopt.envs import load_env
+    from skillopt_lib.envs import load_env
 
     out: list[tuple[str, Any, list[Any]]] = []
     qa = load_env("searchqa", sample=True)
@@ -77,10 +77,10 @@ def main() -> None:
     os.environ.setdefault("SKILLOPT_HOME", tempfile.mkdtemp(prefix="skillopt-bench-"))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-    from skillopt.backends import create_backend
-    from skillopt.config import BackendConfig
-    from skillopt.executor import LocalExecutor
-    from skillopt.executor_ray import RayExecutor
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.config import BackendConfig
+    from skillopt_lib.executor import LocalExecutor
+    from skillopt_lib.executor_ray import RayExecutor
 
     rules = [
         Rule(name="ssb", match=Match(user="Instruction:"), steps=[Step(text=SSB_PROGRAM)]),

@@ -28,7 +28,7 @@ def _fmt(samples: list[float]) -> str:
 
 
 def one_round(n_skills: int, files_per_skill: int) -> dict[str, float]:
-    from skillopt.skill import SkillBundle
+    from skillopt_lib.skill import SkillBundle
     from skillopt_daemon.installers import InstallTarget
     from skillopt_daemon.registry import Registry
     from skillopt_daemon.status import collect_status

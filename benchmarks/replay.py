@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillopt.backends.claude_code import ClaudeCodeBackend
-from skillopt.backends.codex import CodexBackend
-from skillopt.backends.exec_base import CliExecBackend, ExecLimits
-from skillopt.sandbox import (
+from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+from skillopt_lib.backends.codex import CodexBackend
+from skillopt_lib.backends.exec_base import CliExecBackend, ExecLimits
+from skillopt_lib.sandbox import (
     ReplayTask,
     SandboxConfig,
     Snapshot,
@@ -32,10 +32,10 @@ from skillopt.sandbox import (
     replay,
     replay_many,
 )
-from skillopt.skill import SkillBundle
-from skillopt.testing import Script
-from skillopt.testing.agent_clis import DEFAULT_API_KEY, locate_agent_clis
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.skill import SkillBundle
+from skillopt_lib.testing import Script
+from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, locate_agent_clis
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 SKILL = SkillBundle.from_text("---\nname: bench\ndescription: Benchmark skill.\n---\nDo the task.\n")
 

@@ -19,8 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from skillopt.agents import AgentTool
-from skillopt.errors import ConfigError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConfigError
 from skillopt_daemon import paths
 
 

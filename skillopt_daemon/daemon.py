@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from skillopt.agents import AgentTool
-from skillopt.errors import DaemonError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import DaemonError
 from skillopt_daemon import paths
 from skillopt_daemon.config import Settings, load_settings
 from skillopt_daemon.timeutil import utcnow_iso
@@ -696,7 +696,7 @@ def configure_logging(stream: IO[str] | None = None) -> None:
 
 def main() -> None:
     """`python -m skillopt_daemon.daemon`: the foreground daemon, as run by `start` and the service files."""
-    from skillopt.errors import SkillOptError
+    from skillopt_lib.errors import SkillOptError
 
     configure_logging()
     try:

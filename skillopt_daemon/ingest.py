@@ -36,7 +36,7 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths, tail
 from skillopt_daemon.config import Settings
 from skillopt_daemon.sources.base import (

@@ -29,10 +29,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from skillopt import __version__ as _skillopt_version
-from skillopt.agents import CLI_INSTALL_HINT, AgentTool
-from skillopt.errors import ConflictError, ExternalToolError, InstallError, NotFoundError, SkillOptError
-from skillopt.skill import SkillBundle
+from skillopt_lib import __version__ as _skillopt_version
+from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt_lib.errors import ConflictError, ExternalToolError, InstallError, NotFoundError, SkillOptError
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths
 from skillopt_daemon.installers import get_installer, has_installer, managed_section
 from skillopt_daemon.installers.base import InstallTarget, atomic_write

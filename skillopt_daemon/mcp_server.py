@@ -18,8 +18,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from skillopt import __version__
-from skillopt.errors import SkillOptError
+from skillopt_lib import __version__
+from skillopt_lib.errors import SkillOptError
 
 SERVER_NAME = "skillopt"
 INSTRUCTIONS = (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-from skillopt.agents import TOOL_HOME_ENV, AgentTool
+from skillopt_lib.agents import TOOL_HOME_ENV, AgentTool
 
 APP = "skillopt"
 

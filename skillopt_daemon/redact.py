@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from skillopt.errors import ConfigError
+from skillopt_lib.errors import ConfigError
 
 MARK = "[REDACTED:{kind}]"
 

@@ -32,9 +32,9 @@ from typing import Any, Literal, TypeVar
 import sqlite_utils
 from pydantic import BaseModel, ConfigDict
 
-from skillopt.agents import PROJECT_SKILL_DIRS
-from skillopt.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError, StoreError
-from skillopt.skill import SKILL_FILE, SkillBundle, unified_diff
+from skillopt_lib.agents import PROJECT_SKILL_DIRS
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError, StoreError
+from skillopt_lib.skill import SKILL_FILE, SkillBundle, unified_diff
 from skillopt_daemon import paths
 from skillopt_daemon.installers import INSTALLERS, get_installer
 from skillopt_daemon.installers.base import InstallTarget, atomic_write, pause_point, sha256_bytes
@@ -842,7 +842,7 @@ class Registry:
             raise NotFoundError(f"no skill folder at {path}")
         if (path / SKILL_FILE).is_file():
             return [self.import_folder(path, self.infer_target(path))]
-        from skillopt.skill import iter_skill_dirs
+        from skillopt_lib.skill import iter_skill_dirs
 
         dirs = list(iter_skill_dirs(path))
         if not dirs:

@@ -21,14 +21,14 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt.backends.base import ChatBackend
-from skillopt.backends.exec_base import ExecBackend, ExecLimits
-from skillopt.envs.base import Item, ItemResult
-from skillopt.envs.exec_tasks import ExecTasksEnvironment, score
-from skillopt.errors import ConfigError
-from skillopt.judge import judge_rubric
-from skillopt.sandbox import ReplayTask, replay
-from skillopt.skill import SkillBundle
+from skillopt_lib.backends.base import ChatBackend
+from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits
+from skillopt_lib.envs.base import Item, ItemResult
+from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment, score
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.judge import judge_rubric
+from skillopt_lib.sandbox import ReplayTask, replay
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon.ingest import load_dirty_diff
 
 

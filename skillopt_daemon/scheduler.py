@@ -14,7 +14,7 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
-from skillopt.errors import ConfigError
+from skillopt_lib.errors import ConfigError
 from skillopt_daemon.config import Settings
 from skillopt_daemon.timeutil import to_iso, utcnow
 

@@ -1,6 +1,6 @@
 """The nightly cycle: catch up ingest → mine → for each target skill, train on replays → gate → proposal.
 
-It is the same `skillopt.Trainer` that trains on benchmarks, driven on a `ReplayEnvironment` of the user's
+It is the same `skillopt_lib.Trainer` that trains on benchmarks, driven on a `ReplayEnvironment` of the user's
 own recurring tasks, with the user's own agent CLI as the frozen agent and the installed version as the
 incumbent. What comes out is a *proposal* in the registry with its evidence; nothing reaches an agent
 until the user approves it (or opted in to auto-approve for that skill).
@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from skillopt.agents import AgentTool
-from skillopt.backends import create_backend
-from skillopt.backends.base import ChatMessage, ChatResponse, Usage
-from skillopt.backends.exec_base import ExecLimits, ExecResult
-from skillopt.config import BackendConfig, TrainConfig
-from skillopt.errors import ConfigError, ConflictError, SkillOptError
-from skillopt.gate import GateConfig
-from skillopt.judge import LeakGuard
-from skillopt.skill import SkillBundle
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.backends import create_backend
+from skillopt_lib.backends.base import ChatMessage, ChatResponse, Usage
+from skillopt_lib.backends.exec_base import ExecLimits, ExecResult
+from skillopt_lib.config import BackendConfig, TrainConfig
+from skillopt_lib.errors import ConfigError, ConflictError, SkillOptError
+from skillopt_lib.gate import GateConfig
+from skillopt_lib.judge import LeakGuard
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths
 from skillopt_daemon.config import BackendSettings, Settings, load_settings, tool_home
 from skillopt_daemon.installers.base import pause_point
@@ -269,7 +269,7 @@ def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
 
 def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]:
     """What stops replays from running, each with how to fix it (shown by `skillopt status`)."""
-    from skillopt.backends import is_loopback, resolve_api_key
+    from skillopt_lib.backends import is_loopback, resolve_api_key
 
     missing: list[str] = []
     opt = settings.optimizer
@@ -576,7 +576,7 @@ def _train_one(
     dry_run: bool,
     say: Progress,
 ) -> SkillOutcome:
-    from skillopt.trainer import Trainer
+    from skillopt_lib.trainer import Trainer
     from skillopt_daemon.replay import ReplayEnvironment, tasks_for_skill
 
     tool_counts = Counter(t for f in fams for a in f.attempts for t in [a.tool])

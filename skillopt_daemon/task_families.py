@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillopt.errors import ConflictError, NotFoundError
+from skillopt_lib.errors import ConflictError, NotFoundError
 
 
 def family_rows(db: Any) -> list[dict[str, Any]]:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from skillopt.testing import Match, Rule, Script, Step, apply_patch, bash, write_file
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.agent_clis import codex_items
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Match, Rule, Script, Step, apply_patch, bash, write_file
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.agent_clis import codex_items
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 if TYPE_CHECKING:
     from harness.agents import AgentSandbox

@@ -20,7 +20,7 @@ import anthropic
 import openai
 import pytest
 
-from skillopt.testing import (
+from skillopt_lib.testing import (
     Branch,
     Fault,
     Match,
@@ -34,9 +34,9 @@ from skillopt.testing import (
     load_script,
     write_file,
 )
-from skillopt.testing.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
-from skillopt.testing.script import Conversation, Message, ToolSpec, resolve_tool_calls
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
+from skillopt_lib.testing.script import Conversation, Message, ToolSpec, resolve_tool_calls
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 WEATHER_TOOL_ANTHROPIC = {
     "name": "get_weather",
@@ -610,7 +610,7 @@ def test_runs_as_a_module_and_prints_its_url(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"rules": [{"name": "r", "text": "from the file"}]}))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillopt.testing.scripted_server", "--script", str(path), "--port", "0"],
+        [sys.executable, "-m", "skillopt_lib.testing.scripted_server", "--script", str(path), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,7 +13,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from skillopt.errors import SkillOptError
+from skillopt_lib.errors import SkillOptError
 from skillopt_daemon.cli.output import err_console
 
 _app = typer.Typer(

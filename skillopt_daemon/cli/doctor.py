@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 import typer
 
-from skillopt.agents import CLI_INSTALL_HINT, AgentTool
-from skillopt.errors import ConfigError, SkillOptError, StoreError
+from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, print_json, print_table
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import typer
 
-from skillopt.agents import AgentTool
-from skillopt.errors import ConfigError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConfigError
 from skillopt_daemon.cli.output import console, err_console, print_json
 
 

@@ -15,8 +15,8 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from skillopt.agents import AgentTool
-from skillopt.errors import SkillOptError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json
 
 _OPS_STYLE = {

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from skillopt.errors import EXIT_CODES
+from skillopt_lib.errors import EXIT_CODES
 
 WIDTH = 100
 _CHILD = "_SKILLOPT_REFERENCE_CHILD"

@@ -12,11 +12,11 @@ from typing import Any, Optional
 
 import typer
 
-from skillopt.agents import AgentTool
-from skillopt.backends.exec_base import CliExecBackend, ExecLimits, ExecResult
-from skillopt.errors import ConfigError
-from skillopt.sandbox import ReplayTask, SandboxConfig, replay
-from skillopt.skill import SkillBundle
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.backends.exec_base import CliExecBackend, ExecLimits, ExecResult
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.config import load_settings, tool_home
@@ -36,7 +36,7 @@ def make_backend(
     """The exec backend for a tool, configured from settings; ConfigError for a tool without one."""
     kwargs: dict[str, Any] = {"cli": cli, "limits": limits, "user_home": home}
     if tool is AgentTool.CLAUDE_CODE:
-        from skillopt.backends.claude_code import ClaudeCodeBackend
+        from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 
         if permission_mode:
             kwargs["permission_mode"] = permission_mode
@@ -44,15 +44,15 @@ def make_backend(
             kwargs["allowed_tools"] = tuple(allowed_tools)
         return ClaudeCodeBackend(**kwargs)
     if tool is AgentTool.CODEX:
-        from skillopt.backends.codex import CodexBackend
+        from skillopt_lib.backends.codex import CodexBackend
 
         return CodexBackend(**kwargs)
     if tool is AgentTool.COPILOT:
-        from skillopt.backends.copilot import CopilotBackend
+        from skillopt_lib.backends.copilot import CopilotBackend
 
         return CopilotBackend(**kwargs)
     if tool is AgentTool.CURSOR:
-        from skillopt.backends.cursor import CursorBackend
+        from skillopt_lib.backends.cursor import CursorBackend
 
         return CursorBackend(**kwargs)
     raise ConfigError(

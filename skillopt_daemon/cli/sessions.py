@@ -13,8 +13,8 @@ from typing import Any
 
 import typer
 
-from skillopt.agents import AgentTool
-from skillopt.errors import ConfigError, ConflictError, NotFoundError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConfigError, ConflictError, NotFoundError
 from skillopt_daemon.cli.output import console, print_json, print_table
 
 _REL = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")

@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress
 
-from skillopt.agents import AgentTool
-from skillopt.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.cli.review import JSON_OPT, cli_registry
 from skillopt_daemon.installers import INSTALLERS, InstallTarget, get_installer

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from skillopt.errors import ConflictError, NotFoundError
+from skillopt_lib.errors import ConflictError, NotFoundError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.store import open_db
 from skillopt_daemon.task_families import family_rows, resolve_family, task_view

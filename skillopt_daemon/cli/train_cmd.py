@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from skillopt.errors import ConfigError, SkillOptError
+from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 
 _ROLE_KEYS = (
@@ -64,7 +64,7 @@ def _build_config(
     extra: dict[str, Any],
     base: dict[str, Any] | None = None,
 ) -> Any:
-    from skillopt.config import apply_overrides, read_config_file, validate_config
+    from skillopt_lib.config import apply_overrides, read_config_file, validate_config
 
     start = base if base is not None else _settings_defaults()
     data = _merge(start, read_config_file(config) if config else {})
@@ -196,13 +196,13 @@ def train(
 ) -> None:
     """Train a skill on an environment: rollouts, reflection, gated edits, checkpoints after every step."""
     sets = _benchmark_sets(sets, sample, data_dir, executor)
-    from skillopt.skill import SkillBundle
-    from skillopt.trainer import Trainer
+    from skillopt_lib.skill import SkillBundle
+    from skillopt_lib.trainer import Trainer
 
     progress = _Progress(enabled=err_console.is_terminal or not json_out)
     try:
         if resume is not None:
-            from skillopt.trainer import saved_config
+            from skillopt_lib.trainer import saved_config
 
             cfg = None
             if config or sets or epochs is not None or seed is not None or env:
@@ -215,7 +215,7 @@ def train(
             cfg = _build_config(config, sets, env, {"epochs": epochs, "seed": seed})
             if not cfg.env:
                 raise ConfigError("no environment given", hint="pass --env NAME (e.g. --env house-style)")
-            from skillopt.envs import load_env
+            from skillopt_lib.envs import load_env
 
             environment = load_env(cfg.env, **cfg.env_options)
             initial = SkillBundle.from_path(skill) if skill else None
@@ -296,10 +296,10 @@ def eval_cmd(
 ) -> None:
     """Score a skill on one split of an environment, without training."""
     sets = _benchmark_sets(sets, sample, data_dir, None)
-    from skillopt.backends import create_backend
-    from skillopt.envs import load_env
-    from skillopt.skill import SkillBundle
-    from skillopt.trainer import evaluate_skill
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.envs import load_env
+    from skillopt_lib.skill import SkillBundle
+    from skillopt_lib.trainer import evaluate_skill
 
     if split not in ("train", "val", "test"):
         raise ConfigError(f"unknown split {split!r}", hint="use --split val or --split test")

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from skillopt.errors import DaemonError
+from skillopt_lib.errors import DaemonError
 from skillopt_daemon.cli.output import console, err_console
 
 PROBE_TIMEOUT_S = 3.0

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import importlib
 
-from skillopt.agents import AgentTool
-from skillopt.errors import NotFoundError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import NotFoundError
 from skillopt_daemon.installers.base import (
     FolderInstaller,
     Installer,

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from skillopt.agents import PROJECT_SKILL_DIRS, AgentTool
-from skillopt.errors import ConflictError, InstallError, SkillOptError
-from skillopt.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
+from skillopt_lib.agents import PROJECT_SKILL_DIRS, AgentTool
+from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
+from skillopt_lib.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
 from skillopt_daemon import paths
 
 Scope = Literal["user", "project"]

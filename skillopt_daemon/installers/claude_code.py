@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon.installers.base import FolderInstaller, Location
 
 

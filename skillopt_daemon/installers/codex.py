@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths
 from skillopt_daemon.installers.base import FolderInstaller, Location
 

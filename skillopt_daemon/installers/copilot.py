@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from skillopt.agents import AgentTool
-from skillopt.errors import ConflictError
-from skillopt.skill import SkillBundle
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConflictError
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon.installers.base import (
     FolderInstaller,
     InstallPlan,

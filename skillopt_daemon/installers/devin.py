@@ -3,8 +3,8 @@ Knowledge entries and Playbooks instead, which `skillopt_daemon.devin_export` wr
 
 from __future__ import annotations
 
-from skillopt.agents import AgentTool
-from skillopt.errors import InstallError
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import InstallError
 from skillopt_daemon.installers.base import FolderInstaller, Location
 
 

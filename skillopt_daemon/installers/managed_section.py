@@ -12,7 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from skillopt.errors import ConflictError, SkillOptError
+from skillopt_lib.errors import ConflictError, SkillOptError
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 HASH_CHARS = 12

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillopt.agents import AgentTool
-from skillopt.skill import SKILL_FILE, SkillBundle, SkillDoc
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.skill import SKILL_FILE, SkillBundle, SkillDoc
 from skillopt_daemon.installers.base import FolderInstaller, Location
 
 _BLOCK_INDICATORS = ("|", ">", "|-", ">-", "|+", ">+")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths
 from skillopt_daemon.redact import Redactor
 from skillopt_daemon.sources.base import BaseSource, Source

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon import timeutil
 from skillopt_daemon.redact import Redactor, default_redactor
 

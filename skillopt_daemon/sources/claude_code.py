@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon.sources.base import (
     BaseSource,
     FileContext,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths
 from skillopt_daemon.sources.base import (
     BaseSource,

@@ -14,7 +14,7 @@ from typing import Literal
 
 import sqlite_utils
 
-from skillopt.errors import StoreError
+from skillopt_lib.errors import StoreError
 from skillopt_daemon import paths
 from skillopt_daemon.store.migrations import MIGRATIONS
 from skillopt_daemon.timeutil import utcnow_iso

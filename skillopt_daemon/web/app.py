@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from skillopt.errors import ConflictError, NotFoundError, SkillOptError
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_daemon.config import Settings, masked
 from skillopt_daemon.timeutil import humanize_age, local_display
 from skillopt_daemon.web import auth, charts, data

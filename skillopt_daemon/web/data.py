@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt.errors import NotFoundError
+from skillopt_lib.errors import NotFoundError
 from skillopt_daemon import paths
 from skillopt_daemon.timeutil import to_iso, utcnow
 

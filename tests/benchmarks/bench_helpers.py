@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from skillopt.testing import Match, Rule, Script, Step
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Match, Rule, Script, Step
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 CHAT_ENVS = ("searchqa", "livemath", "docvqa", "officeqa", "spreadsheetbench", "alfworld")
 
@@ -20,8 +20,8 @@ def answer_rule(name: str, user_text: str, reply: str) -> Rule:
 
 def chat_backend(server: ScriptedServer, model: str = "scripted-model") -> Any:
     """The project's real OpenAI chat backend (official SDK) pointed at the scripted server."""
-    from skillopt.backends import create_backend
-    from skillopt.config import BackendConfig
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.config import BackendConfig
 
     cfg = BackendConfig(backend="openai", model=model, base_url=server.base_url_openai, max_retries=0)
     return create_backend(cfg, role="agent")

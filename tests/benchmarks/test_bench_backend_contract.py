@@ -15,20 +15,20 @@ from typing import Any
 import pytest
 from bench_helpers import answer_rule
 
-from skillopt.backends import create_backend
-from skillopt.backends.base import ChatBackend, ChatMessage, ImagePart
-from skillopt.config import BackendConfig
-from skillopt.envs import load_env
-from skillopt.errors import BackendError
-from skillopt.testing import Fault, Match, Rule, Script, Step
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.backends import create_backend
+from skillopt_lib.backends.base import ChatBackend, ChatMessage, ImagePart
+from skillopt_lib.config import BackendConfig
+from skillopt_lib.envs import load_env
+from skillopt_lib.errors import BackendError
+from skillopt_lib.testing import Fault, Match, Rule, Script, Step
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 CHAT_BACKENDS: dict[str, Callable[[ScriptedServer], str]] = {
     "openai": lambda server: server.base_url_openai,
     "anthropic": lambda server: server.url,
 }
 PNG = (
-    Path(__file__).resolve().parents[2] / "skillopt/envs/docvqa/sample/documents/invc0001_1.png"
+    Path(__file__).resolve().parents[2] / "skillopt_lib/envs/docvqa/sample/documents/invc0001_1.png"
 ).read_bytes()
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from bench_helpers import CHAT_ENVS
 
-from skillopt.testing import Script
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Script
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 NO_EDITS = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits": []}}'
 

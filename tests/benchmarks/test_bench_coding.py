@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from harness.agents import SCRIPTED_API_KEY
 
-from skillopt.envs import load_env
-from skillopt.envs.base import Item
-from skillopt.envs.coding import RUNNER, hidden_checks
-from skillopt.errors import ConfigError
-from skillopt.testing import Match, Rule, Script, Step, bash
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.envs import load_env
+from skillopt_lib.envs.base import Item
+from skillopt_lib.envs.coding import RUNNER, hidden_checks
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 FIXED = '''"""Unit conversion for the weather station feed."""
 
@@ -120,8 +120,8 @@ def _check_fixed(result: object, server: ScriptedServer) -> None:
 def test_claude_code_fixes_a_repository_and_the_hidden_tests_score_it(
     claude_cli: Path, model_server: ScriptedServer, user_home: Path
 ) -> None:
-    from skillopt.backends.claude_code import ClaudeCodeBackend
-    from skillopt.backends.exec_base import ExecLimits
+    from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+    from skillopt_lib.backends.exec_base import ExecLimits
 
     model_server.set_script(_fix_script())
     backend = ClaudeCodeBackend(
@@ -150,8 +150,8 @@ def test_claude_code_fixes_a_repository_and_the_hidden_tests_score_it(
 def test_codex_fixes_a_repository_and_the_hidden_tests_score_it(
     codex_cli: Path, model_server: ScriptedServer, user_home: Path
 ) -> None:
-    from skillopt.backends.codex import CodexBackend
-    from skillopt.backends.exec_base import ExecLimits
+    from skillopt_lib.backends.codex import CodexBackend
+    from skillopt_lib.backends.exec_base import ExecLimits
 
     (user_home / ".codex" / "config.toml").write_text(
         'model = "gpt-5.5"\nmodel_provider = "scripted"\n'

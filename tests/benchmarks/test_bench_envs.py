@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from bench_helpers import CHAT_ENVS, answer_rule, scripted_chat
 
-from skillopt.envs import BUILTIN_ENVS, load_env
-from skillopt.envs.base import Environment, Item
-from skillopt.envs.bench import MANIFEST_FILE, split_manifest
-from skillopt.errors import ConfigError
+from skillopt_lib.envs import BUILTIN_ENVS, load_env
+from skillopt_lib.envs.base import Environment, Item
+from skillopt_lib.envs.bench import MANIFEST_FILE, split_manifest
+from skillopt_lib.errors import ConfigError
 
 
 def all_items(env: Any) -> list[Item]:
@@ -220,7 +220,7 @@ def test_a_manifest_naming_unknown_items_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_model_stops_the_run_instead_of_scoring_zero() -> None:
-    from skillopt.errors import SkillOptError
+    from skillopt_lib.errors import SkillOptError
 
     env = load_env("searchqa", sample=True)
     with scripted_chat([]) as (server, agent):
@@ -230,10 +230,10 @@ def test_an_unreachable_model_stops_the_run_instead_of_scoring_zero() -> None:
 
 
 def test_docvqa_image_goes_through_the_anthropic_sdk_too() -> None:
-    from skillopt.backends import create_backend
-    from skillopt.config import BackendConfig
-    from skillopt.testing import Script
-    from skillopt.testing.scripted_server import ScriptedServer
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.config import BackendConfig
+    from skillopt_lib.testing import Script
+    from skillopt_lib.testing.scripted_server import ScriptedServer
 
     env = load_env("docvqa", sample=True)
     item = next(i for i in all_items(env) if i.data["question"] == "What is the invoice number?")

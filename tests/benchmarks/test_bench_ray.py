@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 from bench_helpers import answer_rule, scripted_chat
 
-ray = pytest.importorskip("ray", reason="Ray is installed with the dev extra; pip install 'skillopt[ray]'")
+ray = pytest.importorskip(
+    "ray", reason="Ray is installed with the dev extra; pip install 'skillopt-local[ray]'"
+)
 
-from skillopt.envs import load_env  # noqa: E402
-from skillopt.errors import ConfigError  # noqa: E402
-from skillopt.executor import LocalExecutor, make_executor  # noqa: E402
-from skillopt.executor_ray import RayExecutor  # noqa: E402
-from skillopt.testing.scripted_server import ScriptedServer  # noqa: E402
+from skillopt_lib.envs import load_env  # noqa: E402
+from skillopt_lib.errors import ConfigError  # noqa: E402
+from skillopt_lib.executor import LocalExecutor, make_executor  # noqa: E402
+from skillopt_lib.executor_ray import RayExecutor  # noqa: E402
+from skillopt_lib.testing.scripted_server import ScriptedServer  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -129,9 +131,9 @@ def test_coding_replays_with_the_real_claude_cli_run_as_ray_tasks(
 ) -> None:
     from harness.agents import SCRIPTED_API_KEY
 
-    from skillopt.backends.claude_code import ClaudeCodeBackend
-    from skillopt.backends.exec_base import ExecLimits
-    from skillopt.testing import Match, Rule, Script, Step, bash
+    from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+    from skillopt_lib.backends.exec_base import ExecLimits
+    from skillopt_lib.testing import Match, Rule, Script, Step, bash
 
     home = tmp_path / "user"
     home.mkdir()

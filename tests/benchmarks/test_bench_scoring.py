@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from skillopt.envs import scoring as s
+from skillopt_lib.envs import scoring as s
 
 
 def test_squad_normalization_drops_case_punctuation_articles_and_extra_spaces() -> None:

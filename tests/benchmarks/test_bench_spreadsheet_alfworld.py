@@ -12,13 +12,13 @@ import openpyxl
 import pytest
 from bench_helpers import answer_rule, scripted_chat
 
-from skillopt.envs import load_env
-from skillopt.envs.alfworld import parse_action
-from skillopt.envs.alfworld.engine import MiniAlfredGame, load_game
-from skillopt.envs.base import Item
-from skillopt.envs.spreadsheetbench import extract_code
-from skillopt.envs.spreadsheetbench.runner import compare_workbooks, run_solution
-from skillopt.testing import Match, Rule, Step
+from skillopt_lib.envs import load_env
+from skillopt_lib.envs.alfworld import parse_action
+from skillopt_lib.envs.alfworld.engine import MiniAlfredGame, load_game
+from skillopt_lib.envs.base import Item
+from skillopt_lib.envs.spreadsheetbench import extract_code
+from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, run_solution
+from skillopt_lib.testing import Match, Rule, Step
 
 
 def items_by_id(env: Any) -> dict[str, Item]:
@@ -246,7 +246,7 @@ def test_official_alfworld_layout_is_read_and_needs_the_real_engine(tmp_path: Pa
     try:
         import alfworld  # noqa: F401
     except ImportError:
-        from skillopt.errors import ConfigError
+        from skillopt_lib.errors import ConfigError
 
         with pytest.raises(ConfigError, match="alfworld"):
             load_game(trial)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from bench_helpers import CHAT_ENVS, answer_rule, scripted_chat
 
-from skillopt.envs import load_env
-from skillopt.envs.base import Environment
+from skillopt_lib.envs import load_env
+from skillopt_lib.envs.base import Environment
 
 NO_EDITS = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits": []}}'
 OPTIONS: dict[str, dict[str, Any]] = {"alfworld": {"max_steps": 3}}
@@ -20,9 +20,9 @@ OPTIONS: dict[str, dict[str, Any]] = {"alfworld": {"max_steps": 3}}
 
 @pytest.mark.parametrize("name", CHAT_ENVS)
 def test_one_epoch_on_the_sample_reports_scores(name: str, tmp_path: Path) -> None:
-    from skillopt.config import validate_config
-    from skillopt.executor import LocalExecutor
-    from skillopt.trainer import Trainer
+    from skillopt_lib.config import validate_config
+    from skillopt_lib.executor import LocalExecutor
+    from skillopt_lib.trainer import Trainer
 
     env = load_env(name, sample=True, **OPTIONS.get(name, {}))
     cfg = validate_config({"env": name, "epochs": 1, "batch_size": 4, "env_options": OPTIONS.get(name, {})})
@@ -39,7 +39,7 @@ def test_one_epoch_on_the_sample_reports_scores(name: str, tmp_path: Path) -> No
 
 
 def test_a_benchmark_copied_from_the_template_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import skillopt.envs._template as template
+    import skillopt_lib.envs._template as template
 
     pkg = tmp_path / "mybench"
     shutil.copytree(Path(template.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon.installers import InstallTarget
 from skillopt_daemon.registry import Registry
 from skillopt_daemon.store import open_db

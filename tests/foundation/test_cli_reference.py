@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skillopt.errors import EXIT_CODES
+from skillopt_lib.errors import EXIT_CODES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 

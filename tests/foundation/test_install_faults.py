@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from skillopt.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle
 
 NEW_FILES = {"scripts/check.sh": "#!/bin/sh\necho new\n", "references/notes.md": "# Notes\n"}
 OLD_FILES = {"scripts/check.sh": "#!/bin/sh\necho old\n"}

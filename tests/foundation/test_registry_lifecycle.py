@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.agents import AgentTool
-from skillopt.errors import ConflictError, InstallError, NotFoundError, SkillFormatError
-from skillopt.skill import SkillBundle
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConflictError, InstallError, NotFoundError, SkillFormatError
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths
 from skillopt_daemon.installers import InstallTarget, get_installer
 from skillopt_daemon.registry import Registry
@@ -317,7 +317,7 @@ def test_versions_are_stored_content_addressed_and_checked(env, reg: Registry) -
     obj = Registry.object_path(bundle.file_hashes()["SKILL.md"])
     assert obj.is_file() and oct(obj.stat().st_mode & 0o777) == "0o600"
     obj.write_bytes(b"tampered")
-    from skillopt.errors import StoreError
+    from skillopt_lib.errors import StoreError
 
     with pytest.raises(StoreError, match="damaged"):
         reg.load_bundle(v1.id)

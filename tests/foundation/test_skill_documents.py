@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillopt.errors import SkillFormatError
-from skillopt.skill import SkillBundle, SkillDoc, iter_skill_dirs, unified_diff
+from skillopt_lib.errors import SkillFormatError
+from skillopt_lib.skill import SkillBundle, SkillDoc, iter_skill_dirs, unified_diff
 
 GOOD = "---\nname: my-skill\ndescription: Does a thing. Use when asked.\n---\n\n# Body\n"
 

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from skillopt.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths, status
 from skillopt_daemon.registry import Registry
 

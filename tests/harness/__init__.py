@@ -1,1 +1,1 @@
-"""Pytest plumbing around :mod:`skillopt.testing`: fixtures and small helpers for CLI-driven tests."""
+"""Pytest plumbing around :mod:`skillopt_lib.testing`: fixtures and small helpers for CLI-driven tests."""

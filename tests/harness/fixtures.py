@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.testing import Script, load_script
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Script, load_script
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 from .agents import SCRIPTED_API_KEY, AgentSandbox, claude_env, codex_env
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from skillopt.errors import ConfigError, ConflictError, NotFoundError
+from skillopt_lib.errors import ConfigError, ConflictError, NotFoundError
 
 from .conftest import Env
 from .helpers import claude_line, dump, write_claude_session, write_codex_session

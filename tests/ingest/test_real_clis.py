@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from skillopt.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
 
 from .conftest import Env
 from .helpers import cli, query, start_daemon, wait_for

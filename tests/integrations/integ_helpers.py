@@ -36,7 +36,7 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 def approve_skill(name: str, description: str, body: str, target: str) -> str:
     """Register and approve a skill version installed at `target` (as the nightly cycle + a user would)."""
-    from skillopt.skill import SkillBundle, SkillDoc
+    from skillopt_lib.skill import SkillBundle, SkillDoc
     from skillopt_daemon.registry import open_registry
 
     reg, _ = open_registry()
@@ -50,7 +50,7 @@ def approve_skill(name: str, description: str, body: str, target: str) -> str:
 
 
 def propose_skill(name: str, description: str, body: str) -> str:
-    from skillopt.skill import SkillBundle, SkillDoc
+    from skillopt_lib.skill import SkillBundle, SkillDoc
     from skillopt_daemon.registry import open_registry
 
     reg, _ = open_registry()

@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 from harness.fixtures import require
 
-from skillopt.agents import AgentTool
-from skillopt.skill import SkillBundle, SkillDoc
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.skill import SkillBundle, SkillDoc
 from skillopt_daemon import integrations
 
 ROOT = integrations.integrations_root()

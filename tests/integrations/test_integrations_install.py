@@ -11,7 +11,7 @@ import pytest
 import yaml
 from integ_helpers import Env, approve_skill, snapshot
 
-from skillopt.skill import SkillDoc
+from skillopt_lib.skill import SkillDoc
 
 TOOL_HOMES = {
     "claude-code": ".claude",
@@ -367,7 +367,7 @@ def test_settings_file_that_is_not_json_is_refused(env: Env, cli) -> None:
 
 
 def test_openclaw_gets_single_line_frontmatter(env: Env, cli) -> None:
-    from skillopt.skill import SkillBundle
+    from skillopt_lib.skill import SkillBundle
     from skillopt_daemon.registry import open_registry
 
     text = (

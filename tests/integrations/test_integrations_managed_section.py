@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillopt.errors import ConflictError
+from skillopt_lib.errors import ConflictError
 from skillopt_daemon.installers import managed_section as ms
 
 USER_TEXT = "# My project\n\nUse tabs.\n"

@@ -1,7 +1,7 @@
 """One whole night, for real: sessions written by the real `claude` CLI → ingest → mining → replays with the
 real CLI → scripted optimizer → gate → proposal → approve → the agent receives the learned rule.
 
-The scenario (`skillopt.testing.night_scenario`): the agent's weekly reports fail the project's check until
+The scenario (`skillopt_lib.testing.night_scenario`): the agent's weekly reports fail the project's check until
 its skill tells it to end the report with a sign-off line; the user taught that by correcting the agent in
 every session. The night must turn the corrections into a skill edit, prove it on held-out replays, and wait
 for the user's approval. The negatives (a leaking candidate, a no-op edit, a budget cap) run the same night
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from harness.fixtures import require
 
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.night_scenario import (
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.night_scenario import (
     CHECK,
     SIGN_OFF,
     World,
@@ -28,7 +28,7 @@ from skillopt.testing.night_scenario import (
     restore,
     snapshot,
 )
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 TEAMS = ["platform", "billing", "search", "mobile", "infra", "growth", "design", "sales"]
 

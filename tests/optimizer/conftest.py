@@ -1,5 +1,5 @@
 """Fixtures for the optimizer tests: an isolated SKILLOPT_HOME, the house-style environment and a scripted
-model server that plays both its agent and its optimizer (see skillopt/envs/toy/demo.py)."""
+model server that plays both its agent and its optimizer (see skillopt_lib/envs/toy/demo.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from optimizer_support import SECRET
 
-from skillopt.envs.toy import HouseStyleEnv
-from skillopt.envs.toy.demo import demo_script
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.envs.toy import HouseStyleEnv
+from skillopt_lib.envs.toy.demo import demo_script
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 
 @pytest.fixture(autouse=True)

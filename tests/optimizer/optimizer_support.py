@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 SECRET = "sk-optimizer-test-SECRET-0123456789abcdef"
 ODD_SECRET = "zq-custom-credential-77aa99bb11"
@@ -44,7 +44,7 @@ class CountingExecEnv:
     agent_kind = "exec"
 
     def __init__(self, n: int = 6) -> None:
-        from skillopt.envs.base import Item, Splits
+        from skillopt_lib.envs.base import Item, Splits
 
         def items(prefix: str) -> list[Item]:
             return [Item(id=f"{prefix}-{i}", data={"task": f"count to {i}"}) for i in range(n)]
@@ -55,12 +55,12 @@ class CountingExecEnv:
         return self._splits
 
     def seed_skill(self):  # type: ignore[no-untyped-def]
-        from skillopt.skill import SkillBundle, SkillDoc
+        from skillopt_lib.skill import SkillBundle, SkillDoc
 
         return SkillBundle.from_doc(SkillDoc.new("counting", "Counting tasks.", "# Counting\n"))
 
     def run(self, item, skill, agent):  # type: ignore[no-untyped-def]
-        from skillopt.envs.base import ItemResult
+        from skillopt_lib.envs.base import ItemResult
 
         ok = bool(agent(item.data["task"], skill.doc.body))
         return ItemResult(

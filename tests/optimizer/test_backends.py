@@ -7,12 +7,12 @@ import socket
 import pytest
 from optimizer_support import SECRET
 
-from skillopt.backends import backend_names, create_backend, resolve_api_key, resolve_preset
-from skillopt.backends.base import BackendUnavailable, ChatMessage, cost_usd, price_for
-from skillopt.config import BackendConfig
-from skillopt.errors import BackendError, ConfigError
-from skillopt.testing import Fault, Match, Rule, Script, Step
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.backends import backend_names, create_backend, resolve_api_key, resolve_preset
+from skillopt_lib.backends.base import BackendUnavailable, ChatMessage, cost_usd, price_for
+from skillopt_lib.config import BackendConfig
+from skillopt_lib.errors import BackendError, ConfigError
+from skillopt_lib.testing import Fault, Match, Rule, Script, Step
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 SCRIPT = Script(
     rules=[

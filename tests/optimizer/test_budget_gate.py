@@ -7,9 +7,9 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from skillopt.budget import LearningRate, StepBudget, budget_at, fit_budget
-from skillopt.edits import Edit
-from skillopt.gate import (
+from skillopt_lib.budget import LearningRate, StepBudget, budget_at, fit_budget
+from skillopt_lib.edits import Edit
+from skillopt_lib.gate import (
     Gate,
     GateConfig,
     paired_decision,
@@ -17,7 +17,7 @@ from skillopt.gate import (
     strict_decision,
     t_quantile,
 )
-from skillopt.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle
 
 
 def test_schedules_decay_from_max_to_floor() -> None:

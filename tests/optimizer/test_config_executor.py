@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.config import Redactor, TrainConfig, config_secrets, load_config, masked_dump
-from skillopt.errors import ConfigError
-from skillopt.executor import LocalExecutor, make_executor
-from skillopt.reflect import parse_json_object
+from skillopt_lib.config import Redactor, TrainConfig, config_secrets, load_config, masked_dump
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.executor import LocalExecutor, make_executor
+from skillopt_lib.reflect import parse_json_object
 
 
 def test_toml_and_yaml_configs_with_dotted_overrides(tmp_path: Path) -> None:
@@ -101,8 +101,8 @@ def test_local_executor_keeps_order_bounds_concurrency_and_raises() -> None:
 
 
 def test_run_files_write_bundles_privately_and_redacted(tmp_path: Path) -> None:
-    from skillopt.runfiles import RunFiles
-    from skillopt.skill import SkillBundle, SkillDoc
+    from skillopt_lib.runfiles import RunFiles
+    from skillopt_lib.skill import SkillBundle, SkillDoc
 
     doc = SkillDoc.new("multi", "A skill with references.", "# Multi\n\nSee references/notes.md.\n")
     bundle = SkillBundle.from_doc(doc, {"references/notes.md": b"token literal-secret-999 here\n"})

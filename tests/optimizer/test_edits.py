@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from skillopt.edits import (
+from skillopt_lib.edits import (
     Edit,
     apply_edits,
     changed_tokens,
@@ -14,7 +14,7 @@ from skillopt.edits import (
     parse_edits,
     set_protected_region,
 )
-from skillopt.skill import SkillBundle, SkillDoc
+from skillopt_lib.skill import SkillBundle, SkillDoc
 
 BODY = """
 # Deploy
@@ -151,8 +151,8 @@ def test_key_ignores_case_and_whitespace() -> None:
 
 
 def test_combine_prefers_failure_driven_edits_and_drops_rejected_ideas() -> None:
-    from skillopt.aggregate import combine
-    from skillopt.selection import fallback_order
+    from skillopt_lib.aggregate import combine
+    from skillopt_lib.selection import fallback_order
 
     fail = [
         Edit(op="replace", target="Keep commits small.", content="Squash commits.", source_type="failure"),

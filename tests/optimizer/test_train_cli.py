@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from optimizer_support import SECRET, overrides
 
-import skillopt
-from skillopt.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt.envs.toy.demo import demo_script
-from skillopt.testing import Fault
-from skillopt.testing.scripted_server import ScriptedServer
+import skillopt_lib
+from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
+from skillopt_lib.envs.toy.demo import demo_script
+from skillopt_lib.testing import Fault
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def slow_script(env: HouseStyleEnv):  # type: ignore[no-untyped-def]
 def test_resume_after_kill_matches_an_uninterrupted_run(env: HouseStyleEnv, tmp_path: Path) -> None:
     with ScriptedServer(slow_script(env), expected_key=SECRET) as server:
         ov = [*overrides(server), "concurrency=2"]
-        reference = skillopt.train(env, None, run_dir=tmp_path / "reference", overrides=ov)
+        reference = skillopt_lib.train(env, None, run_dir=tmp_path / "reference", overrides=ov)
 
         run = tmp_path / "killed"
         proc = subprocess.Popen(

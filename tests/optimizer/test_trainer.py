@@ -2,7 +2,7 @@
 
 The scripted optimizer proposes a harmful edit, then a useless one, then the useful date rule (each only once
 the previous ones are in its rejected list); the scripted agent answers dates correctly only when the skill
-holds that rule. See skillopt/envs/toy/demo.py.
+holds that rule. See skillopt_lib/envs/toy/demo.py.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from optimizer_support import ODD_SECRET, SECRET, overrides
 
-import skillopt
-from skillopt.edits import get_protected_region
-from skillopt.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt.envs.toy.demo import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
-from skillopt.testing import Match, Rule, Script, Step
-from skillopt.testing.scripted_server import ScriptedServer
+import skillopt_lib
+from skillopt_lib.edits import get_protected_region
+from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
+from skillopt_lib.envs.toy.demo import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
+from skillopt_lib.testing import Match, Rule, Script, Step
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 
 def all_bytes(folder: Path) -> bytes:
@@ -38,7 +38,7 @@ def test_useful_edit_accepted_others_rejected_buffered_and_no_secret_written(
     server: ScriptedServer, env: HouseStyleEnv, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    result = skillopt.train(env, None, run_dir=run, overrides=overrides(server, "openai", "anthropic"))
+    result = skillopt_lib.train(env, None, run_dir=run, overrides=overrides(server, "openai", "anthropic"))
 
     best = (run / "best_skill.md").read_text()
     assert DATE_RULE in best and HARMFUL not in best and USELESS not in best
@@ -91,7 +91,7 @@ def test_useful_edit_accepted_others_rejected_buffered_and_no_secret_written(
 
 def test_swapped_sdks_and_strict_gate_reach_the_same_skill(server: ScriptedServer, tmp_path: Path) -> None:
     run = tmp_path / "strict"
-    result = skillopt.train(
+    result = skillopt_lib.train(
         "house-style",
         None,
         run_dir=run,
@@ -130,7 +130,7 @@ def test_malformed_optimizer_json_is_retried_and_never_crashes(env: HouseStyleEn
     )
     with ScriptedServer(repaired, expected_key=SECRET) as srv:
         run = tmp_path / "retry"
-        result = skillopt.train(env, None, run_dir=run, overrides=[*overrides(srv), "max_steps=1"])
+        result = skillopt_lib.train(env, None, run_dir=run, overrides=[*overrides(srv), "max_steps=1"])
     rec = steps(run)[0]
     call = next(c for c in rec["optimizer_calls"] if c["prompt"] == "analyst_failure")
     assert call["ok"] and call["attempts"] == 2
@@ -142,7 +142,7 @@ def test_malformed_optimizer_json_is_retried_and_never_crashes(env: HouseStyleEn
     )
     with ScriptedServer(hopeless, expected_key=SECRET) as srv:
         run = tmp_path / "hopeless"
-        result = skillopt.train(env, None, run_dir=run, overrides=[*overrides(srv), "max_steps=2"])
+        result = skillopt_lib.train(env, None, run_dir=run, overrides=[*overrides(srv), "max_steps=2"])
     recs = steps(run)
     assert len(recs) == 2 and not any(r["accepted"] for r in recs)
     failed = [c for r in recs for c in r["optimizer_calls"] if not c["ok"]]
@@ -151,7 +151,9 @@ def test_malformed_optimizer_json_is_retried_and_never_crashes(env: HouseStyleEn
 
 def test_early_stopping_on_patience(server: ScriptedServer, tmp_path: Path) -> None:
     run = tmp_path / "patience"
-    result = skillopt.train("house-style", None, run_dir=run, overrides=[*overrides(server), "patience=2"])
+    result = skillopt_lib.train(
+        "house-style", None, run_dir=run, overrides=[*overrides(server), "patience=2"]
+    )
     assert result.summary["steps"] == 2 and result.summary["stopped"].startswith("early stop")
     assert DATE_RULE not in result.best_skill.doc.body
 
@@ -163,7 +165,7 @@ def test_prompts_can_be_overridden(server: ScriptedServer, tmp_path: Path) -> No
         "skillopt role: failure analyst\nHOUSE-OVERRIDE-MARKER\n## Current skill\n$skill\n"
         "## Budget\n$max_edits\n## Edits already tried and rejected\n$rejected\n## Failed tasks\n$examples\n"
     )
-    skillopt.train(
+    skillopt_lib.train(
         "house-style",
         None,
         run_dir=tmp_path / "run",
@@ -204,7 +206,7 @@ def test_merge_and_ranking_choose_within_the_learning_rate(env: HouseStyleEnv, t
             "learning_rate.max_edits=1",
             "learning_rate.min_edits=1",
         ]
-        result = skillopt.train(env, None, run_dir=run, overrides=ov)
+        result = skillopt_lib.train(env, None, run_dir=run, overrides=ov)
         merge_calls = srv.requests_matching(rule="merge")
         rank_calls = srv.requests_matching(rule="rank")
     rec = steps(run)[0]
@@ -256,7 +258,7 @@ def test_slow_update_that_helps_passes_the_gate_into_a_protected_section(
     script.rules = [*extra, *script.rules]
     with ScriptedServer(script, expected_key=SECRET) as srv:
         run = tmp_path / "slow"
-        result = skillopt.train(env, None, run_dir=run, overrides=overrides(srv))
+        result = skillopt_lib.train(env, None, run_dir=run, overrides=overrides(srv))
     slow = [r for r in history(run) if r["kind"] == "slow_update"]
     assert len(slow) == 1 and slow[0]["accepted"], slow
     assert slow[0]["gate"]["stats"]["mean_difference"] == 0.5
@@ -266,14 +268,14 @@ def test_slow_update_that_helps_passes_the_gate_into_a_protected_section(
 
 
 def test_agent_kind_mismatch_is_a_config_error(env: HouseStyleEnv, tmp_path: Path) -> None:
-    from skillopt.config import load_config
-    from skillopt.errors import ConfigError
+    from skillopt_lib.config import load_config
+    from skillopt_lib.errors import ConfigError
 
     cfg = load_config(
         None, ["agent.backend=codex", "agent.model=m", "optimizer.model=m", "optimizer.api_key_env=TOY_KEY"]
     )
     with pytest.raises(ConfigError) as err:
-        skillopt.Trainer(cfg, env, tmp_path / "r")
+        skillopt_lib.Trainer(cfg, env, tmp_path / "r")
     assert "chat model" in err.value.message and "codex-chat" in (err.value.hint or "")
 
 
@@ -286,7 +288,7 @@ def test_exec_environments_get_the_agent_object_passed_through(
         seen.append(task)
         return "DD.MM.YYYY" in skill_text
 
-    result = skillopt.train(
+    result = skillopt_lib.train(
         "optimizer_support:CountingExecEnv",
         None,
         run_dir=tmp_path / "exec",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from replay_helpers import FAKES, git
 
-from skillopt.sandbox import SandboxConfig
+from skillopt_lib.sandbox import SandboxConfig
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from skillopt.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle
 
 FAKES = Path(__file__).parent / "fakes"
 

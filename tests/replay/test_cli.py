@@ -13,8 +13,8 @@ import pytest
 from harness.agents import SCRIPTED_API_KEY
 from replay_helpers import repo_state
 
-from skillopt.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 MakeRepo = Callable[..., tuple[Path, list[str]]]
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from replay_helpers import skill
 
-from skillopt.backends.copilot import CopilotBackend
-from skillopt.backends.cursor import CursorBackend
-from skillopt.backends.exec_base import ExecLimits, ExecStatus
-from skillopt.errors import ExternalToolError
-from skillopt.sandbox import ReplayTask, SandboxConfig, replay
+from skillopt_lib.backends.copilot import CopilotBackend
+from skillopt_lib.backends.cursor import CursorBackend
+from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.errors import ExternalToolError
+from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
 
 def _copilot(cli: str, **limits: object) -> CopilotBackend:

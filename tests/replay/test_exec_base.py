@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.agents import AgentTool
-from skillopt.backends.exec_base import (
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.backends.exec_base import (
     cli_version,
     find_cli,
     parse_json_lines,
     run_process,
     version_warning,
 )
-from skillopt.errors import ExternalToolError
+from skillopt_lib.errors import ExternalToolError
 
 
 def _alive(pid: int) -> bool:

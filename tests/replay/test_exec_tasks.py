@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from replay_helpers import skill
 
-from skillopt.backends.copilot import CopilotBackend
-from skillopt.backends.exec_base import ExecLimits
-from skillopt.envs import load_env
-from skillopt.envs.exec_tasks import ExecTasksEnvironment
-from skillopt.errors import ConfigError
+from skillopt_lib.backends.copilot import CopilotBackend
+from skillopt_lib.backends.exec_base import ExecLimits
+from skillopt_lib.envs import load_env
+from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment
+from skillopt_lib.errors import ConfigError
 
 
 def _env(tmp_path: Path, tasks: list[dict[str, object]]) -> ExecTasksEnvironment:
@@ -86,10 +86,10 @@ def test_run_needs_an_exec_backend(tmp_path: Path) -> None:
 
 
 def test_exec_backends_come_from_the_backend_registry(fake_copilot: str) -> None:
-    from skillopt.backends import create_backend
-    from skillopt.backends.claude_code import ClaudeCodeBackend
-    from skillopt.backends.exec_base import ExecBackend
-    from skillopt.config import BackendConfig
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+    from skillopt_lib.backends.exec_base import ExecBackend
+    from skillopt_lib.config import BackendConfig
 
     cfg = BackendConfig(
         backend="claude-code",

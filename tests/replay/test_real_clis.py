@@ -15,12 +15,12 @@ import pytest
 from harness.agents import SCRIPTED_API_KEY
 from replay_helpers import repo_state, skill
 
-from skillopt.backends.claude_code import ClaudeCodeBackend
-from skillopt.backends.codex import CodexBackend
-from skillopt.backends.exec_base import ExecLimits, ExecStatus
-from skillopt.sandbox import ReplayTask, SandboxConfig, replay
-from skillopt.testing import Fault, Match, Rule, Script, Step, bash, call, write_file
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+from skillopt_lib.backends.codex import CodexBackend
+from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
+from skillopt_lib.testing import Fault, Match, Rule, Script, Step, bash, call, write_file
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.agent_cli
 

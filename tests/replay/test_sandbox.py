@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from replay_helpers import git, repo_state, skill
 
-from skillopt import sandbox
-from skillopt.backends.copilot import CopilotBackend
-from skillopt.backends.exec_base import ExecLimits, ExecStatus
-from skillopt.sandbox import MARKER, ReplayTask, SandboxConfig, SandboxError, replay, replay_many
+from skillopt_lib import sandbox
+from skillopt_lib.backends.copilot import CopilotBackend
+from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.sandbox import MARKER, ReplayTask, SandboxConfig, SandboxError, replay, replay_many
 
 MakeRepo = Callable[..., tuple[Path, list[str]]]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillopt.backends.claude_code import ClaudeCodeBackend
-from skillopt.backends.codex import CodexBackend
-from skillopt.backends.exec_base import ExecLimits, ExecStatus
-from skillopt.sandbox import ReplayTask, SandboxConfig, replay
+from skillopt_lib.backends.claude_code import ClaudeCodeBackend
+from skillopt_lib.backends.codex import CodexBackend
+from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s1", "skills": []}
 TOOL = {

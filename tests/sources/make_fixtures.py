@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from skillopt.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_daemon.redact import redact
 
 OUT = Path(__file__).parent / "fixtures" / "real"

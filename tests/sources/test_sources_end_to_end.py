@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from harness.fixtures import require
 
-from skillopt.testing import Match, Rule, Script, Step, bash
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 from .helpers import git_repo
 from .secrets_corpus import make_secrets

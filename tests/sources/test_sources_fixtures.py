@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.agents import AgentTool
+from skillopt_lib.agents import AgentTool
 from skillopt_daemon.config import Settings, ToolSettings
 from skillopt_daemon.sources import SOURCES, all_sources, build_source, source_for
 from skillopt_daemon.sources.copilot import CopilotSource

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from harness.fixtures import require
 
-from skillopt.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.scripted_server import ScriptedServer
-from skillopt.testing.tmux import run_claude_interactive, run_codex_interactive
+from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interactive
 from skillopt_daemon.signals import derive_signals
 from skillopt_daemon.sources import build_source
 from skillopt_daemon.sources.base import SessionInfo, ToolResultRecord

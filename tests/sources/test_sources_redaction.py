@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.errors import ConfigError
-from skillopt.testing import Match, Rule, Script, Step, bash
-from skillopt.testing import agent_clis as ac
-from skillopt.testing.scripted_server import ScriptedServer
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_daemon.config import IngestSettings, Settings
 from skillopt_daemon.redact import Redactor, redact
 from skillopt_daemon.sources import build_source

@@ -256,7 +256,7 @@ def test_an_interrupted_run_says_how_to_resume_it(client: Any, world: World) -> 
 
 
 def test_approving_a_new_skill_asks_where_to_install_it(client: Any, world: World) -> None:
-    from skillopt.skill import SkillBundle
+    from skillopt_lib.skill import SkillBundle
     from skillopt_daemon.registry import Registry
     from skillopt_daemon.store import open_db
 

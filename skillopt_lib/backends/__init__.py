@@ -1,0 +1,176 @@
+"""Backends play two roles: the frozen agent that runs tasks, and the optimizer model that edits skills.
+
+Every backend is created from a `skillopt_lib.config.BackendConfig` through this one registry (name -> factory),
+so the trainer never chooses a backend by if/elif and a new backend (an exec backend driving an agent CLI,
+say) plugs in with one `register_backend` call or one line in `_BUILTIN`. Presets are OpenAI-compatible
+servers with a known base URL and key variable: `backend = "deepseek"` is `openai` with those filled in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from skillopt_lib.errors import ConfigError
+
+if TYPE_CHECKING:
+    from skillopt_lib.config import BackendConfig
+
+BackendFactory = Callable[["BackendConfig", dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """An OpenAI-compatible server: where it listens and which variable usually holds its key."""
+
+    base_url: str
+    key_env: str | None
+    needs_key: bool = True
+
+
+PRESETS: dict[str, Preset] = {
+    "qwen": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+    "dashscope": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+    "minimax": Preset("https://api.minimax.io/v1", "MINIMAX_API_KEY"),
+    "deepseek": Preset("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "ollama": Preset("http://127.0.0.1:11434/v1", None, needs_key=False),
+    "vllm": Preset("http://127.0.0.1:8000/v1", None, needs_key=False),
+}
+
+DEFAULT_KEY_ENV: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "azure": "AZURE_OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+# name -> "module:factory"; imported lazily so that a missing optional SDK only matters when used.
+_BUILTIN: dict[str, str] = {
+    "openai": "skillopt_lib.backends.openai:create",
+    "azure": "skillopt_lib.backends.openai:create_azure",
+    "anthropic": "skillopt_lib.backends.anthropic:create",
+    "claude-code": "skillopt_lib.backends.claude_code:create",
+    "codex": "skillopt_lib.backends.codex:create",
+    "copilot": "skillopt_lib.backends.copilot:create",
+    "cursor": "skillopt_lib.backends.cursor:create",
+    "claude-code-chat": "skillopt_lib.backends.cli_chat:create_claude_code_chat",
+    "codex-chat": "skillopt_lib.backends.cli_chat:create_codex_chat",
+}
+_REGISTRY: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str, factory: BackendFactory | str) -> None:
+    """Register a backend factory `factory(config, context) -> backend` (or its "module:function" path).
+
+    `context` carries what a backend may need from the run: `prices` (model -> Price overrides) and, for
+    exec backends, whatever the caller passes (e.g. a workspace root).
+    """
+    if isinstance(factory, str):
+        _BUILTIN[name] = factory
+        _REGISTRY.pop(name, None)
+    else:
+        _REGISTRY[name] = factory
+
+
+def backend_names() -> list[str]:
+    return sorted(set(_BUILTIN) | set(_REGISTRY) | set(PRESETS))
+
+
+def _factory(name: str) -> BackendFactory:
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    target = _BUILTIN.get(name)
+    if target is None:
+        raise ConfigError(
+            f"unknown backend {name!r}",
+            hint=f"use one of: {', '.join(backend_names())}",
+        )
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"backend {name!r} cannot be loaded: {exc}") from None
+    factory: BackendFactory = getattr(module, attr)
+    _REGISTRY[name] = factory
+    return factory
+
+
+def resolve_preset(cfg: BackendConfig) -> BackendConfig:
+    """Turn a preset name into an `openai` config with its base URL and key variable filled in."""
+    preset = PRESETS.get(cfg.backend)
+    if preset is None:
+        return cfg
+    updates: dict[str, Any] = {"backend": "openai"}
+    if not cfg.base_url:
+        updates["base_url"] = preset.base_url
+    if not cfg.api_key_env and preset.key_env:
+        updates["api_key_env"] = preset.key_env
+    if not preset.needs_key:
+        updates["options"] = {**cfg.options, "key_optional": True}
+    return cfg.model_copy(update=updates)
+
+
+def key_env_candidates(cfg: BackendConfig) -> list[str]:
+    """The environment variables a key may come from, in order."""
+    names: list[str] = []
+    if cfg.api_key_env:
+        names.append(cfg.api_key_env)
+    preset = PRESETS.get(cfg.backend)
+    if preset is not None and preset.key_env and preset.key_env not in names:
+        names.append(preset.key_env)
+    default = DEFAULT_KEY_ENV.get(cfg.backend)
+    if default and not cfg.api_key_env and default not in names:
+        names.append(default)
+    return names
+
+
+def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
+    """The key for a backend: literal `api_key`, else the named variable, else the backend's usual variable.
+
+    A local server (a loopback base URL or a keyless preset) may go without; anything else without a key is a
+    ConfigError that says which variable to set.
+    """
+    if cfg.api_key is not None and cfg.api_key.get_secret_value():
+        return cfg.api_key.get_secret_value()
+    for name in key_env_candidates(cfg):
+        value = os.environ.get(name)
+        if value:
+            return value
+    if cfg.api_key_env:
+        raise ConfigError(
+            f"the {role + ' ' if role else ''}backend's key variable {cfg.api_key_env} is not set",
+            hint=f"export {cfg.api_key_env}=... (skillopt never stores keys in files)",
+        )
+    if cfg.options.get("key_optional") or is_loopback(cfg.base_url):
+        return None
+    wanted = key_env_candidates(cfg)
+    hint = (
+        f"export {wanted[0]}=... or set api_key_env in the config"
+        if wanted
+        else "set api_key_env in the config"
+    )
+    raise ConfigError(f"no API key for the {role + ' ' if role else ''}backend {cfg.backend!r}", hint=hint)
+
+
+def is_loopback(url: str | None) -> bool:
+    """Whether a base URL points at this machine (no key needed; allowed under `local_only`)."""
+    if not url:
+        return False
+    from urllib.parse import urlparse
+
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+
+
+def create_backend(cfg: BackendConfig, role: str = "", **context: Any) -> Any:
+    """Build the backend a config names. Raises ConfigError (never a traceback) for a config mistake."""
+    resolved = resolve_preset(cfg)
+    if not resolved.model and resolved.backend in ("openai", "azure", "anthropic"):
+        raise ConfigError(
+            f"no model set for the {role + ' ' if role else ''}backend {cfg.backend!r}",
+            hint=f"set {role + '.' if role else ''}model in the config "
+            f"or with --set {role or 'agent'}.model=NAME",
+        )
+    return _factory(resolved.backend)(resolved, {"role": role, **context})

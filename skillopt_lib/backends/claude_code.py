@@ -1,0 +1,222 @@
+"""Claude Code as an exec backend: `claude -p` with stream-json output in an isolated config home.
+
+Claude Code exits 0 even when it silently denied a tool (the denials are listed in the final `result`
+record), so the outcome is read from the stream, never from the exit code alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.backends.base import Usage
+from skillopt_lib.backends.exec_base import (
+    CliExecBackend,
+    ExecLimits,
+    ExecResult,
+    ExecStatus,
+    ProcessOutcome,
+    ToolCallRecord,
+    copy_private,
+    crashed_or_error,
+    create_from_config,
+    excerpt,
+    parse_json_lines,
+    write_private,
+)
+
+# Pinned in the test harness; the range is what this parser was checked against.
+TESTED_VERSIONS = ("2.1.0", "2.1.197")
+DEFAULT_ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
+_EXIT_CODE_RE = re.compile(r"^Exit code (\d+)")
+
+
+class ClaudeCodeBackend(CliExecBackend):
+    name = "claude_code"
+    tool = AgentTool.CLAUDE_CODE
+    executables = ("claude",)
+    tested_versions = TESTED_VERSIONS
+    credential_env = (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "CLAUDE_CODE_USE_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+        "AWS_REGION",
+        "AWS_PROFILE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "ANTHROPIC_VERTEX_PROJECT_ID",
+        "CLOUD_ML_REGION",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    )
+
+    def __init__(
+        self,
+        *,
+        permission_mode: str = "acceptEdits",
+        allowed_tools: tuple[str, ...] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.permission_mode = permission_mode
+        self.allowed_tools = tuple(allowed_tools) if allowed_tools is not None else DEFAULT_ALLOWED_TOOLS
+
+    def prepare_home(self, home: Path, workspace: Path) -> dict[str, str]:
+        """A home holding only what Claude Code needs to authenticate: no user skills, memory or plugins.
+
+        Copies `.credentials.json` (subscription login) and, from the user's settings, only `apiKeyHelper`
+        and `env` (how the user reaches the provider). The workspace is marked trusted and onboarded.
+        """
+        cfg = home / ".claude"
+        cfg.mkdir(parents=True, exist_ok=True, mode=0o700)
+        copy_private(self.user_home / ".credentials.json", cfg / ".credentials.json")
+        settings: dict[str, Any] = {}
+        user_settings = self.user_home / "settings.json"
+        if user_settings.is_file():
+            try:
+                data = json.loads(user_settings.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}
+            if isinstance(data, dict):
+                settings.update({k: data[k] for k in ("apiKeyHelper", "env") if k in data})
+        write_private(cfg / "settings.json", json.dumps(settings, indent=2))
+        state = {
+            "hasCompletedOnboarding": True,
+            "autoUpdates": False,
+            "projects": {str(workspace.resolve()): {"hasTrustDialogAccepted": True, "allowedTools": []}},
+        }
+        write_private(home / ".claude.json", json.dumps(state, indent=2))
+        return {
+            **self.credentials(),
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+
+    def build_argv(self, exe: str, prompt: str, limits: ExecLimits, cwd: Path) -> list[str]:
+        argv = [exe, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        argv += ["--permission-mode", limits.permission_mode or self.permission_mode]
+        allowed = limits.allowed_tools if limits.allowed_tools is not None else self.allowed_tools
+        if allowed:
+            argv += ["--allowedTools", ",".join(allowed)]
+        if limits.denied_tools:
+            argv += ["--disallowedTools", ",".join(limits.denied_tools)]
+        if limits.max_turns:
+            argv += ["--max-turns", str(limits.max_turns)]
+        if limits.model:
+            argv += ["--model", limits.model]
+        return argv
+
+    def interpret(self, outcome: ProcessOutcome, limits: ExecLimits) -> ExecResult:
+        events, bad = parse_json_lines(outcome.lines)
+        calls: dict[str, ToolCallRecord] = {}
+        texts: list[str] = []
+        session_id: str | None = None
+        message_ids: set[str] = set()
+        result_event: dict[str, Any] | None = None
+        for ev in events:
+            kind = ev.get("type")
+            session_id = ev.get("session_id") or session_id
+            if kind == "assistant":
+                msg = ev.get("message") or {}
+                if msg.get("id"):
+                    message_ids.add(str(msg["id"]))
+                for block in msg.get("content") or []:
+                    if not isinstance(block, dict):
+                        continue
+                    if block.get("type") == "text" and block.get("text"):
+                        texts.append(str(block["text"]))
+                    elif block.get("type") == "tool_use":
+                        cid = str(block.get("id") or len(calls))
+                        calls[cid] = ToolCallRecord(
+                            name=str(block.get("name", "")), input=block.get("input"), id=cid
+                        )
+            elif kind == "user":
+                content = (ev.get("message") or {}).get("content")
+                for block in content if isinstance(content, list) else []:
+                    if not isinstance(block, dict) or block.get("type") != "tool_result":
+                        continue
+                    call = calls.get(str(block.get("tool_use_id")))
+                    if call is None:
+                        continue
+                    text = _result_text(block.get("content"))
+                    call.output = excerpt(text, 1000)
+                    call.is_error = bool(block.get("is_error"))
+                    if call.name == "Bash":
+                        m = _EXIT_CODE_RE.match(text)
+                        call.exit_code = int(m.group(1)) if m else (None if call.is_error else 0)
+            elif kind == "result":
+                result_event = ev
+        result = ExecResult(
+            status=ExecStatus.OK,
+            events=events,
+            tool_calls=list(calls.values()),
+            session_id=session_id,
+            malformed_lines=bad,
+        )
+        if result_event is None:
+            result.status, result.error = crashed_or_error(outcome, "its final result")
+            result.final_message = texts[-1] if texts else ""
+            result.usage = Usage(calls=len(message_ids))
+            return result
+        result.final_message = str(result_event.get("result") or (texts[-1] if texts else ""))
+        result.num_turns = result_event.get("num_turns")
+        u = result_event.get("usage") or {}
+        result.usage = Usage(
+            input_tokens=int(u.get("input_tokens") or 0)
+            + int(u.get("cache_creation_input_tokens") or 0)
+            + int(u.get("cache_read_input_tokens") or 0),
+            output_tokens=int(u.get("output_tokens") or 0),
+            calls=len(message_ids),
+            cost_usd=float(result_event.get("total_cost_usd") or 0.0),
+        )
+        result.cost_reported = result_event.get("total_cost_usd") is not None
+        denials = result_event.get("permission_denials") or []
+        for d in denials:
+            call = calls.get(str(d.get("tool_use_id"))) if isinstance(d, dict) else None
+            if call is not None:
+                call.denied = True
+                call.is_error = True
+        subtype = str(result_event.get("subtype") or "")
+        if subtype == "error_max_turns":
+            result.status = ExecStatus.MAX_TURNS
+            result.error = f"stopped at the limit of {limits.max_turns} turns"
+        elif denials:
+            names = sorted({str(d.get("tool_name")) for d in denials if isinstance(d, dict)})
+            result.status = ExecStatus.PERMISSION_DENIED
+            result.error = f"{len(denials)} tool call(s) were denied permission ({', '.join(names)})"
+        elif result_event.get("is_error") or subtype != "success":
+            result.status = ExecStatus.ERROR
+            api = result_event.get("api_error_status")
+            result.error = f"the run ended with {subtype or 'an error'}" + (
+                f" (API status {api})" if api else ""
+            )
+            if result.final_message:
+                result.error += f": {excerpt(result.final_message, 300)}"
+        return result
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def create(cfg: Any, context: dict[str, Any]) -> ClaudeCodeBackend:
+    """Registry factory: see `skillopt_lib.backends.exec_base.create_from_config`."""
+    backend = create_from_config(ClaudeCodeBackend, cfg, context)
+    assert isinstance(backend, ClaudeCodeBackend)
+    return backend

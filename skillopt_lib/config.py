@@ -1,0 +1,278 @@
+"""The trainer's configuration: one pydantic model, loaded from TOML or YAML, with dotted overrides.
+
+Keys are never meant to live in a config file: `api_key_env` names the variable holding one. A literal
+`api_key` is accepted (some users will write one anyway) but is a `SecretStr`, and everything the trainer
+writes goes through `masked_dump` and `Redactor`, which hide secrets by key name *and* by value, so a key
+under an unusual name (an Azure, Qwen or MiniMax setting) still never reaches disk or a log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from skillopt_lib.budget import LearningRate
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.gate import GateConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Price(_Model):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+
+class BackendConfig(_Model):
+    """One model role (agent or optimizer): which backend, which model, where, and how patiently."""
+
+    backend: str = Field(
+        default="openai", description="registered backend or preset name (see docs/optimizer.md)"
+    )
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="name of the environment variable with the key")
+    api_key: SecretStr | None = Field(default=None, description="discouraged: prefer api_key_env")
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = Field(default=4, ge=0)
+    azure_api_version: str | None = None
+    json_response_format: bool = Field(
+        default=False, description="ask the server for JSON output (OpenAI API)"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="backend-specific settings (exec backends)"
+    )
+
+
+class ReflectConfig(_Model):
+    minibatch_size: int = Field(default=8, ge=1)
+    parallel: int = Field(default=4, ge=1, description="optimizer calls in flight")
+    json_retries: int = Field(default=2, ge=0, description="re-asks after an unparsable answer")
+    use_successes: bool = True
+    merge_group_size: int = Field(default=8, ge=2)
+    max_trajectory_chars: int = Field(default=3000, ge=200)
+
+
+class TrainConfig(_Model):
+    env: str | None = Field(default=None, description="built-in environment name or package.module:Class")
+    env_options: dict[str, Any] = Field(default_factory=dict)
+    agent: BackendConfig = Field(default_factory=BackendConfig)
+    optimizer: BackendConfig = Field(default_factory=BackendConfig)
+    seed: int = 42
+    epochs: int = Field(default=4, ge=1)
+    batch_size: int = Field(default=40, ge=1)
+    learning_rate: LearningRate = Field(default_factory=LearningRate)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    reflect: ReflectConfig = Field(default_factory=ReflectConfig)
+    slow_update: bool = True
+    meta_skill: bool = True
+    patience: int | None = Field(default=4, ge=1, description="stop after this many steps without acceptance")
+    max_steps: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="stop when all roles together used this many"
+    )
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    concurrency: int = Field(default=4, ge=1, description="rollouts in flight")
+    executor: str = "local"
+    prompts_dir: Path | None = Field(
+        default=None, description="folder of .md files overriding the optimizer prompts"
+    )
+    prices: dict[str, Price] = Field(default_factory=dict, description="model name -> USD per million tokens")
+    initial_skill: Path | None = None
+    evaluate_test: bool = True
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply `a.b.c=value` overrides (values parsed as YAML scalars: 3, 0.5, true, [1, 2])."""
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"bad override {item!r}", hint="write overrides as key.sub=value, e.g. gate.kind=strict"
+            )
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            nxt = node.get(part)
+            if not isinstance(nxt, dict):
+                nxt = {}
+                node[part] = nxt
+            node = nxt
+        node[parts[-1]] = _parse_value(value)
+    return data
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {p}: {exc.strerror or exc}") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            f"config {p} is not valid {p.suffix.lstrip('.').upper() or 'YAML'}: {exc}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {p} must be a mapping of keys to values")
+    if isinstance(data.get("train"), dict) and len(data) == 1:
+        data = data["train"]
+    return data
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None, overrides: list[str] | None = None, **updates: Any
+) -> TrainConfig:
+    """Load a TrainConfig; a mistake becomes a ConfigError naming the key (no traceback for the user)."""
+    data = read_config_file(path) if path else {}
+    for key, value in updates.items():
+        if value is not None:
+            data[key] = value
+    apply_overrides(data, list(overrides or []))
+    return validate_config(data)
+
+
+def validate_config(data: dict[str, Any]) -> TrainConfig:
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(explain_validation(exc), hint="see docs/optimizer.md for every key") from None
+
+
+def explain_validation(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"unknown configuration key '{key}'")
+        else:
+            lines.append(f"configuration key '{key}': {err['msg']}")
+    return "; ".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- secrets
+
+SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth", "bearer", "cookie")
+_NOT_SECRET_SUFFIXES = ("_env", "_tokens", "tokens")
+_KEY_LIKE = re.compile(
+    r"\b(?:sk-[A-Za-z0-9_\-]{12,}|sk-ant-[A-Za-z0-9_\-]{12,}|AKIA[0-9A-Z]{16}|"
+    r"(?:ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{20,}|xox[abp]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_\-]{30,})\b"
+)
+MASK = "****"
+
+
+def _secret_key(key: str) -> bool:
+    low = key.lower()
+    return any(m in low for m in SECRET_MARKERS) and not low.endswith(_NOT_SECRET_SUFFIXES)
+
+
+def masked_dump(data: Any) -> Any:
+    """A copy with every string under a secret-looking key masked, and key-shaped strings masked anywhere."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    if isinstance(data, SecretStr):
+        return MASK
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            if _secret_key(str(k)) and isinstance(v, (str, SecretStr)) and v != "":
+                out[k] = MASK
+            else:
+                out[k] = masked_dump(v)
+        return out
+    if isinstance(data, list):
+        return [masked_dump(v) for v in data]
+    if isinstance(data, str):
+        return _KEY_LIKE.sub(MASK, data)
+    return data
+
+
+class Redactor:
+    """Removes known secret values (and key-shaped strings) from any text before it is written."""
+
+    def __init__(self, secrets: list[str] | None = None) -> None:
+        self._secrets = sorted({s for s in (secrets or []) if s and len(s) >= 6}, key=len, reverse=True)
+
+    def add(self, secret: str | None) -> None:
+        if secret and len(secret) >= 6 and secret not in self._secrets:
+            self._secrets = sorted([*self._secrets, secret], key=len, reverse=True)
+
+    def text(self, text: str) -> str:
+        for s in self._secrets:
+            if s in text:
+                text = text.replace(s, MASK)
+        return _KEY_LIKE.sub(MASK, text)
+
+    def data(self, data: Any) -> Any:
+        if isinstance(data, str):
+            return self.text(data)
+        if isinstance(data, dict):
+            return {k: self.data(v) for k, v in data.items()}
+        if isinstance(data, (list, tuple)):
+            return [self.data(v) for v in data]
+        return data
+
+    def json_line(self, data: Any) -> str:
+        return self.text(json.dumps(self.data(data), ensure_ascii=False, default=str))
+
+
+def config_secrets(cfg: TrainConfig) -> list[str]:
+    """Every secret value the config can reach: literal keys and the variables they are read from."""
+    from skillopt_lib.backends import key_env_candidates
+
+    found: list[str] = []
+    for role in (cfg.agent, cfg.optimizer):
+        if role.api_key is not None:
+            found.append(role.api_key.get_secret_value())
+        for var in key_env_candidates(role):
+            if os.environ.get(var):
+                found.append(os.environ[var])
+
+    def walk(node: Any, key: str = "") -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and _secret_key(key):
+            found.append(node)
+        elif isinstance(node, str) and key.lower().endswith("_env") and os.environ.get(node):
+            found.append(os.environ[node])
+
+    walk(cfg.env_options)
+    walk(cfg.agent.options)
+    walk(cfg.optimizer.options)
+    return found
+
+
+Role = Literal["agent", "optimizer"]

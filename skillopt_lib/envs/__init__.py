@@ -1,0 +1,71 @@
+"""Environments: a task set split into train / val / test, and a way to run and score one task.
+
+Built-in environments are registered by name here, in one place; any other environment is named as
+`package.module:ClassName`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from skillopt_lib.errors import ConfigError
+
+# name -> "module:Class". Each built-in environment adds one line.
+BUILTIN_ENVS: dict[str, str] = {
+    "searchqa": "skillopt_lib.envs.searchqa:SearchQAEnv",
+    "livemath": "skillopt_lib.envs.livemath:LiveMathEnv",
+    "docvqa": "skillopt_lib.envs.docvqa:DocVQAEnv",
+    "officeqa": "skillopt_lib.envs.officeqa:OfficeQAEnv",
+    "spreadsheetbench": "skillopt_lib.envs.spreadsheetbench:SpreadsheetBenchEnv",
+    "alfworld": "skillopt_lib.envs.alfworld:ALFWorldEnv",
+    "coding": "skillopt_lib.envs.coding:CodingEnv",
+    "house-style": "skillopt_lib.envs.toy:HouseStyleEnv",
+    "exec-tasks": "skillopt_lib.envs.exec_tasks:ExecTasksEnvironment",
+}
+
+
+def resolve_env_class(spec: str) -> Any:
+    target = BUILTIN_ENVS.get(spec, spec)
+    if ":" not in target:
+        known = ", ".join(sorted(BUILTIN_ENVS)) or "none"
+        raise ConfigError(
+            f"unknown environment {spec!r}",
+            hint=f"use a built-in name ({known}) or 'package.module:ClassName'",
+        )
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import environment module {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, class_name)
+    except AttributeError:
+        raise ConfigError(f"module {module_name!r} has no environment class {class_name!r}") from None
+
+
+def load_env(spec: str, **kwargs: Any) -> Any:
+    """Instantiate an environment by built-in name or import path, passing keyword options through.
+
+    An option the environment does not take (e.g. `--sample` for one that ships no sample) is a
+    ConfigError naming the options it does take, not a traceback.
+    """
+    import inspect
+
+    cls = resolve_env_class(spec)
+    params: Mapping[str, inspect.Parameter]
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if params and not takes_any:
+        unknown = sorted(k for k in kwargs if k not in params)
+        if unknown:
+            known = ", ".join(k for k in params if k != "self") or "none"
+            raise ConfigError(
+                f"environment {spec!r} does not take the option(s) {', '.join(unknown)}",
+                hint=f"its options are: {known}",
+            )
+    return cls(**kwargs)

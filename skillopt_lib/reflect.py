@@ -1,0 +1,322 @@
+"""Talking to the optimizer model: prompts, structured answers, and the analysts that read rollouts.
+
+Every optimizer call asks for one JSON object validated by a pydantic model. Models answer in fences, with
+trailing commas, or with prose around the object; `parse_json_object` repairs what it can, and `call_json`
+re-asks with the parse error a bounded number of times. A call that still fails returns None and is recorded:
+a malformed answer costs one step's proposals, never the run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from skillopt_lib.backends.base import ChatBackend, ChatMessage, Usage
+from skillopt_lib.budget import StepBudget
+from skillopt_lib.config import ReflectConfig
+from skillopt_lib.edits import Edit, Patch, SourceType, parse_edits
+from skillopt_lib.envs.base import Item, ItemResult
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.skill import SKILL_FILE, SkillBundle
+
+PROMPT_NAMES = ("system", "analyst_failure", "analyst_success", "merge", "rank", "slow_update", "meta_skill")
+M = TypeVar("M", bound=BaseModel)
+
+
+class Prompts:
+    """The optimizer's prompts: Markdown templates (`$name` placeholders) shipped in `skillopt_lib/prompts/`.
+
+    A user folder (`prompts_dir`) overrides any of them file by file, so a prompt can be tuned without
+    forking the package.
+    """
+
+    def __init__(self, override_dir: Path | None = None) -> None:
+        self.override_dir = Path(override_dir).expanduser() if override_dir else None
+        if self.override_dir is not None and not self.override_dir.is_dir():
+            raise ConfigError(f"prompts_dir {self.override_dir} is not a folder")
+        self._cache: dict[str, str] = {}
+
+    def source(self, name: str) -> str:
+        if name not in self._cache:
+            if self.override_dir is not None and (self.override_dir / f"{name}.md").is_file():
+                self._cache[name] = (self.override_dir / f"{name}.md").read_text(encoding="utf-8")
+            else:
+                ref = resources.files("skillopt_lib").joinpath("prompts", f"{name}.md")
+                self._cache[name] = ref.read_text(encoding="utf-8")
+        return self._cache[name]
+
+    def render(self, name: str, **values: Any) -> str:
+        return Template(self.source(name)).safe_substitute({k: str(v) for k, v in values.items()})
+
+    def overridden(self) -> list[str]:
+        if self.override_dir is None:
+            return []
+        return sorted(n for n in PROMPT_NAMES if (self.override_dir / f"{n}.md").is_file())
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def _balanced_object(text: str) -> str | None:
+    start = text.find("{")
+    while start != -1:
+        depth, in_str, esc = 0, False, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : i + 1]
+        start = text.find("{", start + 1)
+    return None
+
+
+def _repairs(candidate: str) -> list[str]:
+    fixed = candidate.replace("\u201c", '"').replace("\u201d", '"').replace("\u2019", "'")
+    fixed = re.sub(r",\s*([}\]])", r"\1", fixed)
+    pythonish = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", fixed)))
+    return [candidate, fixed, pythonish]
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's answer, repairing fences, prose, smart quotes and trailing commas.
+
+    Raises ValueError (with the parser's message) when nothing parseable is found.
+    """
+    pieces = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    last_error = "no JSON object found"
+    for piece in pieces:
+        obj = _balanced_object(piece)
+        candidates = [obj] if obj else []
+        if "{" in piece and not obj:  # cut off: try closing it
+            tail = piece[piece.find("{") :]
+            candidates.append(tail + "}" * max(1, tail.count("{") - tail.count("}")))
+        for cand in candidates:
+            for attempt in _repairs(cand):
+                try:
+                    data = json.loads(attempt)
+                except ValueError as exc:
+                    last_error = str(exc)
+                    continue
+                if isinstance(data, dict):
+                    return data
+                last_error = "the answer is JSON but not an object"
+    raise ValueError(last_error)
+
+
+@dataclass
+class CallRecord:
+    """One optimizer call as the history shows it."""
+
+    prompt: str
+    ok: bool
+    attempts: int
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt": self.prompt,
+            "ok": self.ok,
+            "attempts": self.attempts,
+            "error": self.error,
+            "usage": self.usage.to_dict(),
+        }
+
+
+class OptimizerCaller:
+    """The optimizer backend plus prompts, usage accounting and the JSON retry policy."""
+
+    def __init__(self, backend: ChatBackend, prompts: Prompts, json_retries: int = 2) -> None:
+        self.backend = backend
+        self.prompts = prompts
+        self.json_retries = json_retries
+        self.usage = Usage()
+        self._lock = threading.Lock()
+
+    def call_json(self, prompt: str, model: type[M], **values: Any) -> tuple[M | None, CallRecord]:
+        messages = [ChatMessage("user", self.prompts.render(prompt, **values))]
+        system = self.prompts.render("system")
+        record = CallRecord(prompt=prompt, ok=False, attempts=0)
+        for _ in range(self.json_retries + 1):
+            record.attempts += 1
+            resp = self.backend.complete(messages, system=system, json_mode=True)
+            record.usage.add(resp.usage)
+            with self._lock:
+                self.usage.add(resp.usage)
+            try:
+                parsed = model.model_validate(parse_json_object(resp.text))
+            except (ValueError, ValidationError) as exc:
+                record.error = _short_error(exc)
+                messages = [
+                    *messages,
+                    ChatMessage("assistant", resp.text or "(empty)"),
+                    ChatMessage(
+                        "user",
+                        f"Your answer could not be used: {record.error}. "
+                        "Answer again with the JSON object only, following the schema above.",
+                    ),
+                ]
+                continue
+            record.ok, record.error = True, None
+            return parsed, record
+        return None, record
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        first = errs[0] if errs else {"loc": (), "msg": str(exc)}
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{len(errs)} schema error(s), first at '{where}': {first['msg']}"
+    return str(exc)[:300]
+
+
+class LoosePatch(BaseModel):
+    """A patch as a model may return it: edits are validated one by one so one bad edit keeps the rest."""
+
+    reasoning: str = ""
+    failure_summary: Any = None
+    edits: list[dict[str, Any]] = []
+
+    def to_patch(self, source: SourceType | None = None) -> Patch:
+        edits = parse_edits(self.edits)
+        if source is not None:
+            edits = [e.model_copy(update={"source_type": source}) for e in edits]
+        return Patch(reasoning=self.reasoning, failure_summary=self.failure_summary, edits=edits)
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+
+
+def render_skill(bundle: SkillBundle, max_chars: int = 20_000) -> str:
+    """The skill as the optimizer reads it: SKILL.md, then its other text files (editable by `file`)."""
+    parts = [f"### {SKILL_FILE}\n```markdown\n{bundle.doc.serialize()}\n```"]
+    for path, text in sorted(bundle.text_files().items()):
+        if path != SKILL_FILE:
+            parts.append(f'### {path} (edit with "file": "{path}")\n```\n{text}\n```')
+    out = "\n\n".join(parts)
+    return out if len(out) <= max_chars else out[:max_chars] + "\n…(truncated)"
+
+
+def render_rejected(rejected: Sequence[dict[str, Any]], limit: int = 30) -> str:
+    if not rejected:
+        return "(none)"
+    lines = []
+    for entry in list(rejected)[-limit:]:
+        edit = Edit.model_validate(entry["edit"])
+        lines.append(f"- [step {entry.get('step')}] {edit.short(160)} — {entry.get('reason', 'rejected')}")
+    return "\n".join(lines)
+
+
+def render_edits(edits: Sequence[Edit], numbered: bool = False) -> str:
+    rows = []
+    for i, e in enumerate(edits):
+        data = e.model_dump(exclude={"file"} if e.file == SKILL_FILE else set())
+        rows.append((f"[{i}] " if numbered else "") + json.dumps(data, ensure_ascii=False))
+    return "\n".join(rows) if rows else "(none)"
+
+
+def render_examples(env: Any, pairs: Sequence[tuple[Item, ItemResult]], max_trajectory: int) -> str:
+    from skillopt_lib.envs.base import describe_item
+
+    blocks = []
+    for item, res in pairs:
+        traj = res.trajectory or ""
+        if len(traj) > max_trajectory:
+            half = max_trajectory // 2
+            traj = traj[:half] + "\n…(cut)…\n" + traj[-half:]
+        block = [
+            f"### Task {item.id}",
+            describe_item(env, item),
+            f"**Agent's answer:** {res.answer or '(none)'}",
+            f"**Score:** hard={res.hard:g} soft={res.soft:.2f}",
+            f"**Feedback:** {res.feedback or '(none)'}",
+        ]
+        if res.error:
+            block.append(f"**Error:** {res.error}")
+        if traj:
+            block.append(f"**Trajectory:**\n```\n{traj}\n```")
+        blocks.append("\n".join(block))
+    return "\n\n".join(blocks)
+
+
+# ---------------------------------------------------------------------------------------------- analysts
+
+
+@dataclass
+class Reflection:
+    failure_patches: list[Patch]
+    success_patches: list[Patch]
+    calls: list[CallRecord]
+
+
+def minibatches(seq: Sequence[Any], size: int) -> list[list[Any]]:
+    return [list(seq[i : i + size]) for i in range(0, len(seq), size)]
+
+
+def reflect(
+    caller: OptimizerCaller,
+    env: Any,
+    pairs: Sequence[tuple[Item, ItemResult]],
+    skill: SkillBundle,
+    budget: StepBudget,
+    rejected: Sequence[dict[str, Any]],
+    meta_notes: str,
+    cfg: ReflectConfig,
+    rng: random.Random,
+    run_parallel: Any,
+) -> Reflection:
+    """Failures and successes, shuffled and cut into minibatches, each read by its own analyst call."""
+    failures = [p for p in pairs if not p[1].passed]
+    successes = [p for p in pairs if p[1].passed] if cfg.use_successes else []
+    rng.shuffle(failures)
+    rng.shuffle(successes)
+    jobs: list[tuple[str, SourceType, list[tuple[Item, ItemResult]]]] = []
+    jobs += [("analyst_failure", "failure", mb) for mb in minibatches(failures, cfg.minibatch_size)]
+    jobs += [("analyst_success", "success", mb) for mb in minibatches(successes, cfg.minibatch_size)]
+    common = {
+        "skill": render_skill(skill),
+        "max_edits": budget.edits,
+        "max_tokens": budget.tokens,
+        "meta_notes": meta_notes or "(none yet)",
+        "rejected": render_rejected(rejected),
+    }
+
+    def run(job: tuple[str, SourceType, list[tuple[Item, ItemResult]]]) -> tuple[Patch | None, CallRecord]:
+        prompt, source, mb = job
+        loose, record = caller.call_json(
+            prompt, LoosePatch, examples=render_examples(env, mb, cfg.max_trajectory_chars), **common
+        )
+        return (loose.to_patch(source) if loose is not None else None), record
+
+    outcomes = run_parallel(run, jobs)
+    fail_p: list[Patch] = []
+    succ_p: list[Patch] = []
+    calls: list[CallRecord] = []
+    for (_, source, _), (patch, record) in zip(jobs, outcomes, strict=True):
+        calls.append(record)
+        if patch is not None:
+            (fail_p if source == "failure" else succ_p).append(patch)
+    return Reflection(fail_p, succ_p, calls)

@@ -1,0 +1,818 @@
+"""The training loop: rollout → reflect → aggregate → select → update → evaluate, one step per batch.
+
+`Trainer` trains a skill for a frozen agent on any `Environment`. It holds no database and knows nothing of
+the daemon: the nightly cycle reuses it on replayed tasks exactly as `skillopt train` uses it on a benchmark.
+
+Determinism: batches, minibatches and prompts derive from the seed and the step number, rollouts come back in
+item order, and nothing depends on wall-clock time; given the same model outputs a run is reproducible, and a
+run resumed from its checkpoint (`Trainer.resume`) ends exactly where an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillopt_lib.aggregate import aggregate
+from skillopt_lib.backends import create_backend
+from skillopt_lib.backends.base import Usage
+from skillopt_lib.budget import budget_at
+from skillopt_lib.config import (
+    Redactor,
+    TrainConfig,
+    config_secrets,
+    load_config,
+    masked_dump,
+    validate_config,
+)
+from skillopt_lib.edits import (
+    GUIDANCE_REGION,
+    Edit,
+    apply_edits,
+    bundle_changed_tokens,
+    get_protected_region,
+    set_protected_region,
+)
+from skillopt_lib.envs.base import Item, ItemResult, Split
+from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.executor import Executor, make_executor
+from skillopt_lib.gate import Gate, GateDecision, ScoreTable, item_score, mean_score
+from skillopt_lib.reflect import (
+    OptimizerCaller,
+    Prompts,
+    reflect,
+    render_edits,
+    render_rejected,
+    render_skill,
+)
+from skillopt_lib.runfiles import STATE_VERSION, RunFiles, bundle_from_json, bundle_to_json, utc_iso
+from skillopt_lib.selection import select_edits
+from skillopt_lib.skill import SkillBundle
+
+Event = dict[str, Any]
+EventHandler = Callable[[Event], None]
+META_NOTES_MAX = 2000
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    best_skill: SkillBundle
+    summary: dict[str, Any]
+
+    @property
+    def initial_val(self) -> float:
+        return float(self.summary["initial_val"])
+
+    @property
+    def best_val(self) -> float:
+        return float(self.summary["best_val"])
+
+
+@dataclass
+class EvalResult:
+    split: str
+    score: float
+    hard: float
+    soft: float
+    n: int
+    repeats: int
+    results: list[ItemResult]
+    usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "split": self.split,
+            "score": round(self.score, 6),
+            "hard": round(self.hard, 6),
+            "soft": round(self.soft, 6),
+            "n": self.n,
+            "repeats": self.repeats,
+            "usage": self.usage.to_dict(),
+            "items": [r.to_dict() for r in self.results],
+        }
+
+
+class BudgetExhausted(SkillOptError):
+    """The run's token, cost or step budget is used up (a normal way for a run to end)."""
+
+
+def _new_state(cfg: TrainConfig, skill: SkillBundle) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "epoch": 0,
+        "batch": 0,
+        "step": 0,
+        "phase": "baseline",
+        "incumbent": bundle_to_json(skill),
+        "initial": bundle_to_json(skill),
+        "incumbent_scores": None,
+        "initial_val": None,
+        "incumbent_val": None,
+        "no_improve": 0,
+        "accepted_steps": 0,
+        "rejected": [],
+        "meta_notes": "",
+        "epoch_accepted": [],
+        "epoch_rejected": [],
+        "usage": {"agent": Usage().to_dict(), "optimizer": Usage().to_dict()},
+        "history_lines": 0,
+        "stopped": None,
+        "started": utc_iso(),
+    }
+
+
+def _usage_from(d: dict[str, Any]) -> Usage:
+    return Usage(
+        input_tokens=int(d.get("input_tokens", 0)),
+        output_tokens=int(d.get("output_tokens", 0)),
+        calls=int(d.get("calls", 0)),
+        cost_usd=float(d.get("cost_usd", 0.0)),
+    )
+
+
+class Trainer:
+    """Train a skill on an environment. Use `Trainer(...).train()` or `Trainer.resume(run_dir).train()`.
+
+    `agent` and `optimizer` default to backends built from the config's `agent` / `optimizer` sections through
+    the backend registry; pass objects to use your own (tests, exec backends, a shared client).
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        env: Any,
+        run_dir: str | Path,
+        *,
+        agent: Any = None,
+        optimizer: Any = None,
+        executor: Executor | None = None,
+        initial_skill: SkillBundle | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        self.cfg = config
+        self.env = env
+        self.on_event = on_event or (lambda e: None)
+        self.redactor = Redactor(config_secrets(config))
+        self.files = RunFiles(Path(run_dir), self.redactor)
+        prices = {k: v.model_dump() for k, v in config.prices.items()}
+        if agent is None:
+            _check_agent_kind(env, config.agent.backend)
+        self.agent = agent if agent is not None else create_backend(config.agent, "agent", prices=prices)
+        optimizer_backend = (
+            optimizer
+            if optimizer is not None
+            else create_backend(config.optimizer, "optimizer", prices=prices)
+        )
+        self.caller = OptimizerCaller(
+            optimizer_backend, Prompts(config.prompts_dir), config.reflect.json_retries
+        )
+        self.executor = executor or make_executor(config.executor, config.concurrency)
+        self.gate = Gate(config.gate)
+        splits = env.splits()
+        self.train_items: list[Item] = list(splits.train)
+        self.val_items: list[Item] = list(splits.val)
+        self.test_items: list[Item] = list(splits.test)
+        if not self.train_items or not self.val_items:
+            raise ConfigError(
+                f"environment {getattr(env, 'name', env)!r} has {len(self.train_items)} train and "
+                f"{len(self.val_items)} validation items; training needs both",
+                hint="check the environment's options",
+            )
+        self.batches_per_epoch = math.ceil(len(self.train_items) / config.batch_size)
+        self.total_steps = self.batches_per_epoch * config.epochs
+        if config.max_steps:
+            self.total_steps = min(self.total_steps, config.max_steps)
+        self.agent_usage = Usage()
+        self._resumed_state: dict[str, Any] | None = None
+        seed = initial_skill or env.seed_skill()
+        self._initial_skill = seed
+
+    # ------------------------------------------------------------------------------------------ resume
+    @classmethod
+    def resume(
+        cls,
+        run_dir: str | Path,
+        *,
+        config: TrainConfig | None = None,
+        env: Any = None,
+        agent: Any = None,
+        optimizer: Any = None,
+        executor: Executor | None = None,
+        on_event: EventHandler | None = None,
+    ) -> Trainer:
+        """Continue a run from its checkpoint. Keys come from the environment again, never from the run."""
+        run_path = Path(run_dir)
+        if not (run_path / "state.json").is_file():
+            raise ConfigError(
+                f"{run_path} has no checkpoint (state.json)",
+                hint="give the folder of a run started by skillopt train",
+            )
+        if config is None:
+            config = validate_config(saved_config(run_path))
+        if env is None:
+            from skillopt_lib.envs import load_env
+
+            if not config.env:
+                raise ConfigError("the run's config names no environment", hint="pass --env")
+            env = load_env(config.env, **config.env_options)
+        trainer = cls(
+            config, env, run_path, agent=agent, optimizer=optimizer, executor=executor, on_event=on_event
+        )
+        state = json.loads((run_path / "state.json").read_text(encoding="utf-8"))
+        if state.get("version") != STATE_VERSION:
+            raise ConfigError(
+                f"{run_path} was written by another skillopt version (state {state.get('version')})"
+            )
+        trainer._resumed_state = state
+        return trainer
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _emit(self, kind: str, **data: Any) -> None:
+        try:
+            self.on_event({"event": kind, **data})
+        except Exception:  # a broken progress display must not stop training
+            pass
+
+    def _parallel(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
+        if len(jobs) <= 1 or self.cfg.reflect.parallel <= 1:
+            return [fn(j) for j in jobs]
+        with ThreadPoolExecutor(
+            max_workers=self.cfg.reflect.parallel, thread_name_prefix="skillopt-opt"
+        ) as pool:
+            return list(pool.map(fn, jobs))
+
+    def _rollout(self, skill: SkillBundle, items: Sequence[Item], repeats: int = 1) -> list[list[ItemResult]]:
+        """Run every item `repeats` times; results[i][r] is item i's r-th run."""
+        jobs = [(item, r) for item in items for r in range(repeats)]
+        env, agent = self.env, self.agent  # not `self`: a cluster executor ships this function to workers
+        results: list[ItemResult] = self.executor.map(lambda job: env.run(job[0], skill, agent), jobs)
+        for res in results:
+            self.agent_usage.add(res.usage)
+        out: list[list[ItemResult]] = [[] for _ in items]
+        for (item_index, _), res in zip(
+            ((i, r) for i in range(len(items)) for r in range(repeats)), results, strict=True
+        ):
+            out[item_index].append(res)
+        return out
+
+    def _scores(self, runs: list[list[ItemResult]], items: Sequence[Item]) -> ScoreTable:
+        return {
+            item.id: [item_score(r.hard, r.soft, self.cfg.gate) for r in rs]
+            for item, rs in zip(items, runs, strict=True)
+        }
+
+    def _measure(self, skill: SkillBundle, repeats: int) -> ScoreTable:
+        return self._scores(self._rollout(skill, self.val_items, repeats), self.val_items)
+
+    def _spent(self, state: dict[str, Any]) -> Usage:
+        total = Usage()
+        total.add(self.agent_usage).add(self.caller.usage)
+        total.add(_usage_from(state["usage_base"]["agent"])).add(
+            _usage_from(state["usage_base"]["optimizer"])
+        )
+        return total
+
+    def _budget_left(self, state: dict[str, Any]) -> str | None:
+        spent = self._spent(state)
+        if self.cfg.max_tokens is not None and spent.total_tokens >= self.cfg.max_tokens:
+            return f"token budget used ({spent.total_tokens} >= {self.cfg.max_tokens})"
+        if self.cfg.max_cost_usd is not None and spent.cost_usd >= self.cfg.max_cost_usd:
+            return f"cost budget used (${spent.cost_usd:.4f} >= ${self.cfg.max_cost_usd})"
+        if self.cfg.max_steps is not None and state["step"] >= self.cfg.max_steps:
+            return f"step budget used ({state['step']} steps)"
+        return None
+
+    def _usage_now(self, state: dict[str, Any]) -> dict[str, Any]:
+        agent = _usage_from(state["usage_base"]["agent"]).add(self.agent_usage)
+        opt = _usage_from(state["usage_base"]["optimizer"]).add(self.caller.usage)
+        return {"agent": agent.to_dict(), "optimizer": opt.to_dict()}
+
+    def _checkpoint(self, state: dict[str, Any]) -> None:
+        state["usage"] = self._usage_now(state)
+        state["history_lines"] = self.files.history_lines()
+        stored = {k: v for k, v in state.items() if k != "usage_base"}
+        self.files.write_json("state.json", stored)
+
+    def _history(self, state: dict[str, Any], record: dict[str, Any]) -> None:
+        record.setdefault("time", utc_iso())
+        record["usage_total"] = self._usage_now(state)
+        self.files.append_history(record)
+
+    def _context(self, state: dict[str, Any], skill: SkillBundle) -> dict[str, Any]:
+        return {
+            "skill": render_skill(skill),
+            "meta_notes": state["meta_notes"] or "(none yet)",
+            "rejected": render_rejected(state["rejected"]),
+        }
+
+    # ------------------------------------------------------------------------------------------ the loop
+    def train(self) -> TrainResult:
+        try:
+            return self._train()
+        finally:
+            self.executor.close()
+            close = getattr(self.env, "close", None)
+            if callable(close):
+                close()
+
+    def _train(self) -> TrainResult:
+        if self._resumed_state is not None:
+            state = self._resumed_state
+            self.files.truncate_history(int(state.get("history_lines", 0)))
+        else:
+            if self.files.state_path.exists():
+                raise ConfigError(
+                    f"{self.files.dir} already holds a run", hint=f"resume it with --resume {self.files.dir}"
+                )
+            self._initial_skill.require_valid()
+            state = _new_state(self.cfg, self._initial_skill)
+            self.files.write_json("config.json", masked_dump(self.cfg))
+        state["usage_base"] = {k: dict(v) for k, v in state["usage"].items()}
+        if self._resumed_state is None:
+            self._checkpoint(state)
+        self._emit(
+            "start",
+            run_dir=str(self.files.dir),
+            total_steps=self.total_steps,
+            epochs=self.cfg.epochs,
+            step=state["step"],
+            resumed=self._resumed_state is not None,
+        )
+        if state["phase"] == "baseline":
+            self._baseline(state)
+        while state["phase"] != "done":
+            if state["phase"] == "epoch_end":
+                self._epoch_end(state)
+                continue
+            reason = self._stop_reason(state)
+            if reason:
+                state["stopped"] = reason
+                state["phase"] = "done"
+                self._checkpoint(state)
+                break
+            self._step(state)
+        return self._finish(state)
+
+    def _stop_reason(self, state: dict[str, Any]) -> str | None:
+        if state["epoch"] >= self.cfg.epochs:
+            return f"completed {self.cfg.epochs} epoch(s)"
+        if self.cfg.patience is not None and state["no_improve"] >= self.cfg.patience:
+            return f"early stop: {state['no_improve']} step(s) without an accepted edit"
+        return self._budget_left(state)
+
+    def _baseline(self, state: dict[str, Any]) -> None:
+        skill = bundle_from_json(state["incumbent"])
+        self._emit("baseline", n=len(self.val_items), repeats=self.gate.repeats)
+        table = self._measure(skill, self.gate.repeats)
+        score = mean_score(table)
+        state.update(incumbent_scores=table, initial_val=score, incumbent_val=score, phase="step")
+        self._history(
+            state,
+            {
+                "kind": "baseline",
+                "step": 0,
+                "val": {"score": round(score, 6), "n": len(table), "repeats": self.gate.repeats},
+                "skill_hash": skill.content_hash,
+            },
+        )
+        self.files.write_skill("best_skill", skill)
+        self._checkpoint(state)
+        self._emit("baseline_done", val=score)
+
+    def _batch(self, epoch: int, batch: int) -> list[Item]:
+        order = list(self.train_items)
+        random.Random(f"{self.cfg.seed}:epoch:{epoch}").shuffle(order)
+        size = self.cfg.batch_size
+        return order[batch * size : (batch + 1) * size]
+
+    def _step(self, state: dict[str, Any]) -> None:
+        step, epoch, batch_index = state["step"], state["epoch"], state["batch"]
+        incumbent = bundle_from_json(state["incumbent"])
+        budget = budget_at(self.cfg.learning_rate, step, self.total_steps)
+        usage_before = self._usage_now(state)
+        self._emit("step_start", step=step + 1, epoch=epoch + 1, total_steps=self.total_steps)
+
+        # 1. rollout
+        items = self._batch(epoch, batch_index)
+        runs = self._rollout(incumbent, items, 1)
+        pairs = [(item, rs[0]) for item, rs in zip(items, runs, strict=True)]
+        train_hard = sum(r.hard for _, r in pairs) / len(pairs)
+        train_soft = sum(r.soft for _, r in pairs) / len(pairs)
+        self._emit("rollout_done", step=step + 1, train=train_hard)
+
+        # 2. reflect
+        rng = random.Random(f"{self.cfg.seed}:step:{step}")
+        reflection = reflect(
+            self.caller,
+            self.env,
+            pairs,
+            incumbent,
+            budget,
+            state["rejected"],
+            state["meta_notes"],
+            self.cfg.reflect,
+            rng,
+            self._parallel,
+        )
+        proposed = [e for p in reflection.failure_patches + reflection.success_patches for e in p.edits]
+
+        # 3. aggregate
+        context = self._context(state, incumbent)
+        rejected_keys = {Edit.model_validate(r["edit"]).key() for r in state["rejected"]}
+        agg = aggregate(
+            self.caller,
+            reflection.failure_patches,
+            reflection.success_patches,
+            rejected_keys,
+            self.cfg.reflect.merge_group_size,
+            context,
+            self._parallel,
+        )
+
+        # 4. select
+        sel = select_edits(self.caller, agg.candidates, budget, context)
+
+        # 5. update
+        candidate, applied, conflicts = apply_edits(incumbent, sel.selected)
+        issues = candidate.validate() if applied else []
+        record: dict[str, Any] = {
+            "kind": "step",
+            "step": step + 1,
+            "epoch": epoch + 1,
+            "batch": batch_index + 1,
+            "train": {
+                "n": len(pairs),
+                "hard": round(train_hard, 6),
+                "soft": round(train_soft, 6),
+                "failures": sum(1 for _, r in pairs if not r.passed),
+                "successes": sum(1 for _, r in pairs if r.passed),
+            },
+            "budget": budget.to_dict(),
+            "proposed": [e.model_dump() for e in proposed],
+            "candidates": [e.model_dump() for e in agg.candidates],
+            "selected": [e.model_dump() for e in sel.selected],
+            "ranked_by": sel.ranked_by,
+            "dropped": [{"reason": why, "edit": e.model_dump()} for e, why in [*agg.dropped, *sel.dropped]],
+            "applied": [e.model_dump() for e in applied],
+            "conflicts": [c.to_dict() for c in conflicts],
+            "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
+        }
+
+        # 6. evaluate
+        if not applied or issues:
+            if issues:
+                record["invalid_skill"] = [str(i) for i in issues]
+                self._reject(state, applied, step, "the edited skill is not a valid SKILL.md")
+            record["gate"] = None
+            record["accepted"] = False
+            record["reason"] = "invalid skill after edits" if issues else "no edit to evaluate"
+            state["no_improve"] += 1
+        else:
+            decision = self._decide(state, candidate, incumbent)
+            record["gate"] = decision.to_dict()
+            record["accepted"] = decision.accepted
+            record["reason"] = decision.reason
+            record["changed_tokens"] = bundle_changed_tokens(incumbent, candidate)
+            if decision.accepted:
+                self._accept(state, candidate, applied, decision)
+            else:
+                self._reject(state, applied, step, decision.reason)
+                state["no_improve"] += 1
+        record["rejected_edits"] = [e.model_dump() for e in applied] if not record["accepted"] else []
+        record["val"] = {"incumbent": state["incumbent_val"]}
+        record["skill_hash"] = bundle_from_json(state["incumbent"]).content_hash
+        record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
+
+        state["step"] = step + 1
+        state["batch"] = batch_index + 1
+        if state["batch"] >= self.batches_per_epoch:
+            state["phase"] = "epoch_end"
+        self._history(state, record)
+        self._checkpoint(state)
+        self._emit(
+            "step_done",
+            step=step + 1,
+            epoch=epoch + 1,
+            total_steps=self.total_steps,
+            accepted=record["accepted"],
+            reason=record["reason"],
+            val=state["incumbent_val"],
+            train=train_hard,
+            spent=self._usage_now(state),
+        )
+
+    def _decide(self, state: dict[str, Any], candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
+        cached = state["incumbent_scores"] if self.cfg.gate.kind == "strict" else None
+        decision, cand_scores, inc_scores = self.gate.decide(self._measure, candidate, incumbent, cached)
+        if self.cfg.gate.kind == "paired":
+            state["incumbent_val"] = mean_score(inc_scores)
+        state["_candidate_scores"] = cand_scores
+        return decision
+
+    def _accept(
+        self, state: dict[str, Any], candidate: SkillBundle, applied: list[Edit], decision: GateDecision
+    ) -> None:
+        cand_scores = state.pop("_candidate_scores")
+        state["incumbent"] = bundle_to_json(candidate)
+        state["incumbent_scores"] = cand_scores
+        state["incumbent_val"] = mean_score(cand_scores)
+        state["accepted_steps"] += 1
+        state["no_improve"] = 0
+        state["epoch_accepted"].extend(
+            {"edit": e.model_dump(), "step": state["step"] + 1, "stats": decision.stats} for e in applied
+        )
+        self.files.write_skill("best_skill", candidate)
+
+    def _reject(self, state: dict[str, Any], applied: list[Edit], step: int, reason: str) -> None:
+        state.pop("_candidate_scores", None)
+        for e in applied:
+            entry = {"edit": e.model_dump(), "step": step + 1, "epoch": state["epoch"] + 1, "reason": reason}
+            state["rejected"].append(entry)
+            state["epoch_rejected"].append(entry)
+
+    def _epoch_end(self, state: dict[str, Any]) -> None:
+        epoch = state["epoch"]
+        self._emit("epoch_end", epoch=epoch + 1)
+        if self.cfg.slow_update and state["epoch_accepted"] and not self._budget_left(state):
+            self._slow_update(state)
+        if (
+            self.cfg.meta_skill
+            and (state["epoch_accepted"] or state["epoch_rejected"])
+            and not self._budget_left(state)
+        ):
+            self._meta_notes(state)
+        state["epoch"] = epoch + 1
+        state["batch"] = 0
+        state["epoch_accepted"] = []
+        state["epoch_rejected"] = []
+        state["phase"] = "step"
+        self._checkpoint(state)
+
+    def _slow_update(self, state: dict[str, Any]) -> None:
+        from pydantic import BaseModel
+
+        class Guidance(BaseModel):
+            reasoning: str = ""
+            guidance: str = ""
+
+        incumbent = bundle_from_json(state["incumbent"])
+        accepted = [Edit.model_validate(a["edit"]) for a in state["epoch_accepted"]]
+        usage_before = self._usage_now(state)
+        answer, call = self.caller.call_json(
+            "slow_update",
+            Guidance,
+            skill=render_skill(incumbent),
+            guidance=get_protected_region(incumbent, GUIDANCE_REGION) or "(none yet)",
+            accepted=render_edits(accepted),
+            rejected=render_rejected(state["epoch_rejected"]),
+        )
+        record: dict[str, Any] = {"kind": "slow_update", "epoch": state["epoch"] + 1, "step": state["step"]}
+        record["optimizer_calls"] = [call.to_dict()]
+        if answer is None or not answer.guidance.strip():
+            record.update(accepted=False, reason="no usable guidance returned", gate=None)
+        else:
+            try:
+                candidate = set_protected_region(incumbent, answer.guidance, GUIDANCE_REGION)
+            except SkillOptError as exc:
+                candidate = None
+                record.update(accepted=False, reason=exc.message, gate=None)
+            if candidate is not None:
+                if candidate.content_hash == incumbent.content_hash:
+                    record.update(accepted=False, reason="guidance unchanged", gate=None)
+                else:
+                    decision = self._decide(state, candidate, incumbent)
+                    record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
+                    record["guidance"] = answer.guidance
+                    guidance_edit = Edit(
+                        op="replace" if get_protected_region(incumbent) else "append",
+                        target=get_protected_region(incumbent) or None,
+                        content=answer.guidance,
+                        source_type="slow_update",
+                        rationale="epoch consolidation",
+                    )
+                    if decision.accepted:
+                        self._accept(state, candidate, [], decision)
+                    else:
+                        self._reject(state, [guidance_edit], state["step"] - 1, decision.reason)
+        record["val"] = {"incumbent": state["incumbent_val"]}
+        record["skill_hash"] = bundle_from_json(state["incumbent"]).content_hash
+        record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
+        self._history(state, record)
+        self._emit(
+            "slow_update", epoch=state["epoch"] + 1, accepted=record["accepted"], reason=record["reason"]
+        )
+
+    def _meta_notes(self, state: dict[str, Any]) -> None:
+        from pydantic import BaseModel
+
+        class Notes(BaseModel):
+            notes: str = ""
+
+        accepted_lines = [
+            f"- {Edit.model_validate(a['edit']).short(160)} (gate: {json.dumps(a.get('stats', {}))[:200]})"
+            for a in state["epoch_accepted"]
+        ]
+        answer, call = self.caller.call_json(
+            "meta_skill",
+            Notes,
+            meta_notes=state["meta_notes"] or "(none yet)",
+            accepted="\n".join(accepted_lines) or "(none)",
+            rejected=render_rejected(state["epoch_rejected"]),
+        )
+        if answer is not None and answer.notes.strip():
+            state["meta_notes"] = answer.notes.strip()[:META_NOTES_MAX]
+        self._history(
+            state,
+            {
+                "kind": "meta_notes",
+                "epoch": state["epoch"] + 1,
+                "step": state["step"],
+                "notes": state["meta_notes"],
+                "optimizer_calls": [call.to_dict()],
+            },
+        )
+
+    def _finish(self, state: dict[str, Any]) -> TrainResult:
+        best = bundle_from_json(state["incumbent"])
+        initial = bundle_from_json(state["initial"])
+        self.files.write_skill("best_skill", best)
+        test: dict[str, Any] = {}
+        if self.cfg.evaluate_test and self.test_items and not state.get("test"):
+            self._emit("test_start", n=len(self.test_items))
+            for label, skill in (("initial", initial), ("best", best)):
+                ev = self.evaluate(skill, "test")
+                test[label] = {
+                    "score": round(ev.score, 6),
+                    "hard": round(ev.hard, 6),
+                    "soft": round(ev.soft, 6),
+                }
+            state["test"] = test
+            self._history(state, {"kind": "test", "step": state["step"], "test": test})
+            self._checkpoint(state)
+        summary = {
+            "env": getattr(self.env, "name", str(self.env)),
+            "run_dir": str(self.files.dir),
+            "skill_name": best.name,
+            "steps": state["step"],
+            "epochs_completed": min(state["epoch"], self.cfg.epochs),
+            "accepted_steps": state["accepted_steps"],
+            "rejected_edits": len(state["rejected"]),
+            "stopped": state["stopped"],
+            "gate": self.cfg.gate.kind,
+            "initial_val": round(float(state["initial_val"] or 0.0), 6),
+            "best_val": round(float(state["incumbent_val"] or 0.0), 6),
+            "test": state.get("test") or {},
+            "best_skill_hash": best.content_hash,
+            "changed_tokens": bundle_changed_tokens(initial, best),
+            "usage": self._usage_now(state),
+            "started": state.get("started"),
+            "finished": utc_iso(),
+        }
+        self.files.write_json("summary.json", summary)
+        self._emit("done", summary=summary)
+        return TrainResult(self.files.dir, best, summary)
+
+    # ------------------------------------------------------------------------------------------ evaluation
+    def evaluate(self, skill: SkillBundle, split: Split = "val", repeats: int = 1) -> EvalResult:
+        items = {"train": self.train_items, "val": self.val_items, "test": self.test_items}[split]
+        before = Usage().add(self.agent_usage)
+        runs = self._rollout(skill, items, repeats)
+        flat = [r for rs in runs for r in rs]
+        table = self._scores(runs, items)
+        used = Usage(
+            input_tokens=self.agent_usage.input_tokens - before.input_tokens,
+            output_tokens=self.agent_usage.output_tokens - before.output_tokens,
+            calls=self.agent_usage.calls - before.calls,
+            cost_usd=self.agent_usage.cost_usd - before.cost_usd,
+        )
+        n = len(flat) or 1
+        return EvalResult(
+            split=split,
+            score=mean_score(table),
+            hard=sum(r.hard for r in flat) / n,
+            soft=sum(r.soft for r in flat) / n,
+            n=len(items),
+            repeats=repeats,
+            results=flat,
+            usage=used,
+        )
+
+
+def saved_config(run_dir: str | Path) -> dict[str, Any]:
+    """The configuration a run was started with, as data (masked literal keys dropped: keys come from the
+    environment on resume)."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"{run_dir} has no config.json", hint="give the folder of a run started by skillopt train"
+        )
+    saved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for role in ("agent", "optimizer"):
+        if isinstance(saved.get(role), dict) and saved[role].get("api_key") == "****":
+            saved[role]["api_key"] = None
+    return saved
+
+
+EXEC_BACKENDS = ("claude-code", "codex", "copilot", "cursor")
+
+
+def _check_agent_kind(env: Any, backend: str) -> None:
+    """A chat environment needs a chat model and an exec environment a real agent CLI: say so up front."""
+    kind = getattr(env, "agent_kind", "chat")
+    name = getattr(env, "name", str(env))
+    if kind == "exec" and backend not in EXEC_BACKENDS:
+        raise ConfigError(
+            f"environment {name!r} runs a real agent CLI, but agent.backend is {backend!r}",
+            hint=f"set agent.backend to one of: {', '.join(EXEC_BACKENDS)}",
+        )
+    if kind == "chat" and backend in EXEC_BACKENDS:
+        raise ConfigError(
+            f"environment {name!r} talks to a chat model, but agent.backend is the exec backend {backend!r}",
+            hint=f"use a chat backend (openai, anthropic, a preset) or {backend}-chat where available",
+        )
+
+
+def _usage_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for role in after:
+        a, b = after[role], before.get(role, {})
+        out[role] = {
+            "input_tokens": a["input_tokens"] - b.get("input_tokens", 0),
+            "output_tokens": a["output_tokens"] - b.get("output_tokens", 0),
+            "calls": a["calls"] - b.get("calls", 0),
+            "cost_usd": round(a["cost_usd"] - b.get("cost_usd", 0.0), 6),
+        }
+    return out
+
+
+def evaluate_skill(
+    env: Any, skill: SkillBundle, agent: Any, split: Split = "val", repeats: int = 1, concurrency: int = 4
+) -> EvalResult:
+    """Score a skill on one split without training (what `skillopt eval` runs)."""
+    from skillopt_lib.executor import LocalExecutor
+
+    items = list(env.splits().get(split))
+    if not items:
+        raise ConfigError(f"the environment's {split} split is empty")
+    gate_cfg = TrainConfig().gate
+    with LocalExecutor(concurrency) as ex:
+        jobs = [(item, r) for item in items for r in range(repeats)]
+        flat: list[ItemResult] = ex.map(lambda job: env.run(job[0], skill, agent), jobs)
+    usage = Usage()
+    for r in flat:
+        usage.add(r.usage)
+    table: ScoreTable = {}
+    for (item, _), r in zip(jobs, flat, strict=True):
+        table.setdefault(item.id, []).append(item_score(r.hard, r.soft, gate_cfg))
+    n = len(flat) or 1
+    return EvalResult(
+        split=split,
+        score=mean_score(table),
+        hard=sum(r.hard for r in flat) / n,
+        soft=sum(r.soft for r in flat) / n,
+        n=len(items),
+        repeats=repeats,
+        results=flat,
+        usage=usage,
+    )
+
+
+def train(
+    env: Any,
+    config: TrainConfig | str | Path | None = None,
+    *,
+    run_dir: str | Path,
+    overrides: list[str] | None = None,
+    agent: Any = None,
+    optimizer: Any = None,
+    initial_skill: SkillBundle | None = None,
+    on_event: EventHandler | None = None,
+) -> TrainResult:
+    """Train a skill in one call. `env` is an Environment or a name ("house-style", "pkg.mod:Class").
+
+    `config` is a TrainConfig, a TOML/YAML path, or None for the defaults; `overrides` are dotted
+    `key=value` strings applied on top.
+    """
+    if isinstance(config, TrainConfig):
+        cfg = config
+        if overrides:
+            from skillopt_lib.config import apply_overrides
+
+            cfg = validate_config(apply_overrides(config.model_dump(), overrides))
+    else:
+        cfg = load_config(config, overrides)
+    if isinstance(env, str):
+        from skillopt_lib.envs import load_env
+
+        cfg = cfg.model_copy(update={"env": env})
+        env = load_env(env, **cfg.env_options)
+    return Trainer(
+        cfg, env, run_dir, agent=agent, optimizer=optimizer, initial_skill=initial_skill, on_event=on_event
+    ).train()
