@@ -78,10 +78,10 @@ def main() -> None:
             f"= {size / 1e6 / c_parse:.1f} MB/s (CPU)"
         )
 
-        from skillopt_lib.agents import AgentTool
         from skillopt_daemon import ingest
         from skillopt_daemon.config import load_settings
         from skillopt_daemon.store import open_db
+        from skillopt_lib.agents import AgentTool
 
         settings = load_settings()
         db = open_db()

@@ -60,9 +60,9 @@ def bench_install(root: Path, n_skills: int, repeat: int) -> dict[str, str]:
     os.environ["HOME"] = str(root / "home")
     os.environ["SKILLOPT_HOME"] = str(root / "so")
     (root / "home" / ".codex").mkdir(parents=True)
-    from skillopt_lib.skill import SkillBundle, SkillDoc
     from skillopt_daemon import integrations
     from skillopt_daemon.registry import open_registry
+    from skillopt_lib.skill import SkillBundle, SkillDoc
 
     reg, _ = open_registry()
     other = root / "other"

@@ -28,11 +28,11 @@ def _fmt(samples: list[float]) -> str:
 
 
 def one_round(n_skills: int, files_per_skill: int) -> dict[str, float]:
-    from skillopt_lib.skill import SkillBundle
     from skillopt_daemon.installers import InstallTarget
     from skillopt_daemon.registry import Registry
     from skillopt_daemon.status import collect_status
     from skillopt_daemon.store import open_db
+    from skillopt_lib.skill import SkillBundle
 
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,9 +19,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from skillopt_daemon import paths
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConfigError
-from skillopt_daemon import paths
 
 
 class _Section(BaseModel):

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from skillopt_lib.agents import AgentTool
-from skillopt_lib.errors import DaemonError
 from skillopt_daemon import paths
 from skillopt_daemon.config import Settings, load_settings
 from skillopt_daemon.timeutil import utcnow_iso
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import DaemonError
 
 log = logging.getLogger("skillopt.daemon")
 

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from skillopt_daemon.installers.base import atomic_write
 from skillopt_lib.errors import NotFoundError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
-from skillopt_daemon.installers.base import atomic_write
 
 # Text files of a skill other than SKILL.md are appended to the content, each under its path; larger ones
 # are named but left out, since Knowledge is recalled into the agent's context whole.

@@ -36,7 +36,6 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths, tail
 from skillopt_daemon.config import Settings
 from skillopt_daemon.sources.base import (
@@ -49,6 +48,7 @@ from skillopt_daemon.sources.base import (
     TurnRecord,
 )
 from skillopt_daemon.timeutil import parse_iso, to_iso, utcnow, utcnow_iso
+from skillopt_lib.agents import AgentTool
 
 log = logging.getLogger("skillopt.ingest")
 

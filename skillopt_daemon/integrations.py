@@ -29,14 +29,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from skillopt_lib import __version__ as _skillopt_version
-from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
-from skillopt_lib.errors import ConflictError, ExternalToolError, InstallError, NotFoundError, SkillOptError
-from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths
 from skillopt_daemon.installers import get_installer, has_installer, managed_section
 from skillopt_daemon.installers.base import InstallTarget, atomic_write
 from skillopt_daemon.timeutil import utcnow_iso
+from skillopt_lib import __version__ as _skillopt_version
+from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt_lib.errors import ConflictError, ExternalToolError, InstallError, NotFoundError, SkillOptError
+from skillopt_lib.skill import SkillBundle
 
 Scope = Literal["user", "project"]
 # Called as progress(done, total, what) while approved skills are installed or removed (for a progress bar).

@@ -32,13 +32,13 @@ from typing import Any, Literal, TypeVar
 import sqlite_utils
 from pydantic import BaseModel, ConfigDict
 
-from skillopt_lib.agents import PROJECT_SKILL_DIRS
-from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError, StoreError
-from skillopt_lib.skill import SKILL_FILE, SkillBundle, unified_diff
 from skillopt_daemon import paths
 from skillopt_daemon.installers import INSTALLERS, get_installer
 from skillopt_daemon.installers.base import InstallTarget, atomic_write, pause_point, sha256_bytes
 from skillopt_daemon.timeutil import utcnow_iso
+from skillopt_lib.agents import PROJECT_SKILL_DIRS
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError, StoreError
+from skillopt_lib.skill import SKILL_FILE, SkillBundle, unified_diff
 
 try:  # POSIX advisory locks; elsewhere installs are serialized by the database transaction only
     import fcntl

@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlite_utils
 
+from skillopt_daemon.ingest import load_dirty_diff
 from skillopt_lib.backends.base import ChatBackend
 from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits
 from skillopt_lib.envs.base import Item, ItemResult
@@ -29,7 +30,6 @@ from skillopt_lib.errors import ConfigError
 from skillopt_lib.judge import judge_rubric
 from skillopt_lib.sandbox import ReplayTask, replay
 from skillopt_lib.skill import SkillBundle
-from skillopt_daemon.ingest import load_dirty_diff
 
 
 def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = None) -> list[dict[str, Any]]:

@@ -14,9 +14,9 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
-from skillopt_lib.errors import ConfigError
 from skillopt_daemon.config import Settings
 from skillopt_daemon.timeutil import to_iso, utcnow
+from skillopt_lib.errors import ConfigError
 
 log = logging.getLogger("skillopt.scheduler")
 JOB_ID = "nightly-cycle"

@@ -34,6 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
+from skillopt_daemon import paths
+from skillopt_daemon.config import BackendSettings, Settings, load_settings, tool_home
+from skillopt_daemon.installers.base import pause_point
+from skillopt_daemon.store import open_db
+from skillopt_daemon.timeutil import utcnow, utcnow_iso
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
 from skillopt_lib.backends.base import ChatMessage, ChatResponse, Usage
@@ -43,11 +48,6 @@ from skillopt_lib.errors import ConfigError, ConflictError, SkillOptError
 from skillopt_lib.gate import GateConfig
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.skill import SkillBundle
-from skillopt_daemon import paths
-from skillopt_daemon.config import BackendSettings, Settings, load_settings, tool_home
-from skillopt_daemon.installers.base import pause_point
-from skillopt_daemon.store import open_db
-from skillopt_daemon.timeutil import utcnow, utcnow_iso
 
 if TYPE_CHECKING:
     from skillopt_daemon import mine
@@ -576,8 +576,8 @@ def _train_one(
     dry_run: bool,
     say: Progress,
 ) -> SkillOutcome:
-    from skillopt_lib.trainer import Trainer
     from skillopt_daemon.replay import ReplayEnvironment, tasks_for_skill
+    from skillopt_lib.trainer import Trainer
 
     tool_counts = Counter(t for f in fams for a in f.attempts for t in [a.tool])
     if not tool_counts:

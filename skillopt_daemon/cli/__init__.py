@@ -13,8 +13,8 @@ import sys
 import typer
 from rich.markup import escape
 
-from skillopt_lib.errors import SkillOptError
 from skillopt_daemon.cli.output import err_console
+from skillopt_lib.errors import SkillOptError
 
 _app = typer.Typer(
     name="skillopt",

@@ -20,11 +20,11 @@ import tomli_w
 import typer
 from pydantic import BaseModel, ValidationError
 
-from skillopt_lib.errors import ConfigError
 from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, err_console, print_json
 from skillopt_daemon.config import Settings, _explain, is_secret_key, load_settings, masked
 from skillopt_daemon.installers.base import atomic_write
+from skillopt_lib.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib

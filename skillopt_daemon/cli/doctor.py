@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 import typer
 
-from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
-from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, print_json, print_table
+from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 
 Level = Literal["ok", "warn", "error", "info"]
 

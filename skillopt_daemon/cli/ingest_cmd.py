@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import typer
 
+from skillopt_daemon.cli.output import console, err_console, print_json
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConfigError
-from skillopt_daemon.cli.output import console, err_console, print_json
 
 
 def register(app: typer.Typer) -> None:

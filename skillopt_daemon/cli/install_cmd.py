@@ -15,9 +15,9 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from skillopt_daemon.cli.output import console, err_console, print_json
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import SkillOptError
-from skillopt_daemon.cli.output import console, err_console, print_json
 
 _OPS_STYLE = {
     "create": "green",

@@ -12,14 +12,14 @@ from typing import Any, Optional
 
 import typer
 
+from skillopt_daemon import paths
+from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.config import load_settings, tool_home
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.exec_base import CliExecBackend, ExecLimits, ExecResult
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
-from skillopt_daemon import paths
-from skillopt_daemon.cli.output import console, err_console, print_json, print_table
-from skillopt_daemon.config import load_settings, tool_home
 
 _STATUS_STYLE = {"ok": "green", "timeout": "yellow", "max_turns": "yellow"}
 

@@ -13,11 +13,11 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from skillopt_lib.errors import ConflictError, NotFoundError
-from skillopt_lib.skill import SkillBundle
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.registry import Registry, open_registry
 from skillopt_daemon.timeutil import humanize_age, local_display
+from skillopt_lib.errors import ConflictError, NotFoundError
+from skillopt_lib.skill import SkillBundle
 
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import typer
 
+from skillopt_daemon.cli.output import console, print_json, print_table
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConfigError, ConflictError, NotFoundError
-from skillopt_daemon.cli.output import console, print_json, print_table
 
 _REL = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

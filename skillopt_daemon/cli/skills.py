@@ -9,13 +9,13 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress
 
-from skillopt_lib.agents import AgentTool
-from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.cli.review import JSON_OPT, cli_registry
 from skillopt_daemon.installers import INSTALLERS, InstallTarget, get_installer
 from skillopt_daemon.registry import ImportResult
 from skillopt_daemon.timeutil import local_display
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError
 
 skills_app = typer.Typer(help="The skills skillopt knows: list, show, import.", no_args_is_help=True)
 

@@ -6,10 +6,10 @@ import json
 
 import typer
 
-from skillopt_lib.errors import ConflictError, NotFoundError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.store import open_db
 from skillopt_daemon.task_families import family_rows, resolve_family, task_view
+from skillopt_lib.errors import ConflictError, NotFoundError
 
 tasks_app = typer.Typer(
     help="Recurring task families mined from your agents' sessions.", no_args_is_help=True

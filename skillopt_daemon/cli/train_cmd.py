@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_lib.errors import ConfigError, SkillOptError
 
 _ROLE_KEYS = (
     "backend",

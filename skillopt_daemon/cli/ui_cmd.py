@@ -10,8 +10,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from skillopt_lib.errors import DaemonError
 from skillopt_daemon.cli.output import console, err_console
+from skillopt_lib.errors import DaemonError
 
 PROBE_TIMEOUT_S = 3.0
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib
 
-from skillopt_lib.agents import AgentTool
-from skillopt_lib.errors import NotFoundError
 from skillopt_daemon.installers.base import (
     FolderInstaller,
     Installer,
@@ -18,6 +16,8 @@ from skillopt_daemon.installers.base import (
     atomic_write,
     scan_folder,
 )
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import NotFoundError
 
 INSTALLERS: dict[AgentTool, str] = {
     AgentTool.CLAUDE_CODE: "skillopt_daemon.installers.claude_code:ClaudeCodeInstaller",

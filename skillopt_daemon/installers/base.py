@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from skillopt_daemon import paths
 from skillopt_lib.agents import PROJECT_SKILL_DIRS, AgentTool
 from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
 from skillopt_lib.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
-from skillopt_daemon import paths
 
 Scope = Literal["user", "project"]
 TARGET_HINT = "a target looks like claude-code:user or claude-code:project:PATH"

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon.installers.base import FolderInstaller, Location
+from skillopt_lib.agents import AgentTool
 
 
 class ClaudeCodeInstaller(FolderInstaller):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths
 from skillopt_daemon.installers.base import FolderInstaller, Location
+from skillopt_lib.agents import AgentTool
 
 
 class CodexInstaller(FolderInstaller):

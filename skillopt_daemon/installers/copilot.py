@@ -13,9 +13,6 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from skillopt_lib.agents import AgentTool
-from skillopt_lib.errors import ConflictError
-from skillopt_lib.skill import SkillBundle
 from skillopt_daemon.installers.base import (
     FolderInstaller,
     InstallPlan,
@@ -25,6 +22,9 @@ from skillopt_daemon.installers.base import (
     atomic_write,
     sha256_bytes,
 )
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConflictError
+from skillopt_lib.skill import SkillBundle
 
 APPLY_TO_KEY = "copilot-apply-to"
 

@@ -3,9 +3,9 @@ Knowledge entries and Playbooks instead, which `skillopt_daemon.devin_export` wr
 
 from __future__ import annotations
 
+from skillopt_daemon.installers.base import FolderInstaller, Location
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import InstallError
-from skillopt_daemon.installers.base import FolderInstaller, Location
 
 
 class DevinInstaller(FolderInstaller):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from skillopt_daemon.installers.base import FolderInstaller, Location
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, SkillDoc
-from skillopt_daemon.installers.base import FolderInstaller, Location
 
 _BLOCK_INDICATORS = ("|", ">", "|-", ">-", "|+", ">+")
 

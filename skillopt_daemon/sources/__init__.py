@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths
 from skillopt_daemon.redact import Redactor
 from skillopt_daemon.sources.base import BaseSource, Source
@@ -21,6 +20,7 @@ from skillopt_daemon.sources.copilot_vscode import CopilotVSCodeSource
 from skillopt_daemon.sources.cursor import CursorSource
 from skillopt_daemon.sources.devin import DevinSource
 from skillopt_daemon.sources.openclaw import OpenClawSource
+from skillopt_lib.agents import AgentTool
 
 if TYPE_CHECKING:
     from skillopt_daemon.config import Settings

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon import timeutil
 from skillopt_daemon.redact import Redactor, default_redactor
+from skillopt_lib.agents import AgentTool
 
 Role = Literal["user", "assistant", "system", "tool"]
 

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon.sources.base import (
     BaseSource,
     FileContext,
@@ -33,6 +32,7 @@ from skillopt_daemon.sources.base import (
     summarize_input,
     text_of,
 )
+from skillopt_lib.agents import AgentTool
 
 # User text written by the harness, not typed by the person.
 INJECTED_PREFIXES = (

@@ -19,7 +19,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon.sources.base import (
     BaseSource,
     FileContext,
@@ -36,6 +35,7 @@ from skillopt_daemon.sources.base import (
     summarize_input,
     text_of,
 )
+from skillopt_lib.agents import AgentTool
 
 INJECTED_PREFIXES = (
     "<environment_context>",

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon.sources.base import (
     BaseSource,
     FileContext,
@@ -28,6 +27,7 @@ from skillopt_daemon.sources.base import (
     summarize_input,
     text_of,
 )
+from skillopt_lib.agents import AgentTool
 
 IGNORED_EVENTS = frozenset(
     {

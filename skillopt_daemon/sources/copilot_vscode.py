@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon import paths
 from skillopt_daemon.sources.base import (
     BaseSource,
@@ -32,6 +31,7 @@ from skillopt_daemon.sources.base import (
     as_str,
     decode_json_line,
 )
+from skillopt_lib.agents import AgentTool
 
 VSCODE_FLAVOURS = ("Code", "Code - Insiders", "VSCodium")
 

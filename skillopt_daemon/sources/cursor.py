@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon import timeutil
 from skillopt_daemon.sources.base import (
     BaseSource,
@@ -29,6 +28,7 @@ from skillopt_daemon.sources.base import (
     summarize_input,
     text_of,
 )
+from skillopt_lib.agents import AgentTool
 
 _QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 _WORKSPACE = re.compile(r"Workspace Path:\s*(\S+)")

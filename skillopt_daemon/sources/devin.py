@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon.sources.base import (
     BaseSource,
     FileContext,
@@ -30,6 +29,7 @@ from skillopt_daemon.sources.base import (
     summarize_input,
     text_of,
 )
+from skillopt_lib.agents import AgentTool
 
 CLOUD_USER_TYPES = frozenset({"initial_user_message", "user_message"})
 CLOUD_AGENT_TYPES = frozenset({"devin_message"})

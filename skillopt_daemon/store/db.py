@@ -14,10 +14,10 @@ from typing import Literal
 
 import sqlite_utils
 
-from skillopt_lib.errors import StoreError
 from skillopt_daemon import paths
 from skillopt_daemon.store.migrations import MIGRATIONS
 from skillopt_daemon.timeutil import utcnow_iso
+from skillopt_lib.errors import StoreError
 
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 10_000

@@ -22,10 +22,10 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_daemon.config import Settings, masked
 from skillopt_daemon.timeutil import humanize_age, local_display
 from skillopt_daemon.web import auth, charts, data
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 
 log = logging.getLogger("skillopt.web")
 

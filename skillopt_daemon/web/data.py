@@ -18,9 +18,9 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_lib.errors import NotFoundError
 from skillopt_daemon import paths
 from skillopt_daemon.timeutil import to_iso, utcnow
+from skillopt_lib.errors import NotFoundError
 
 # A run whose history has not moved for this long, and that has no summary, was interrupted.
 RUN_QUIET_S = 15 * 60

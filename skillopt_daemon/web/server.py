@@ -13,9 +13,9 @@ import time
 
 import uvicorn
 
-from skillopt_lib.errors import DaemonError
 from skillopt_daemon.config import Settings
 from skillopt_daemon.web import auth
+from skillopt_lib.errors import DaemonError
 
 log = logging.getLogger("skillopt.web")
 START_TIMEOUT_S = 15.0

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_lib.agents import AgentTool
-from skillopt_lib.errors import ConflictError, InstallError, NotFoundError, SkillFormatError
-from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths
 from skillopt_daemon.installers import InstallTarget, get_installer
 from skillopt_daemon.registry import Registry
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConflictError, InstallError, NotFoundError, SkillFormatError
+from skillopt_lib.skill import SkillBundle
 
 
 def _imported(env, reg: Registry, **kw):  # type: ignore[no-untyped-def]

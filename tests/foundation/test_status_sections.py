@@ -6,9 +6,9 @@ import os
 import subprocess
 import sys
 
-from skillopt_lib.skill import SkillBundle
 from skillopt_daemon import paths, status
 from skillopt_daemon.registry import Registry
+from skillopt_lib.skill import SkillBundle
 
 
 def test_pending_and_active_sections_and_a_broken_section(env, reg: Registry, monkeypatch) -> None:

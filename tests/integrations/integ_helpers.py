@@ -36,8 +36,8 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 def approve_skill(name: str, description: str, body: str, target: str) -> str:
     """Register and approve a skill version installed at `target` (as the nightly cycle + a user would)."""
-    from skillopt_lib.skill import SkillBundle, SkillDoc
     from skillopt_daemon.registry import open_registry
+    from skillopt_lib.skill import SkillBundle, SkillDoc
 
     reg, _ = open_registry()
     try:
@@ -50,8 +50,8 @@ def approve_skill(name: str, description: str, body: str, target: str) -> str:
 
 
 def propose_skill(name: str, description: str, body: str) -> str:
-    from skillopt_lib.skill import SkillBundle, SkillDoc
     from skillopt_daemon.registry import open_registry
+    from skillopt_lib.skill import SkillBundle, SkillDoc
 
     reg, _ = open_registry()
     try:

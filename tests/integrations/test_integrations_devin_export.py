@@ -6,8 +6,8 @@ import json
 
 from integ_helpers import Env, approve_skill, propose_skill
 
-from skillopt_lib.skill import SkillBundle, SkillDoc
 from skillopt_daemon import devin_export
+from skillopt_lib.skill import SkillBundle, SkillDoc
 
 
 def test_knowledge_and_playbook_bodies_carry_the_skill() -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import yaml
 from harness.fixtures import require
 
+from skillopt_daemon import integrations
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle, SkillDoc
-from skillopt_daemon import integrations
 
 ROOT = integrations.integrations_root()
 PLUGIN = ROOT / "claude-code"

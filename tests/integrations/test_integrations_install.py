@@ -367,8 +367,8 @@ def test_settings_file_that_is_not_json_is_refused(env: Env, cli) -> None:
 
 
 def test_openclaw_gets_single_line_frontmatter(env: Env, cli) -> None:
-    from skillopt_lib.skill import SkillBundle
     from skillopt_daemon.registry import open_registry
+    from skillopt_lib.skill import SkillBundle
 
     text = (
         "---\nname: deploy\ndescription: >-\n  Use when deploying:\n  checks first.\nmetadata:\n"

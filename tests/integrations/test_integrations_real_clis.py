@@ -18,9 +18,9 @@ import pytest
 from harness.fixtures import require
 from integ_helpers import approve_skill
 
+from skillopt_daemon import integrations
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_daemon import integrations
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
 

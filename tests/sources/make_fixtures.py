@@ -15,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from skillopt_daemon.redact import redact
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from skillopt_daemon.redact import redact
 
 OUT = Path(__file__).parent / "fixtures" / "real"
 FAILING = "python3 -c 'import sys; print(\"FAILED tests/test_x.py::test_a\"); sys.exit(3)'"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_lib.agents import AgentTool
 from skillopt_daemon.config import Settings, ToolSettings
 from skillopt_daemon.sources import SOURCES, all_sources, build_source, source_for
 from skillopt_daemon.sources.copilot import CopilotSource
@@ -15,6 +14,7 @@ from skillopt_daemon.sources.copilot_vscode import CopilotVSCodeSource, apply_op
 from skillopt_daemon.sources.cursor import CursorSource, unslug
 from skillopt_daemon.sources.devin import DevinSource
 from skillopt_daemon.sources.openclaw import OpenClawSource
+from skillopt_lib.agents import AgentTool
 
 from .helpers import FIXTURES, parsed
 

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from harness.fixtures import require
 
-from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.scripted_server import ScriptedServer
-from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interactive
 from skillopt_daemon.signals import derive_signals
 from skillopt_daemon.sources import build_source
 from skillopt_daemon.sources.base import SessionInfo, ToolResultRecord
 from skillopt_daemon.sources.claude_code import ClaudeCodeSource
 from skillopt_daemon.sources.codex import CodexSource
+from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interactive
 
 from .helpers import Parsed, git_repo, parse_path, parsed
 

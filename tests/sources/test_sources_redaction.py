@@ -9,10 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_lib.errors import ConfigError
-from skillopt_lib.testing import Match, Rule, Script, Step, bash
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_daemon.config import IngestSettings, Settings
 from skillopt_daemon.redact import Redactor, redact
 from skillopt_daemon.sources import build_source
@@ -24,6 +20,10 @@ from skillopt_daemon.sources.copilot_vscode import CopilotVSCodeSource
 from skillopt_daemon.sources.cursor import CursorSource
 from skillopt_daemon.sources.devin import DevinSource
 from skillopt_daemon.sources.openclaw import OpenClawSource
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 from .helpers import parsed
 from .secrets_corpus import Secret, make_secrets

@@ -256,9 +256,9 @@ def test_an_interrupted_run_says_how_to_resume_it(client: Any, world: World) -> 
 
 
 def test_approving_a_new_skill_asks_where_to_install_it(client: Any, world: World) -> None:
-    from skillopt_lib.skill import SkillBundle
     from skillopt_daemon.registry import Registry
     from skillopt_daemon.store import open_db
+    from skillopt_lib.skill import SkillBundle
 
     text = "---\nname: release-notes\ndescription: Draft release notes. Use when releasing.\n---\n\n# Notes\n"
     db = open_db()
