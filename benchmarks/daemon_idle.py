@@ -70,7 +70,7 @@ def main() -> None:
                 claude_line(sid, f"{sid}-u", None, f"task {i}", cwd=f"/home/dev/p{i}")
             )
         proc = subprocess.Popen(
-            [sys.executable, "-m", "skillopt_daemon.daemon"],
+            [sys.executable, "-m", "skillopt_daemon.service.daemon"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -71,7 +71,7 @@ def main() -> None:
     try:
         generate(work / "corpus", int(args.corpus_mb * 1e6), seed=5)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "skillopt_daemon.daemon"],
+            [sys.executable, "-m", "skillopt_daemon.service.daemon"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -14,7 +14,7 @@ from collections import Counter
 from sklearn.metrics import adjusted_rand_score
 
 from benchmarks.mining_corpus import generate
-from skillopt_daemon.mine import _vectorize, cluster_prompts, normalize_prompt
+from skillopt_daemon.night.mining import _vectorize, cluster_prompts, normalize_prompt
 
 
 def quality(n_sessions: int, seed: int) -> dict[str, float]:
@@ -61,9 +61,9 @@ def store_speed(n_sessions: int, seed: int) -> dict[str, float]:
     import tempfile
     from pathlib import Path
 
-    from skillopt_daemon import mine
-    from skillopt_daemon.store import open_db
-    from skillopt_daemon.timeutil import utcnow_iso
+    from skillopt_daemon.core.store import open_db
+    from skillopt_daemon.core.timeutil import utcnow_iso
+    from skillopt_daemon.night import mining as mine
 
     reqs = generate(n_sessions, seed=seed)
     with tempfile.TemporaryDirectory() as tmp:

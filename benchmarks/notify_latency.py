@@ -49,7 +49,10 @@ def main() -> None:
         cli = _time([str(exe), "notify", "session-end"], env, hook.encode(), args.runs)
         bare = _time([sys.executable, "-c", "pass"], env, b"", args.runs)
         floor = _time(
-            [sys.executable, "-c", "import json, uuid; import skillopt_daemon.paths"], env, b"", args.runs
+            [sys.executable, "-c", "import json, uuid; import skillopt_daemon.core.paths"],
+            env,
+            b"",
+            args.runs,
         )
         print(f"skillopt notify session-end: {_fmt(cli)}")
         print(f"python -c pass:              {_fmt(bare)}")

@@ -28,10 +28,10 @@ def _fmt(samples: list[float]) -> str:
 
 
 def one_round(n_skills: int, files_per_skill: int) -> dict[str, float]:
-    from skillopt_daemon.installers import InstallTarget
+    from skillopt_daemon.core.store import open_db
     from skillopt_daemon.registry import Registry
-    from skillopt_daemon.status import collect_status
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.registry.installers import InstallTarget
+    from skillopt_daemon.service.status import collect_status
     from skillopt_lib.skill import SkillBundle
 
     out: dict[str, float] = {}

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 from benchmarks.ingest_corpus import generate
-from skillopt_daemon.redact import Redactor
-from skillopt_daemon.sources import build_source
-from skillopt_daemon.sources.base import BaseSource
-from skillopt_daemon.sources.claude_code import ClaudeCodeSource
-from skillopt_daemon.sources.codex import CodexSource
+from skillopt_daemon.ingest.redact import Redactor
+from skillopt_daemon.ingest.sources import build_source
+from skillopt_daemon.ingest.sources.base import BaseSource
+from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
+from skillopt_daemon.ingest.sources.codex import CodexSource
 
 
 def lines_under(root: Path) -> list[bytes]:

@@ -1,7 +1,7 @@
 """The `skillopt` console script.
 
 `skillopt notify` runs in agent hooks at the end of every session, where the agent may not wait long: it
-takes a path that imports only the standard library and `skillopt_daemon.paths`. Everything else (and
+takes a path that imports only the standard library and `skillopt_daemon.core.paths`. Everything else (and
 `notify --help` or unexpected arguments) goes to the typer CLI.
 """
 
@@ -13,7 +13,7 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["notify"]:
-        from skillopt_daemon.notes import fast_main
+        from skillopt_daemon.ingest.notes import fast_main
 
         code = fast_main(argv[1:])
         if code is not None:

@@ -20,10 +20,10 @@ import tomli_w
 import typer
 from pydantic import BaseModel, ValidationError
 
-from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, err_console, print_json
-from skillopt_daemon.config import Settings, _explain, is_secret_key, load_settings, masked
-from skillopt_daemon.installers.base import atomic_write
+from skillopt_daemon.core import paths
+from skillopt_daemon.core.config import Settings, _explain, is_secret_key, load_settings, masked
+from skillopt_daemon.registry.installers.base import atomic_write
 from skillopt_lib.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -96,7 +96,7 @@ def _read_file() -> dict[str, Any]:
 @contextmanager
 def _without_env() -> typing.Iterator[None]:
     """Validate what the file will hold, not what the environment overrides."""
-    from skillopt_daemon import config as config_mod
+    from skillopt_daemon.core import config as config_mod
 
     config_mod._CONFIG_FILE_OVERRIDE.append(paths.config_file())  # SKILLOPT_HOME still decides the file
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SKILLOPT_")}

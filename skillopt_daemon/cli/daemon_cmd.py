@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no backfill progress bar"),
     ) -> None:
         """Run in the foreground (Ctrl+C stops it after the current batch, offsets saved)."""
-        from skillopt_daemon import daemon
+        from skillopt_daemon.service import daemon
 
         try:
             tools = [AgentTool.parse(t) for t in tool] or None
@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
     @daemon_app.command("start")
     def start_cmd() -> None:
         """Start in the background (pid and log file in the data folder)."""
-        from skillopt_daemon import daemon
+        from skillopt_daemon.service import daemon
 
         pid = daemon.start_background()
         console.print(f"daemon started (pid {pid}); log: {daemon.daemon_log_file()}")
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Stop gracefully: the current batch is finished and every offset saved."""
-        from skillopt_daemon import daemon
+        from skillopt_daemon.service import daemon
 
         pid = daemon.stop_daemon(timeout_s=timeout)
         console.print(f"daemon stopped (pid {pid})" if pid else "the daemon was not running")
@@ -54,11 +54,12 @@ def register(app: typer.Typer) -> None:
     @daemon_app.command("status")
     def status_cmd(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
         """Whether the daemon runs, and what it has ingested."""
-        from skillopt_daemon import daemon, ingest
+        from skillopt_daemon.ingest import pipeline as ingest
+        from skillopt_daemon.service import daemon
 
         info = daemon.status()
         if info.get("backfill_done_at") is not None or info.get("last_ingest_at") is not None:
-            from skillopt_daemon.store import open_db
+            from skillopt_daemon.core.store import open_db
 
             db = open_db()
             try:
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(info)
             return
-        from skillopt_daemon.timeutil import humanize_age
+        from skillopt_daemon.core.timeutil import humanize_age
 
         if info["running"]:
             console.print(f"running (pid {info['pid']}, started {humanize_age(info.get('started_at'))})")
@@ -84,7 +85,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """Write a user service file that starts the daemon at login (it is not enabled for you)."""
-        from skillopt_daemon import daemon
+        from skillopt_daemon.service import daemon
 
         svc = daemon.install_service(platform)
         if as_json:

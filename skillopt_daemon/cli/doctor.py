@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 import typer
 
-from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, print_json, print_table
+from skillopt_daemon.core import paths
 from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
 from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 
@@ -77,7 +77,7 @@ def run_checks() -> tuple[list[Check], int]:
 
     settings = None
     try:
-        from skillopt_daemon.config import load_settings
+        from skillopt_daemon.core.config import load_settings
 
         settings = load_settings()
         checks.append(Check("config", "config file", "ok", f"{paths.config_file()} loads"))
@@ -86,7 +86,7 @@ def run_checks() -> tuple[list[Check], int]:
         exit_code = exit_code or exc.exit_code
 
     try:
-        from skillopt_daemon.store import SCHEMA_VERSION, open_db
+        from skillopt_daemon.core.store import SCHEMA_VERSION, open_db
 
         db = open_db()
         ok = db.execute("PRAGMA quick_check").fetchone()[0]

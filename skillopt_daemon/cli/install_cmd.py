@@ -162,7 +162,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """Write approved skills as Devin Knowledge entries and Playbooks (JSON bodies for Devin's API)."""
-        from skillopt_daemon.devin_export import export_approved
+        from skillopt_daemon.integrations.devin_export import export_approved
 
         done = export_approved(out, skills or (), pinned_repo=pinned_repo)
         if as_json:
@@ -181,6 +181,6 @@ def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp_cmd() -> None:
         """Serve the review tools (status, diff, approve, reject, rollback, sleep) over MCP on stdio."""
-        from skillopt_daemon.mcp_server import run_stdio
+        from skillopt_daemon.mcp.server import run_stdio
 
         run_stdio()

@@ -1,10 +1,10 @@
-"""`skillopt notify`: the typer face of `skillopt_daemon.notes` (the console script takes a faster path)."""
+"""`skillopt notify`: the typer face of `skillopt_daemon.ingest.notes` (the console script takes a faster path)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from skillopt_daemon.notes import notify_event
+from skillopt_daemon.ingest.notes import notify_event
 
 if TYPE_CHECKING:
     import typer

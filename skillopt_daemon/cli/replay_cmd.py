@@ -12,9 +12,9 @@ from typing import Any, Optional
 
 import typer
 
-from skillopt_daemon import paths
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
-from skillopt_daemon.config import load_settings, tool_home
+from skillopt_daemon.core import paths
+from skillopt_daemon.core.config import load_settings, tool_home
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.exec_base import CliExecBackend, ExecLimits, ExecResult
 from skillopt_lib.errors import ConfigError

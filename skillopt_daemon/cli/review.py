@@ -14,8 +14,8 @@ import typer
 from rich.markup import escape
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.registry import Registry, open_registry
-from skillopt_daemon.timeutil import humanize_age, local_display
 from skillopt_lib.errors import ConflictError, NotFoundError
 from skillopt_lib.skill import SkillBundle
 
@@ -41,7 +41,7 @@ def _fmt_change(change: float | None, confidence: float | None) -> str:
 
 def status(json_out: bool = JSON_OPT) -> None:
     """Pending proposals, active versions and where they are installed, daemon and nightly state."""
-    from skillopt_daemon.status import collect_status
+    from skillopt_daemon.service.status import collect_status
 
     reg = cli_registry()
     data = collect_status(reg.db)

@@ -57,7 +57,7 @@ def parse_since(value: str) -> str:
     """`2d`, `12h`, `30m`, or an ISO date/time (local time if it has no zone) → UTC ISO."""
     from datetime import datetime
 
-    from skillopt_daemon.timeutil import to_iso, utcnow
+    from skillopt_daemon.core.timeutil import to_iso, utcnow
 
     m = _REL.match(value)
     if m:
@@ -253,7 +253,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """List sessions, newest first."""
-        from skillopt_daemon.store import open_db
+        from skillopt_daemon.core.store import open_db
 
         tool_id = _tool(tool)
         since_iso = parse_since(since) if since else None
@@ -269,7 +269,7 @@ def register(app: typer.Typer) -> None:
         if not rows:
             console.print("no sessions" + (" match" if (tool or project or since) else " ingested yet"))
             return
-        from skillopt_daemon.timeutil import local_display
+        from skillopt_daemon.core.timeutil import local_display
 
         print_table(
             None,
@@ -297,7 +297,7 @@ def register(app: typer.Typer) -> None:
         full: bool = typer.Option(False, "--full", help="do not shorten long texts"),
     ) -> None:
         """One session with its turns and tool calls in order."""
-        from skillopt_daemon.store import open_db
+        from skillopt_daemon.core.store import open_db
 
         db = open_db()
         detail = session_detail(db, find_session(db, session))
@@ -334,7 +334,7 @@ def _flags(r: dict[str, Any]) -> list[str]:
 
 
 def _print_detail(d: dict[str, Any], full: bool) -> None:
-    from skillopt_daemon.timeutil import local_display
+    from skillopt_daemon.core.timeutil import local_display
 
     limit = 10_000_000 if full else 400
     from rich.markup import escape

@@ -11,9 +11,9 @@ from rich.progress import Progress
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.cli.review import JSON_OPT, cli_registry
-from skillopt_daemon.installers import INSTALLERS, InstallTarget, get_installer
+from skillopt_daemon.core.timeutil import local_display
 from skillopt_daemon.registry import ImportResult
-from skillopt_daemon.timeutil import local_display
+from skillopt_daemon.registry.installers import INSTALLERS, InstallTarget, get_installer
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError
 
@@ -103,7 +103,7 @@ def show(
 
 
 def _set_enabled(skill: str, target: str, enabled: bool) -> None:
-    from skillopt_daemon.installers.base import InstallTarget
+    from skillopt_daemon.registry.installers.base import InstallTarget
 
     reg = cli_registry()
     reg.require_skill(skill)
@@ -169,7 +169,7 @@ def import_skills(
         settings = None
         if not tool:
             try:
-                from skillopt_daemon.config import load_settings
+                from skillopt_daemon.core.config import load_settings
 
                 settings = load_settings()
             except SkillOptError:

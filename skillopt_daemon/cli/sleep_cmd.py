@@ -26,8 +26,8 @@ def run(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Run one nightly cycle here: catch up ingest, mine tasks, replay and train, register gated proposals."""
-    from skillopt_daemon import sleep
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core.store import open_db
+    from skillopt_daemon.night import cycle as sleep
 
     if not now and not skill and not sleep.new_since_last(open_db()):
         if json_out:
@@ -84,7 +84,7 @@ def run(
 @sleep_app.command("history")
 def history(limit: int = typer.Option(20, "--limit"), json_out: bool = JSON_OPT) -> None:
     """Past nightly cycles, newest first."""
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core.store import open_db
 
     db = open_db()
     rows = list(db.query("SELECT * FROM night_runs ORDER BY started_at DESC LIMIT ?", [limit]))
@@ -116,8 +116,9 @@ def history(limit: int = typer.Option(20, "--limit"), json_out: bool = JSON_OPT)
 @schedule_app.command("show")
 def schedule_show(json_out: bool = JSON_OPT) -> None:
     """The cron expression (local time) and the next time it fires."""
-    from skillopt_daemon import daemon, scheduler
-    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.night import schedule as scheduler
+    from skillopt_daemon.service import daemon
 
     s = load_settings().night
     data = {
@@ -132,7 +133,7 @@ def schedule_show(json_out: bool = JSON_OPT) -> None:
         return
     console.print(f"schedule: {s.schedule} (local time){'' if s.enabled else ' — disabled'}")
     if data["next"]:
-        from skillopt_daemon.timeutil import local_display
+        from skillopt_daemon.core.timeutil import local_display
 
         console.print(f"next run: {local_display(str(data['next']))}")
     if not data["daemon_running"]:
@@ -142,8 +143,8 @@ def schedule_show(json_out: bool = JSON_OPT) -> None:
 @schedule_app.command("set")
 def schedule_set(expr: str = typer.Argument(..., help="Five cron fields, e.g. '17 3 * * *'.")) -> None:
     """Change when the nightly cycle runs (takes effect when the daemon restarts)."""
-    from skillopt_daemon import scheduler
     from skillopt_daemon.cli.config_cmd import set_cmd
+    from skillopt_daemon.night import schedule as scheduler
 
     scheduler.trigger(expr)  # validate before writing
     set_cmd("night.schedule", expr)

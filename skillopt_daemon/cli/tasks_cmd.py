@@ -7,8 +7,8 @@ import json
 import typer
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
-from skillopt_daemon.store import open_db
-from skillopt_daemon.task_families import family_rows, resolve_family, task_view
+from skillopt_daemon.core.store import open_db
+from skillopt_daemon.night.families import family_rows, resolve_family, task_view
 from skillopt_lib.errors import ConflictError, NotFoundError
 
 tasks_app = typer.Typer(
@@ -119,8 +119,8 @@ def mine_now(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Mine task families from the stored sessions now (the nightly cycle does this too)."""
-    from skillopt_daemon import mine
-    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.night import mining as mine
 
     settings = load_settings()
     db = open_db()

@@ -31,7 +31,7 @@ _ROLE_KEYS = (
 
 def _settings_defaults() -> dict[str, Any]:
     """Backend sections and prices from the user's settings, as TrainConfig data."""
-    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.core.config import load_settings
 
     try:
         settings = load_settings()
@@ -90,8 +90,8 @@ def _benchmark_sets(sets: list[str], sample: bool, data_dir: Path | None, execut
 
 
 def _default_run_dir(env_name: str) -> Path:
-    from skillopt_daemon import paths
-    from skillopt_daemon.timeutil import utcnow
+    from skillopt_daemon.core import paths
+    from skillopt_daemon.core.timeutil import utcnow
 
     slug = re.sub(r"[^a-z0-9]+", "-", env_name.lower()).strip("-")[:40] or "env"
     base = paths.runs_dir()

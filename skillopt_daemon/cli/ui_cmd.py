@@ -48,8 +48,8 @@ def ui(
     port: int = typer.Option(None, "--port", help="With --serve: the port (default ui.port; 0 picks one)."),
 ) -> None:
     """Open the dashboard: what your agents did, what skillopt learned and why; approve or roll back."""
-    from skillopt_daemon import daemon
-    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.service import daemon
     from skillopt_daemon.web.auth import ensure_token
     from skillopt_daemon.web.server import exposure_warning, url_for
 

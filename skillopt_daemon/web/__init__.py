@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from skillopt_daemon.config import Settings
+    from skillopt_daemon.core.config import Settings
 
 __all__ = ["create_app"]
 

@@ -22,8 +22,8 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from skillopt_daemon.config import Settings, masked
-from skillopt_daemon.timeutil import humanize_age, local_display
+from skillopt_daemon.core.config import Settings, masked
+from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.web import auth, charts, data
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 
@@ -70,7 +70,7 @@ def _templates() -> Jinja2Templates:
 
 
 def _db() -> Iterator[sqlite_utils.Database]:
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core.store import open_db
 
     db = open_db()
     try:
@@ -173,8 +173,8 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def overview(request: Request, db: sqlite_utils.Database = Depends(_db)) -> Response:
-        from skillopt_daemon.config import load_settings
-        from skillopt_daemon.status import collect_status
+        from skillopt_daemon.core.config import load_settings
+        from skillopt_daemon.service.status import collect_status
 
         status = collect_status(db)
         days, counts, tools = data.sessions_per_day(db)
@@ -213,14 +213,14 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
 
     @app.get("/tasks", response_class=HTMLResponse)
     def tasks(request: Request, db: sqlite_utils.Database = Depends(_db)) -> Response:
-        from skillopt_daemon.task_families import family_rows
+        from skillopt_daemon.night.families import family_rows
 
         rows = family_rows(db) if "task_families" in db.table_names() else []
         return render(request, "tasks.html", rows=rows)
 
     @app.get("/tasks/{family_id}", response_class=HTMLResponse)
     def task_family(request: Request, family_id: str, db: sqlite_utils.Database = Depends(_db)) -> Response:
-        from skillopt_daemon.task_families import resolve_family, task_view
+        from skillopt_daemon.night.families import resolve_family, task_view
 
         fam = resolve_family(db, family_id)
         rows = list(db.query("SELECT * FROM tasks WHERE family_id = ? ORDER BY started_at", [fam["id"]]))
@@ -383,7 +383,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
 
     @app.get("/settings", response_class=HTMLResponse)
     def settings_page(request: Request) -> Response:
-        from skillopt_daemon.config import load_settings
+        from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.integrations import doctor_section
 
         current = load_settings()
@@ -406,7 +406,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
     @app.get("/api/status")
     def api_status(db: sqlite_utils.Database = Depends(_db)) -> Response:
         """`skillopt status --json` over HTTP, for scripts holding the token."""
-        from skillopt_daemon.status import collect_status
+        from skillopt_daemon.service.status import collect_status
 
         return JSONResponse(json.loads(json.dumps(collect_status(db), default=str)))
 

@@ -17,7 +17,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from skillopt_daemon import paths
+from skillopt_daemon.core import paths
 
 TOKEN_COOKIE = "skillopt_token"
 CSRF_COOKIE = "skillopt_csrf"

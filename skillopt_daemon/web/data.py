@@ -18,8 +18,8 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_daemon import paths
-from skillopt_daemon.timeutil import to_iso, utcnow
+from skillopt_daemon.core import paths
+from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_lib.errors import NotFoundError
 
 # A run whose history has not moved for this long, and that has no summary, was interrupted.
@@ -63,7 +63,7 @@ def recent_ingest_errors(db: sqlite_utils.Database, limit: int = 20) -> list[dic
 
 def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
     """The last nightly cycle's spend against the budget in settings."""
-    from skillopt_daemon.sleep import last_run
+    from skillopt_daemon.night.cycle import last_run
 
     last = last_run(db)
     if last is None:

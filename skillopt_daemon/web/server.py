@@ -13,7 +13,7 @@ import time
 
 import uvicorn
 
-from skillopt_daemon.config import Settings
+from skillopt_daemon.core.config import Settings
 from skillopt_daemon.web import auth
 from skillopt_lib.errors import DaemonError
 

@@ -31,7 +31,7 @@ MANIFEST_FILE = "splits.json"
 
 def default_data_dir(name: str) -> Path:
     """Where `skillopt train --env NAME` looks for official data when `--data-dir` is not given."""
-    from skillopt_daemon import paths  # the library stays importable without the daemon's settings
+    from skillopt_daemon.core import paths  # the library stays importable without the daemon's settings
 
     return paths.benchmarks_dir() / name
 

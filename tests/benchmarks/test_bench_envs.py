@@ -200,7 +200,7 @@ def test_searchqa_reads_the_official_files_from_a_data_dir(tmp_path: Path) -> No
     assert [len(sp.train), len(sp.val), len(sp.test)] == [3, 1, 2]
     assert sp.train[0].data["context"] == ["snippet 0"] and sp.train[0].gold["answers"] == ["ans0"]
     # the default folder under SKILLOPT_HOME is found without --data-dir
-    from skillopt_daemon import paths
+    from skillopt_daemon.core import paths
 
     default = paths.benchmarks_dir() / "searchqa"
     default.mkdir(parents=True)

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from skillopt_daemon.installers import InstallTarget
+from skillopt_daemon.core.store import open_db
 from skillopt_daemon.registry import Registry
-from skillopt_daemon.store import open_db
+from skillopt_daemon.registry.installers import InstallTarget
 from skillopt_lib.agents import AgentTool
 
 SKILLOPT = str(Path(sys.executable).with_name("skillopt"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon import paths
-from skillopt_daemon.installers import InstallTarget, get_installer
+from skillopt_daemon.core import paths
 from skillopt_daemon.registry import Registry
+from skillopt_daemon.registry.installers import InstallTarget, get_installer
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConflictError, InstallError, NotFoundError, SkillFormatError
 from skillopt_lib.skill import SkillBundle

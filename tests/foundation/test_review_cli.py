@@ -281,7 +281,7 @@ def test_every_list_command_has_json(env) -> None:
 
 
 def test_config_show_masks_secret_values_but_not_budgets(env) -> None:
-    from skillopt_daemon.config import masked
+    from skillopt_daemon.core.config import masked
 
     data = {
         "agent": {"api_key": "sk-live-123", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5},
@@ -291,7 +291,7 @@ def test_config_show_masks_secret_values_but_not_budgets(env) -> None:
         "agent": {"api_key": "****", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5},
         "auth_token": "",
     }
-    from skillopt_daemon.config import NightSettings
+    from skillopt_daemon.core.config import NightSettings
 
     shown = env.cli_json("config", "show")
     default = NightSettings().max_tokens

@@ -6,8 +6,9 @@ import os
 import subprocess
 import sys
 
-from skillopt_daemon import paths, status
+from skillopt_daemon.core import paths
 from skillopt_daemon.registry import Registry
+from skillopt_daemon.service import status
 from skillopt_lib.skill import SkillBundle
 
 

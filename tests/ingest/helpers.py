@@ -230,7 +230,7 @@ def wait_for(pred: Callable[[], Any], timeout: float = 10.0, interval: float = 0
 def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out = open(log, "ab")  # noqa: SIM115 - the child owns it
     return subprocess.Popen(
-        [sys.executable, "-m", "skillopt_daemon.daemon"],
+        [sys.executable, "-m", "skillopt_daemon.service.daemon"],
         env=env,
         stdout=out,
         stderr=subprocess.STDOUT,

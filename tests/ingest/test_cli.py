@@ -102,7 +102,7 @@ def test_notify_fast_path_writes_the_same_note_without_typer(
 ) -> None:
     import io
 
-    from skillopt_daemon import notes as notify
+    from skillopt_daemon.ingest import notes as notify
 
     class Stdin(io.TextIOWrapper):
         def isatty(self) -> bool:

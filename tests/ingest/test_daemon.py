@@ -104,7 +104,7 @@ def test_daemon_follows_sessions_live(env: Env) -> None:
 
         # One daemon per SKILLOPT_HOME: a second one refuses, naming the first.
         second = subprocess.run(
-            [sys.executable, "-m", "skillopt_daemon.daemon"],
+            [sys.executable, "-m", "skillopt_daemon.service.daemon"],
             env=env.environ(),
             capture_output=True,
             timeout=30,
@@ -150,9 +150,9 @@ def test_sigterm_and_kill_9_mid_backfill_then_restart_equal_a_clean_run(env: Env
     clean_home = env.root / "clean"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SKILLOPT_HOME", str(clean_home))
-        from skillopt_daemon import ingest
-        from skillopt_daemon.config import load_settings
-        from skillopt_daemon.store import open_db
+        from skillopt_daemon.core.config import load_settings
+        from skillopt_daemon.core.store import open_db
+        from skillopt_daemon.ingest import pipeline as ingest
 
         settings = load_settings()
         db = open_db()
@@ -224,17 +224,17 @@ def test_install_service_writes_unit_files(env: Env) -> None:
     unit = Path(out["path"])
     assert unit == env.home / ".config" / "systemd" / "user" / "skillopt.service"
     text = unit.read_text()
-    assert f"ExecStart={sys.executable} -m skillopt_daemon.daemon" in text
+    assert f"ExecStart={sys.executable} -m skillopt_daemon.service.daemon" in text
     assert f'Environment="SKILLOPT_HOME={env.skillopt_home}"' in text
     assert "WantedBy=default.target" in text and "Restart=on-failure" in text
     assert "systemctl --user enable --now skillopt.service" in out["enable"]
 
-    from skillopt_daemon import daemon
+    from skillopt_daemon.service import daemon
 
     plist_path = daemon.install_service("macos").path  # in process: the CLI path is covered above
     assert plist_path == env.home / "Library" / "LaunchAgents" / "dev.skillopt.daemon.plist"
     plist = plistlib.loads(plist_path.read_bytes())
-    assert plist["ProgramArguments"] == [sys.executable, "-m", "skillopt_daemon.daemon"]
+    assert plist["ProgramArguments"] == [sys.executable, "-m", "skillopt_daemon.service.daemon"]
     assert plist["RunAtLoad"] is True
     assert plist["EnvironmentVariables"]["SKILLOPT_HOME"] == str(env.skillopt_home)
     assert not (env.skillopt_home / "data" / "daemon.pid").exists()  # nothing was started
@@ -290,7 +290,7 @@ def test_a_hook_note_is_served_during_a_long_backfill(env: Env) -> None:
         elsewhere.mkdir(parents=True)
         hooked = elsewhere / "urgent.jsonl"
         hooked.write_bytes(claude_line("user", "x1", "urgent", content="just finished"))
-        from skillopt_daemon.notes import write_note
+        from skillopt_daemon.ingest.notes import write_note
 
         # Written in process: the command's own start-up time is not what this test is about.
         write_note("session-end", {"session_id": "urgent", "transcript_path": str(hooked)})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon import ingest
+from skillopt_daemon.ingest import pipeline as ingest
 
 from .conftest import Env
 from .helpers import claude_line, claude_session_lines, dump, write_claude_session, write_codex_session
@@ -250,7 +250,7 @@ def test_a_file_replaced_mid_read_is_then_read_from_its_start(env: Env, pipeline
 
 
 def test_not_user_work_is_dropped_or_flagged(env: Env, pipeline: ingest.Pipeline) -> None:
-    from skillopt_daemon import paths
+    from skillopt_daemon.core import paths
 
     replay_cwd = str(paths.workspaces_dir() / "task-1")
     write_claude_session(env.projects, "replay", turns=1, cwd=replay_cwd)
@@ -457,8 +457,8 @@ def test_a_newer_tool_version_is_reported_once(env: Env, pipeline: ingest.Pipeli
 
 def test_two_processes_reading_one_file_store_it_once(env: Env, pipeline: ingest.Pipeline) -> None:
     """`skillopt ingest` beside the daemon: whoever commits a batch second notices and backs off."""
-    from skillopt_daemon.config import load_settings
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.core.store import open_db
 
     path = env.projects / "-tmp-two" / "two.jsonl"
     path.parent.mkdir(parents=True)

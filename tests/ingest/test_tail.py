@@ -7,7 +7,7 @@ import os
 import tracemalloc
 from pathlib import Path
 
-from skillopt_daemon import tail
+from skillopt_daemon.ingest import tail
 
 
 def test_partial_last_line_waits_until_complete(tmp_path: Path) -> None:

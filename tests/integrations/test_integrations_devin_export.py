@@ -6,7 +6,7 @@ import json
 
 from integ_helpers import Env, approve_skill, propose_skill
 
-from skillopt_daemon import devin_export
+from skillopt_daemon.integrations import devin_export
 from skillopt_lib.skill import SkillBundle, SkillDoc
 
 

@@ -433,7 +433,7 @@ def test_doctor_reports_each_integration(env: Env, cli) -> None:
 
 
 def test_openclaw_rewrite_leaves_a_compliant_skill_byte_for_byte() -> None:
-    from skillopt_daemon.installers.openclaw import single_line_frontmatter
+    from skillopt_daemon.registry.installers.openclaw import single_line_frontmatter
 
     compliant = (
         '---\nname: a\ndescription: "Use: when x"\nmetadata: {"openclaw": {"emoji": "x"}}\n---\nbody\n'

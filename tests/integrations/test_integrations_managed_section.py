@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillopt_daemon.installers import managed_section as ms
+from skillopt_daemon.registry.installers import managed_section as ms
 from skillopt_lib.errors import ConflictError
 
 USER_TEXT = "# My project\n\nUse tabs.\n"

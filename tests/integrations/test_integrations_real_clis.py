@@ -65,7 +65,7 @@ class _Daemon:
     def __enter__(self) -> _Daemon:
         code = (
             "import sys\n"
-            "from skillopt_daemon.daemon import Daemon\n"
+            "from skillopt_daemon.service.daemon import Daemon\n"
             "sys.exit(Daemon(show_progress=False).run())"
         )
         self.proc = subprocess.Popen(

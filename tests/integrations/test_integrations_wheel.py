@@ -44,7 +44,7 @@ def test_wheel_installed_outside_the_tree_installs_the_claude_code_integration(t
             "-q",
         ]
     )
-    (wheel,) = wheels.glob("skillopt-*.whl")
+    (wheel,) = wheels.glob("skillopt_local-*.whl")
 
     fresh = tmp_path / "fresh-venv"
     venv.EnvBuilder(with_pip=False).create(fresh)

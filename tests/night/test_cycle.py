@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from skillopt_daemon.store import open_db
-from skillopt_daemon.timeutil import utcnow_iso
+from skillopt_daemon.core.store import open_db
+from skillopt_daemon.core.timeutil import utcnow_iso
 
 SKILLOPT = str(Path(sys.executable).parent / "skillopt")
 
@@ -140,7 +140,7 @@ def test_with_nothing_configured_the_night_still_mines_and_says_what_is_missing(
 def test_manual_runs_and_the_schedule_share_one_lock(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skillopt_daemon import sleep
+    from skillopt_daemon.night import cycle as sleep
 
     monkeypatch.setenv("SKILLOPT_HOME", env["SKILLOPT_HOME"])
     with sleep.night_lock():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon import ingest
+from skillopt_daemon.ingest import pipeline as ingest
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skillopt_daemon.sources.base import (
+from skillopt_daemon.ingest.sources.base import (
     BaseSource,
     Record,
     SessionInfo,

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from skillopt_daemon.redact import redact
+from skillopt_daemon.ingest.redact import redact
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon.redact import redact
-from skillopt_daemon.signals import derive_signals
-from skillopt_daemon.sources import build_source
-from skillopt_daemon.sources.claude_code import ClaudeCodeSource
-from skillopt_daemon.sources.codex import CodexSource
+from skillopt_daemon.ingest.redact import redact
+from skillopt_daemon.ingest.signals import derive_signals
+from skillopt_daemon.ingest.sources import build_source
+from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
+from skillopt_daemon.ingest.sources.codex import CodexSource
 
 from .helpers import FIXTURES, parsed
 

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon import paths
-from skillopt_daemon.sources import SOURCES, build_source
-from skillopt_daemon.sources.base import (
+from skillopt_daemon.core import paths
+from skillopt_daemon.ingest.sources import SOURCES, build_source
+from skillopt_daemon.ingest.sources.base import (
     REPLAY_MARKER_FILE,
     REPLAY_MARKER_TEXT,
     Record,
     SkipRecord,
     TurnRecord,
 )
-from skillopt_daemon.sources.claude_code import ClaudeCodeSource
-from skillopt_daemon.sources.codex import CodexSource
-from skillopt_daemon.sources.copilot_vscode import CopilotVSCodeSource
+from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
+from skillopt_daemon.ingest.sources.codex import CodexSource
+from skillopt_daemon.ingest.sources.copilot_vscode import CopilotVSCodeSource
 
 from .helpers import FIXTURES, Parsed, git_repo
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon.config import Settings, ToolSettings
-from skillopt_daemon.sources import SOURCES, all_sources, build_source, source_for
-from skillopt_daemon.sources.copilot import CopilotSource
-from skillopt_daemon.sources.copilot_vscode import CopilotVSCodeSource, apply_ops
-from skillopt_daemon.sources.cursor import CursorSource, unslug
-from skillopt_daemon.sources.devin import DevinSource
-from skillopt_daemon.sources.openclaw import OpenClawSource
+from skillopt_daemon.core.config import Settings, ToolSettings
+from skillopt_daemon.ingest.sources import SOURCES, all_sources, build_source, source_for
+from skillopt_daemon.ingest.sources.copilot import CopilotSource
+from skillopt_daemon.ingest.sources.copilot_vscode import CopilotVSCodeSource, apply_ops
+from skillopt_daemon.ingest.sources.cursor import CursorSource, unslug
+from skillopt_daemon.ingest.sources.devin import DevinSource
+from skillopt_daemon.ingest.sources.openclaw import OpenClawSource
 from skillopt_lib.agents import AgentTool
 
 from .helpers import FIXTURES, parsed
@@ -105,7 +105,7 @@ def test_cursor_transcript_uses_user_query_workspace_path_and_mtime() -> None:
     assert [c.name for c in p.calls] == ["Grep"]
     assert p.results[0].call_key == "cur-call-1"
     # No timestamps in the format: every turn carries the file's modification time.
-    from skillopt_daemon import timeutil
+    from skillopt_daemon.core import timeutil
 
     mtime = timeutil.to_iso(timeutil.from_epoch(path.stat().st_mtime))
     assert {t.timestamp for t in p.turns} == {mtime}

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from harness.fixtures import require
 
-from skillopt_daemon.signals import derive_signals
-from skillopt_daemon.sources import build_source
-from skillopt_daemon.sources.base import SessionInfo, ToolResultRecord
-from skillopt_daemon.sources.claude_code import ClaudeCodeSource
-from skillopt_daemon.sources.codex import CodexSource
+from skillopt_daemon.ingest.signals import derive_signals
+from skillopt_daemon.ingest.sources import build_source
+from skillopt_daemon.ingest.sources.base import SessionInfo, ToolResultRecord
+from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
+from skillopt_daemon.ingest.sources.codex import CodexSource
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer

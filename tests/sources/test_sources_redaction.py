@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon.config import IngestSettings, Settings
-from skillopt_daemon.redact import Redactor, redact
-from skillopt_daemon.sources import build_source
-from skillopt_daemon.sources.base import BaseSource
-from skillopt_daemon.sources.claude_code import ClaudeCodeSource
-from skillopt_daemon.sources.codex import CodexSource
-from skillopt_daemon.sources.copilot import CopilotSource
-from skillopt_daemon.sources.copilot_vscode import CopilotVSCodeSource
-from skillopt_daemon.sources.cursor import CursorSource
-from skillopt_daemon.sources.devin import DevinSource
-from skillopt_daemon.sources.openclaw import OpenClawSource
+from skillopt_daemon.core.config import IngestSettings, Settings
+from skillopt_daemon.ingest.redact import Redactor, redact
+from skillopt_daemon.ingest.sources import build_source
+from skillopt_daemon.ingest.sources.base import BaseSource
+from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
+from skillopt_daemon.ingest.sources.codex import CodexSource
+from skillopt_daemon.ingest.sources.copilot import CopilotSource
+from skillopt_daemon.ingest.sources.copilot_vscode import CopilotVSCodeSource
+from skillopt_daemon.ingest.sources.cursor import CursorSource
+from skillopt_daemon.ingest.sources.devin import DevinSource
+from skillopt_daemon.ingest.sources.openclaw import OpenClawSource
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
 from skillopt_lib.testing import agent_clis as ac

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from skillopt_daemon.signals import derive_signals, is_correction, suite_framework, suite_outcome
-from skillopt_daemon.sources.base import ToolCallRecord, ToolResultRecord, TurnRecord
+from skillopt_daemon.ingest.signals import derive_signals, is_correction, suite_framework, suite_outcome
+from skillopt_daemon.ingest.sources.base import ToolCallRecord, ToolResultRecord, TurnRecord
 
 
 def turn(key: str, role: str, text: str = "", meta: bool = False) -> TurnRecord:
@@ -172,9 +172,9 @@ def test_abrupt_ends(turns: list, calls: list, results: list, why: str | None) -
 def test_update_sessions_writes_signals_json_from_stored_rows() -> None:
     import json
 
-    from skillopt_daemon import timeutil
-    from skillopt_daemon.signals import update_sessions
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core import timeutil
+    from skillopt_daemon.core.store import open_db
+    from skillopt_daemon.ingest.signals import update_sessions
 
     db = open_db()
     now = timeutil.utcnow_iso()

@@ -44,7 +44,7 @@ def token(world: World) -> str:
 
 @pytest.fixture(scope="module")
 def app(world: World, token: str) -> Any:
-    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.core.config import load_settings
     from skillopt_daemon.web import create_app
 
     return create_app(load_settings())

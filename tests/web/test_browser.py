@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def server(world: World) -> Iterator[Any]:
-    from skillopt_daemon.config import load_settings
+    from skillopt_daemon.core.config import load_settings
     from skillopt_daemon.web.server import DashboardServer
 
     settings = load_settings()
@@ -145,7 +145,7 @@ def test_the_training_chart_renders(page: Any, server: Any, world: World, artifa
 
 def test_a_running_training_run_updates_live(page: Any, server: Any, world: World, artifacts: Path) -> None:
     """The page polls while a run has no summary; new steps appear without a reload, then it settles."""
-    from skillopt_daemon import paths
+    from skillopt_daemon.core import paths
 
     src = paths.runs_dir() / world.run_id
     live = paths.runs_dir() / "train-live-test"

@@ -29,7 +29,7 @@ def test_overview_shows_sessions_per_tool_pending_proposals_and_the_night(client
 def test_overview_shows_the_nights_spend_against_its_budget(
     client: Any, world: World, monkeypatch: Any
 ) -> None:
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core.store import open_db
 
     monkeypatch.setenv("SKILLOPT_NIGHT__MAX_TOKENS", "3000000")
     monkeypatch.setenv("SKILLOPT_NIGHT__MAX_COST_USD", "5")
@@ -184,7 +184,7 @@ def test_settings_show_the_resolved_configuration_without_secrets(client: Any, m
 
 
 def test_the_session_in_a_hostile_copy_is_found_by_its_number(client: Any) -> None:
-    from skillopt_daemon.store import open_db
+    from skillopt_daemon.core.store import open_db
 
     db = open_db()
     pk = db.execute("SELECT id FROM sessions WHERE session_id = ?", [XSS_SESSION]).fetchone()[0]
@@ -196,7 +196,7 @@ def test_nightly_runs_are_listed_per_skill(client: Any, world: World) -> None:
     """The nightly cycle writes `runs/night-<id>/<skill>/`: each skill's run is its own row."""
     import shutil
 
-    from skillopt_daemon import paths
+    from skillopt_daemon.core import paths
 
     night = paths.runs_dir() / "night-20261130-031700"
     shutil.copytree(paths.runs_dir() / world.run_id, night / "tidy-commits")
@@ -237,7 +237,7 @@ def test_an_interrupted_run_says_how_to_resume_it(client: Any, world: World) -> 
     import shutil
     import time
 
-    from skillopt_daemon import paths
+    from skillopt_daemon.core import paths
 
     src = paths.runs_dir() / world.run_id
     run = paths.runs_dir() / "train-interrupted"
@@ -256,8 +256,8 @@ def test_an_interrupted_run_says_how_to_resume_it(client: Any, world: World) -> 
 
 
 def test_approving_a_new_skill_asks_where_to_install_it(client: Any, world: World) -> None:
+    from skillopt_daemon.core.store import open_db
     from skillopt_daemon.registry import Registry
-    from skillopt_daemon.store import open_db
     from skillopt_lib.skill import SkillBundle
 
     text = "---\nname: release-notes\ndescription: Draft release notes. Use when releasing.\n---\n\n# Notes\n"

@@ -47,7 +47,7 @@ def test_a_bearer_token_works_for_scripts(anon: Any, token: str) -> None:
 
 
 def test_the_token_file_is_private_and_stable(world: World, token: str) -> None:
-    from skillopt_daemon import paths
+    from skillopt_daemon.core import paths
     from skillopt_daemon.web.auth import ensure_token
 
     mode = stat.S_IMODE(os.stat(paths.token_file()).st_mode)
@@ -136,8 +136,8 @@ class _Tags(HTMLParser):
 
 
 def _state(version_id: str) -> str:
+    from skillopt_daemon.core.store import open_db
     from skillopt_daemon.registry import Registry
-    from skillopt_daemon.store import open_db
 
     db = open_db()
     try:

@@ -211,8 +211,8 @@ def build_world(root: Path) -> Iterator[World]:
         skill.write_text(ORIGINAL, encoding="utf-8")
         cli("skills", "import", "--tool", "claude-code")
 
+        from skillopt_daemon.core.store import open_db
         from skillopt_daemon.registry import Registry
-        from skillopt_daemon.store import open_db
 
         db = open_db()
         reg = Registry(db, actor="test")
@@ -233,7 +233,7 @@ def build_world(root: Path) -> Iterator[World]:
             for item in _train_overrides(server.base_url_openai, server.url):
                 sets += ["--set", item]
             cli("train", "--env", "house-style", *sets, "--json")
-        from skillopt_daemon import paths
+        from skillopt_daemon.core import paths
 
         runs = sorted(p.name for p in paths.runs_dir().iterdir() if p.name.startswith("train-"))
         w.run_id = runs[-1]

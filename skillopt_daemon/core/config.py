@@ -1,0 +1,245 @@
+"""skillopt's settings: one pydantic model, read from `config.toml`, overridable by `SKILLOPT_*` variables.
+
+Precedence (highest first): environment (`SKILLOPT_NIGHT__SCHEDULE="0 4 * * *"`, nested keys joined by
+`__`), the TOML file in the config folder, the defaults below. Every section forbids unknown keys so that a
+typo is an error naming the key, not a setting silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from skillopt_daemon.core import paths
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ToolSettings(_Section):
+    """Per agent tool: where its home is (None: the tool's own variable or default) and whether to use it."""
+
+    enabled: bool = True
+    home: Path | None = None
+    cli: str | None = Field(default=None, description="path or name of the tool's CLI executable")
+    extra_dirs: list[Path] = Field(
+        default_factory=list,
+        description="more folders to read this tool's session logs from (e.g. Devin exports)",
+    )
+
+
+class BackendSettings(_Section):
+    """A model backend for one role. Keys are never stored here: `api_key_env` names the variable."""
+
+    backend: str = Field(
+        default="", description="openai | azure | anthropic | claude-code | codex | a preset name"
+    )
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    azure_api_version: str | None = None
+
+
+class IngestSettings(_Section):
+    rescan_interval_s: float = 30.0
+    keep_automation: bool = Field(
+        default=True, description="keep `claude -p` sessions from other programs, flagged"
+    )
+    redact_patterns: list[str] = Field(
+        default_factory=list, description="extra regexes whose matches are redacted"
+    )
+    excerpt_chars: int = 2000
+    batch_lines: int = 2000
+    max_line_bytes: int = Field(default=16 << 20, description="longer log lines are skipped, with an error")
+    max_document_bytes: int = Field(default=64 << 20, description="larger whole-JSON transcripts are skipped")
+
+
+class ReplaySettings(_Section):
+    max_parallel: int = 2
+    timeout_s: float = 600.0
+    max_turns: int = 30
+    keep_workspaces: bool = False
+    max_output_bytes: int = 5_000_000
+    env_allowlist: list[str] = Field(
+        default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME"]
+    )
+    claude_permission_mode: str = "acceptEdits"
+    claude_allowed_tools: list[str] = Field(
+        default_factory=lambda: ["Bash", "Read", "Write", "Edit", "Glob", "Grep"]
+    )
+
+
+class NightSettings(_Section):
+    enabled: bool = True
+    schedule: str = Field(
+        default="17 3 * * *", description="cron expression, local time (a sixth leading field sets seconds)"
+    )
+    misfire_grace_s: int = 6 * 3600
+    # Sized from benchmarks/night.py: 20 tasks replayed through Claude Code used about 2.4M tokens.
+    max_tokens: int = 5_000_000
+    max_cost_usd: float = 20.0
+    max_wall_s: float = 3 * 3600
+    max_replays: int = 200
+    min_tasks: int = 4
+    auto_approve: list[str] = Field(
+        default_factory=list, description="skills whose gated proposals install at once"
+    )
+    local_only: bool = Field(default=False, description="refuse any model endpoint that is not on loopback")
+    seed: int = 42
+    include_automation: bool = Field(
+        default=False,
+        description="also mine `claude -p` sessions that other programs ran (flagged at ingest)",
+    )
+    split_ratios: tuple[float, float, float] = Field(
+        default=(0.5, 0.25, 0.25),
+        description="train / val / test shares of each task family (whole groups of near-duplicates move together)",
+    )
+    epochs: int = Field(
+        default=1, ge=1, description="training epochs over a skill's replayed tasks per night"
+    )
+    gate: Literal["paired", "strict"] = "paired"
+    gate_repeats: int = Field(
+        default=1, ge=1, description="replays per validation task and skill at the gate"
+    )
+    gate_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
+    leak_threshold: float = Field(
+        default=0.6,
+        gt=0,
+        le=1,
+        description="share of a check's or rubric item's wording that counts as a leak",
+    )
+
+
+class UISettings(_Section):
+    enabled: bool = Field(default=True, description="serve the dashboard from the daemon")
+    host: str = Field(
+        default="127.0.0.1", description="address to bind; anything but loopback exposes the dashboard"
+    )
+    port: int = Field(default=8765, ge=0, le=65535, description="0 picks a free port")
+
+
+class Price(_Section):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SKILLOPT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    tools: dict[AgentTool, ToolSettings] = Field(default_factory=dict)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    agent: BackendSettings = Field(default_factory=BackendSettings)
+    optimizer: BackendSettings = Field(default_factory=BackendSettings)
+    judge: BackendSettings = Field(default_factory=BackendSettings)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
+    night: NightSettings = Field(default_factory=NightSettings)
+    ui: UISettings = Field(default_factory=UISettings)
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = _CONFIG_FILE_OVERRIDE[-1] if _CONFIG_FILE_OVERRIDE else paths.config_file()
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+    def tool(self, tool: AgentTool) -> ToolSettings:
+        return self.tools.get(tool) or ToolSettings()
+
+
+# Environment variables of ours that are not settings (they locate things before settings load).
+_NON_SETTING_ENV = {"SKILLOPT_HOME", "SKILLOPT_AGENT_CLI_DIR"}
+
+
+_CONFIG_FILE_OVERRIDE: list[Path] = []
+
+
+def load_settings() -> Settings:
+    """Load and validate; a mistake becomes a ConfigError naming the key and the file or variable."""
+    # Locate the file first: SKILLOPT_HOME is set aside below (it is not a setting) but decides the path.
+    _CONFIG_FILE_OVERRIDE.append(paths.config_file())
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _NON_SETTING_ENV}
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(
+            _explain(exc), hint=f"fix it in {paths.config_file()} or with `skillopt config set`"
+        ) from None
+    except (OSError, ValueError) as exc:  # TOML syntax errors are ValueErrors
+        raise ConfigError(f"cannot read {paths.config_file()}: {exc}") from None
+    finally:
+        os.environ.update(saved)
+        _CONFIG_FILE_OVERRIDE.pop()
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"unknown configuration key '{key}'")
+        else:
+            lines.append(f"configuration key '{key}': {err['msg']}")
+    return "; ".join(lines)
+
+
+def tool_home(tool: AgentTool, settings: Settings | None = None) -> Path:
+    """The tool's home: config first, then the tool's own variable, then its default folder."""
+    settings = settings or load_settings()
+    configured = settings.tool(tool).home
+    return configured.expanduser() if configured else paths.default_tool_home(tool)
+
+
+SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth")
+
+
+def is_secret_key(key: str) -> bool:
+    low = key.lower()
+    return any(m in low for m in SECRET_MARKERS) and not low.endswith(("_env", "_tokens", "tokens"))
+
+
+def masked(data: Any) -> Any:
+    """A copy with every value under a secret-looking key masked, whatever the key is called exactly."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            if is_secret_key(str(k)) and isinstance(v, str):
+                # Only text can be a secret: `max_tokens = 2000000` is a budget, not a token.
+                out[k] = "****" if v else v
+            else:
+                out[k] = masked(v)
+        return out
+    if isinstance(data, list):
+        return [masked(v) for v in data]
+    return data
+
+
+Scope = Literal["user", "project"]

@@ -1,0 +1,106 @@
+"""Every folder and file skillopt writes, in one place.
+
+`SKILLOPT_HOME` relocates everything (config, database, skill store, runs, workspaces, logs) so tests and
+users can isolate a whole installation; without it the platform's standard folders are used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+from skillopt_lib.agents import TOOL_HOME_ENV, AgentTool
+
+APP = "skillopt"
+
+
+def skillopt_home() -> Path | None:
+    value = os.environ.get("SKILLOPT_HOME")
+    return Path(value).expanduser().resolve() if value else None
+
+
+def config_dir() -> Path:
+    home = skillopt_home()
+    return home / "config" if home else Path(platformdirs.user_config_dir(APP))
+
+
+def data_dir() -> Path:
+    home = skillopt_home()
+    return home / "data" if home else Path(platformdirs.user_data_dir(APP))
+
+
+def config_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def db_path() -> Path:
+    return data_dir() / "skillopt.db"
+
+
+def skill_store_dir() -> Path:
+    """Content-addressed copies of every skill version's files."""
+    return data_dir() / "skills"
+
+
+def runs_dir() -> Path:
+    """Training runs and nightly cycles, one folder each."""
+    return data_dir() / "runs"
+
+
+def workspaces_dir() -> Path:
+    """Throwaway replay workspaces; sources ignore sessions whose cwd lies here."""
+    return data_dir() / "workspaces"
+
+
+def benchmarks_dir() -> Path:
+    """Official benchmark data a user downloaded, one folder per benchmark (`skillopt train --env NAME`)."""
+    return data_dir() / "benchmarks"
+
+
+def inbox_dir() -> Path:
+    """Notes dropped by hooks (`skillopt notify`) for the daemon to pick up."""
+    return data_dir() / "inbox"
+
+
+def log_dir() -> Path:
+    return data_dir() / "logs"
+
+
+def backups_dir() -> Path:
+    """Files skillopt replaced when installing, kept so uninstall and rollback can restore them."""
+    return data_dir() / "backups"
+
+
+def pid_file() -> Path:
+    return data_dir() / "daemon.pid"
+
+
+def token_file() -> Path:
+    return data_dir() / "ui-token"
+
+
+def user_home() -> Path:
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def default_tool_home(tool: AgentTool) -> Path:
+    """A tool's own home folder, honouring the tool's variable (CLAUDE_CONFIG_DIR, CODEX_HOME, ...).
+
+    Config may override this; use `skillopt_daemon.core.config.tool_home` for the resolved value.
+    """
+    env_var, rel = TOOL_HOME_ENV[tool]
+    if env_var and os.environ.get(env_var):
+        return Path(os.environ[env_var]).expanduser()
+    return user_home() / rel
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create a folder readable only by the user: it will hold transcripts or keys."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    return path

@@ -1,0 +1,20 @@
+"""Numbered migrations, applied in order and never edited once released: add a new module instead.
+
+Each module `mNNN_<what>.py` defines `migrate(db)`. Add it to MIGRATIONS below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+from skillopt_daemon.core.store.migrations import m001_registry, m002_ingest, m003_night
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("m001_registry", m001_registry.migrate),
+    ("m002_ingest", m002_ingest.migrate),
+    ("m003_night", m003_night.migrate),
+]

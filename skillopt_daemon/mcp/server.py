@@ -1,0 +1,143 @@
+"""skillopt's review actions as an MCP server on stdio (`skillopt mcp`), for agents that speak MCP.
+
+Copilot, Devin and Cursor can review proposals from inside a session through these tools. Each tool calls
+the same registry functions as the CLI, so the rules (hand edits win, a decided proposal stays decided)
+hold whichever way a decision arrives. Errors a user can cause come back as tool errors carrying the
+message and the hint, never as a crash of the server. Nothing may be printed on stdout: it carries the
+protocol.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from skillopt_lib import __version__
+from skillopt_lib.errors import SkillOptError
+
+SERVER_NAME = "skillopt"
+INSTRUCTIONS = (
+    "skillopt learns from the user's coding-agent sessions and proposes improvements to their skills. "
+    "Use `status` to see pending proposals, `diff` to show one, and `approve`, `reject` or `rollback` only "
+    "when the user asks for that decision. `sleep` runs the improvement cycle now and spends model tokens."
+)
+
+
+@contextmanager
+def _registry() -> Iterator[Any]:
+    """A registry for one tool call; our errors become tool errors with the hint appended."""
+    try:
+        from skillopt_daemon.registry import open_registry
+
+        reg, _notes = open_registry(actor="mcp")
+        try:
+            yield reg
+        finally:
+            reg.db.conn.close()
+    except SkillOptError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn SkillOptError into ToolError so the client sees the plain message and hint.
+
+    `functools.wraps` keeps the signature visible, so the SDK still derives the input schema from it.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SkillOptError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper
+
+
+def status() -> dict[str, Any]:
+    """The daemon, sessions ingested, active skills, pending proposals and the nightly cycle."""
+    from skillopt_daemon.service.status import collect_status
+
+    with _registry() as reg:
+        return {"sections": collect_status(reg.db)}
+
+
+def diff(proposal: str = "") -> dict[str, Any]:
+    """The change a proposal (id, id prefix or SKILL@V) makes against its parent; newest pending if empty."""
+    with _registry() as reg:
+        ref = proposal.strip()
+        if not ref:
+            pending = reg.list_pending()
+            if not pending:
+                return {"title": "no pending proposals", "diff": ""}
+            ref = pending[-1].id
+        title, text = reg.diff(ref)
+        return {"title": title, "diff": text}
+
+
+def approve(proposal: str, force: bool = False) -> dict[str, Any]:
+    """Approve a proposal and install it to every target its skill is enabled for. Only when the user asks.
+
+    `force` replaces files the user edited by hand (their edit is kept as a version first).
+    """
+    with _registry() as reg:
+        result = reg.approve(proposal, force=force)
+        out: dict[str, Any] = result.to_dict()
+        return out
+
+
+def reject(proposal: str, reason: str) -> dict[str, Any]:
+    """Reject a proposal, with the user's reason (kept in the history). Only when the user asks."""
+    with _registry() as reg:
+        version = reg.reject(proposal, reason)
+        out: dict[str, Any] = version.to_dict()
+        return out
+
+
+def rollback(skill: str, to: str = "", force: bool = False) -> dict[str, Any]:
+    """Make an earlier approved version of a skill active again (its parent, or `to`). Only when asked."""
+    with _registry() as reg:
+        outcomes = reg.rollback(skill, to=to or None, force=force)
+        return {"installs": [o.to_dict() for o in outcomes]}
+
+
+def sleep(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
+    """Run skillopt's improvement cycle now (mine sessions, replay, propose). Spends model tokens.
+
+    Nothing is installed: the cycle only registers proposals for the user to review.
+    """
+    try:
+        module = importlib.import_module("skillopt_daemon.night.cycle")
+    except ImportError:
+        return {"available": False, "message": "the improvement cycle is not available in this skillopt yet"}
+    run_cycle = getattr(module, "run_cycle", None)
+    if not callable(run_cycle):
+        return {"available": False, "message": "the improvement cycle is not available in this skillopt yet"}
+    try:
+        report = run_cycle(trigger="mcp", dry_run=dry_run, skill=skill or None)
+    except SkillOptError as exc:
+        raise ToolError(str(exc)) from None
+    result = report.to_dict() if hasattr(report, "to_dict") else {"report": str(report)}
+    return {"available": True, "result": result}
+
+
+TOOLS: tuple[Callable[..., Any], ...] = (status, diff, approve, reject, rollback, sleep)
+
+
+def build_server() -> MCPServer:
+    server: MCPServer = MCPServer(
+        name=SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    for fn in TOOLS:
+        server.add_tool(_guard(fn), name=fn.__name__, description=fn.__doc__)
+    return server
+
+
+def run_stdio() -> None:
+    build_server().run("stdio")

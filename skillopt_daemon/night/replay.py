@@ -1,0 +1,156 @@
+"""The replay Environment: a user's own mined tasks, run by their own agent CLI in a sandbox.
+
+Items are the tasks of the families related to one skill, with the splits mining assigned. Each run
+replays the task from its pinned repository state with the candidate skill installed, then scores it:
+checks first (commands that proved success in the original sessions), then the family's rubric items
+judged by a chat backend when one is configured. The optimizer's feedback counts failed checks and unmet
+rules but never quotes them, so the skill cannot learn the grader's wording.
+
+Every result is also recorded by skill hash and item, so the nightly cycle can show per-task baseline and
+candidate outcomes as a proposal's evidence without replaying anything twice.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from skillopt_daemon.ingest.pipeline import load_dirty_diff
+from skillopt_lib.backends.base import ChatBackend
+from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits
+from skillopt_lib.envs.base import Item, ItemResult
+from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment, score
+from skillopt_lib.errors import ConfigError
+from skillopt_lib.judge import judge_rubric
+from skillopt_lib.sandbox import ReplayTask, replay
+from skillopt_lib.skill import SkillBundle
+
+
+def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = None) -> list[dict[str, Any]]:
+    """The mined tasks of every family related to `skill`, as task dicts for the replay environment."""
+    fams = {
+        f["id"]: f for f in db.query("SELECT * FROM task_families WHERE skill_name = ? ORDER BY id", [skill])
+    }
+    out: list[dict[str, Any]] = []
+    for fid, fam in fams.items():
+        checks = json.loads(fam["checks_json"] or "[]")
+        rubric = json.loads(fam["rubric_json"] or "[]")
+        params: list[Any] = [fid]
+        sql = "SELECT * FROM tasks WHERE family_id = ?"
+        if tool:
+            sql += " AND tool = ?"
+            params.append(tool)
+        for t in db.query(sql + " ORDER BY started_at, id", params):
+            out.append(
+                {
+                    "id": t["id"],
+                    "prompt": t["prompt"],
+                    "repo": t["project_path"],
+                    "commit": t["repo_commit"],
+                    # The uncommitted changes the session started from, when they were kept (never when
+                    # they held a secret: see ingest.keep_dirty_diff).
+                    "dirty_diff": load_dirty_diff(t.get("repo_diff_hash")) if t.get("repo_dirty") else None,
+                    "checks": checks,
+                    "rubric": rubric,
+                    "split": t["split"],
+                    "family": fid,
+                    "tool": t["tool"],
+                }
+            )
+    return out
+
+
+class ReplayEnvironment(ExecTasksEnvironment):
+    name = "replay"
+
+    def __init__(
+        self,
+        tasks: Sequence[dict[str, Any]],
+        *,
+        seed_skill: SkillBundle,
+        workspaces_root: Path,
+        judge: ChatBackend | None = None,
+        limits: ExecLimits | None = None,
+        env_allowlist: Sequence[str] | None = None,
+        keep: bool = False,
+    ) -> None:
+        kwargs: dict[str, Any] = {}
+        if env_allowlist is not None:
+            kwargs["env_allowlist"] = tuple(env_allowlist)
+        super().__init__(
+            list(tasks),
+            seed_skill=seed_skill,
+            workspaces_root=workspaces_root,
+            limits=limits,
+            keep=keep,
+            **kwargs,
+        )
+        self.judge = judge
+        self._lock = threading.Lock()
+        self.observed: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        self.replays = 0
+
+    def _item(self, t: Any) -> Item:
+        item = super()._item(t)
+        item.gold["rubric"] = list(t.get("rubric") or [])
+        return item
+
+    def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult:
+        if not isinstance(agent, ExecBackend):
+            raise ConfigError(
+                "replays need an exec backend (claude-code, codex, copilot, cursor) as the agent"
+            )
+        task = ReplayTask(
+            prompt=str(item.data["prompt"]),
+            repo=item.data.get("repo"),
+            commit=item.data.get("commit"),
+            dirty_diff=item.data.get("dirty_diff"),
+            checks=list(item.gold.get("checks") or []),
+            id=item.id,
+            check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),
+        )
+        result = replay(task, agent, self.config, skill=skill, limits=self.limits)
+        scored = score(item.id, result)
+        rubric = list(item.gold.get("rubric") or [])
+        if rubric and self.judge is not None and result.ok:
+            verdict = judge_rubric(
+                self.judge, task.prompt, result.final_message, result.files_changed, rubric
+            )
+            unmet = sum(1 for ok in verdict.satisfied if not ok)
+            has_checks = bool(task.checks)
+            scored.soft = (scored.soft + verdict.score) / 2 if has_checks else verdict.score
+            scored.hard = 1.0 if scored.hard >= 1.0 and unmet == 0 else 0.0
+            scored.usage.add(verdict.usage)
+            scored.details["rubric_unmet"] = unmet
+            scored.details["rubric_total"] = len(rubric)
+            if unmet:
+                scored.feedback += f"\n{unmet} of {len(rubric)} of the user's stated rules were not followed."
+            if verdict.error:
+                scored.details["judge_error"] = verdict.error
+        with self._lock:
+            self.replays += 1
+            self.observed[(skill.content_hash, item.id)].append(
+                {
+                    "hard": scored.hard,
+                    "soft": scored.soft,
+                    "status": scored.details.get("status"),
+                    "checks_passed": scored.details.get("checks_passed"),
+                    "checks_total": scored.details.get("checks_total"),
+                    "rubric_unmet": scored.details.get("rubric_unmet"),
+                    "duration_s": round(scored.duration_s, 2),
+                }
+            )
+        return scored
+
+    def outcomes(self, skill_hash: str, split: str = "val") -> dict[str, list[dict[str, Any]]]:
+        ids = {i.id for i in self.splits().get(split)}  # type: ignore[arg-type]
+        with self._lock:
+            return {
+                iid: list(runs) for (h, iid), runs in self.observed.items() if h == skill_hash and iid in ids
+            }

@@ -1,0 +1,88 @@
+"""The nightly job inside the daemon's APScheduler.
+
+A cron expression from config (local time, default 03:17), coalesced so a backlog of missed nights runs
+once, one instance at a time, and a misfire grace period so a laptop that slept through the night runs on
+wake. The job is skipped when nothing new was ingested since the last completed night. Manual runs and
+the scheduled job share one lock (`skillopt_daemon.night.cycle.night_lock`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from apscheduler.triggers.cron import CronTrigger
+
+from skillopt_daemon.core.config import Settings
+from skillopt_daemon.core.timeutil import to_iso, utcnow
+from skillopt_lib.errors import ConfigError
+
+log = logging.getLogger("skillopt.scheduler")
+JOB_ID = "nightly-cycle"
+
+
+def local_tz() -> Any:
+    """The machine's time zone, as APScheduler wants it (cron times are what the user's clock says)."""
+    import tzlocal
+
+    return tzlocal.get_localzone()
+
+
+def trigger(expr: str) -> CronTrigger:
+    """Parse a five-field cron expression (or six, with seconds first), with an error that says what a valid
+    one looks like. Seconds exist for tests and for users who want a run a few seconds from now."""
+    fields = expr.split()
+    try:
+        if len(fields) == 6:
+            second, minute, hour, day, month, dow = fields
+            return CronTrigger(
+                second=second,
+                minute=minute,
+                hour=hour,
+                day=day,
+                month=month,
+                day_of_week=dow,
+                timezone=local_tz(),
+            )
+        return CronTrigger.from_crontab(expr, timezone=local_tz())
+    except ValueError as exc:
+        raise ConfigError(
+            f"night.schedule {expr!r} is not a valid cron expression: {exc}",
+            hint="use five fields: minute hour day month weekday, e.g. '17 3 * * *' for 03:17 every day",
+        ) from None
+
+
+def next_fire(expr: str, now: datetime | None = None) -> str | None:
+    fire = trigger(expr).get_next_fire_time(None, (now or utcnow()).astimezone(local_tz()))
+    return to_iso(fire) if fire else None
+
+
+def scheduled_job() -> None:
+    """What the scheduler calls: skip when nothing new arrived, else one night, never raising."""
+    from skillopt_daemon.night import cycle as sleep
+
+    try:
+        report = sleep.run_scheduled()
+        log.info("nightly cycle: %s", report.status if report else "skipped")
+    except Exception:  # the daemon must survive a failed night; the run row says what happened
+        log.exception("nightly cycle failed")
+
+
+def add_jobs(scheduler: Any, settings: Settings) -> None:
+    """Called by the daemon when it starts its scheduler."""
+    if not settings.night.enabled:
+        log.info("nightly cycle disabled (night.enabled = false)")
+        return
+    scheduler.add_job(
+        scheduled_job,
+        trigger(settings.night.schedule),
+        id=JOB_ID,
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=settings.night.misfire_grace_s,
+        replace_existing=True,
+    )
+    log.info(
+        "nightly cycle scheduled: %s (next %s)", settings.night.schedule, next_fire(settings.night.schedule)
+    )

@@ -1,0 +1,33 @@
+from skillopt_daemon.registry.versions import (
+    LOCK_TIMEOUT_S,
+    ORIGINS,
+    ApproveResult,
+    Event,
+    Evidence,
+    HandEdit,
+    ImportResult,
+    InstallOutcome,
+    Origin,
+    Registry,
+    State,
+    TargetState,
+    Version,
+    open_registry,
+)
+
+__all__ = [
+    "Origin",
+    "State",
+    "ORIGINS",
+    "LOCK_TIMEOUT_S",
+    "Evidence",
+    "Version",
+    "TargetState",
+    "Event",
+    "InstallOutcome",
+    "HandEdit",
+    "ApproveResult",
+    "ImportResult",
+    "Registry",
+    "open_registry",
+]

@@ -1,0 +1,714 @@
+"""The daemon's lifecycle: run in the foreground, start in the background, stop gracefully, report status.
+
+One daemon per SKILLOPT_HOME: `run` takes an exclusive `fcntl` lock on `daemon.lock` in the data folder and
+holds it for its whole life. The kernel releases the lock when the process dies, however it dies, so a stale
+pid file never blocks a restart and two daemons can never tail the same store.
+
+The main loop owns every database write of the process. watchdog threads and the scheduler's rescan job
+only put paths in a queue; the loop reads each file's new lines in batches (records and offset in one
+transaction, see `ingest.py`). SIGTERM sets a flag the loop checks between batches, so `stop` finishes the
+batch in hand and exits with every offset saved.
+
+The loop owns an APScheduler `BackgroundScheduler`; the rescan is one interval job on it and
+`skillopt_daemon.night.schedule.add_jobs(scheduler, settings)`, when that module defines it, adds the nightly
+cycle's jobs to the same scheduler.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import plistlib
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from skillopt_daemon.core import paths
+from skillopt_daemon.core.config import Settings, load_settings
+from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import DaemonError
+
+log = logging.getLogger("skillopt.daemon")
+
+SERVICE_NAME = "skillopt"
+LAUNCHD_LABEL = "dev.skillopt.daemon"
+LOOP_WAIT_S = 0.2
+IDLE_WAIT_S = 5.0
+START_WAIT_S = 15.0
+# A growing session's signals are recomputed once it has been quiet this long, or this often at most.
+SIGNALS_QUIET_S = 1.0
+SIGNALS_MAX_DELAY_S = 30.0
+ERROR_BACKOFF_S = 2.0
+BIG_CATCH_UP_BYTES = 50_000_000
+
+
+def lock_file() -> Path:
+    return paths.data_dir() / "daemon.lock"
+
+
+def daemon_log_file() -> Path:
+    return paths.log_dir() / "daemon.log"
+
+
+# --- the lock ---------------------------------------------------------------------------------------------
+
+
+class DaemonLock:
+    """An exclusive `flock` on the lock file; the pid file beside it only says who holds it."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        paths.ensure_private_dir(paths.data_dir())
+        fd = os.open(lock_file(), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = read_pid()
+            who = f" (pid {pid})" if pid else ""
+            raise DaemonError(
+                f"the skillopt daemon is already running{who} for {paths.data_dir()}",
+                hint="stop it with `skillopt daemon stop`, or set SKILLOPT_HOME to run a separate one",
+            ) from None
+        self._fd = fd
+        _write_atomic(paths.pid_file(), f"{os.getpid()}\n")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            if read_pid() == os.getpid():
+                paths.pid_file().unlink(missing_ok=True)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def is_running() -> bool:
+    """True while some process holds the daemon lock (probing never blocks and never keeps the lock)."""
+    path = lock_file()
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and has not exited (a zombie awaiting its reaper counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def read_pid() -> int | None:
+    try:
+        return int(paths.pid_file().read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    paths.ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# --- notes from hooks ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Note:
+    path: Path
+    event: str
+    tool: AgentTool
+    transcript_path: str | None
+    session_id: str | None
+
+
+def read_notes() -> list[Note]:
+    """Notes dropped by `skillopt notify`, oldest first; unreadable ones are removed."""
+    folder = paths.inbox_dir()
+    if not folder.is_dir():
+        return []
+    notes: list[Note] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            tool = AgentTool.parse(str(data.get("tool") or "claude-code"))
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        notes.append(
+            Note(path, str(data.get("event", "")), tool, data.get("transcript_path"), data.get("session_id"))
+        )
+    return notes
+
+
+# --- the loop -----------------------------------------------------------------------------------------------
+
+
+class Daemon:
+    """One running daemon. `run()` blocks until `request_stop()` (or SIGTERM / SIGINT)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tools: Sequence[AgentTool] | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self.tools = tools
+        self.show_progress = show_progress
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._queue: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        self._rescan = threading.Event()
+        self._note_waiting = threading.Event()
+        self._inbox = paths.inbox_dir()
+        self.scheduler: Any = None  # apscheduler BackgroundScheduler while running
+        self.pipeline: Any = None
+        self.dashboard: Any = None  # skillopt_daemon.web.server.DashboardServer while running
+
+    def request_stop(self, *_: object) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def _on_path(self, path: Path) -> None:
+        if path.parent == self._inbox:
+            self._note_waiting.set()
+        self._queue.put(path)
+        self._wake.set()
+
+    def _notes_if_any(self) -> None:
+        """During a long backfill: a session that just ended is read now, not after the whole history."""
+        if self._note_waiting.is_set():
+            self._note_waiting.clear()
+            self._handle_notes()
+
+    def _request_rescan(self) -> None:
+        self._rescan.set()
+        self._wake.set()
+
+    def run(self) -> int:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        from skillopt_daemon.core.store import open_db
+        from skillopt_daemon.ingest import pipeline as ingest
+        from skillopt_daemon.ingest import tail
+
+        lock = DaemonLock()
+        lock.acquire()
+        watcher: tail.Watcher | None = None
+        self.scheduler = None
+        try:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, self.request_stop)
+                signal.signal(signal.SIGINT, self.request_stop)
+            db = open_db()
+            sources = ingest.load_sources(self.settings, self.tools)
+            self.pipeline = pipeline = ingest.Pipeline(db, sources, self.settings)
+            with db.conn:
+                ingest.set_meta(db, "daemon_started_at", utcnow_iso())
+                ingest.set_meta(db, "daemon_pid", str(os.getpid()))
+            log.info("daemon started (pid %s), watching %d roots", os.getpid(), len(pipeline.roots))
+            # An install killed mid-way (a crashed `skillopt approve`) is settled before anything else runs.
+            from skillopt_daemon.registry import Registry
+
+            for note in Registry(db, actor="daemon").reconcile():
+                log.warning("%s", note)
+            if not sources:
+                log.warning("no agent tool sources are available: nothing to ingest")
+
+            paths.ensure_private_dir(paths.inbox_dir())
+            watcher = tail.Watcher(self._on_path)
+            watcher.want(pipeline.roots)
+            watcher.want([paths.inbox_dir()], recursive=False)
+            watcher.start()
+
+            self.scheduler = BackgroundScheduler(timezone="UTC")
+            self.scheduler.add_job(
+                self._request_rescan,
+                "interval",
+                seconds=max(0.05, float(self.settings.ingest.rescan_interval_s)),
+                id="ingest-rescan",
+                coalesce=True,
+                max_instances=1,
+            )
+            _add_extra_jobs(self.scheduler, self.settings)
+            self.scheduler.start()
+            self.dashboard = start_dashboard(self.settings)
+
+            backfilled = False
+            first = True
+            while not self._stop.is_set():
+                if not first:
+                    # Events wake the loop at once; the timeout only paces signals of growing sessions.
+                    self._wake.wait(LOOP_WAIT_S if pipeline.stale_pending else IDLE_WAIT_S)
+                    self._wake.clear()
+                    if self._stop.is_set():
+                        break
+                first = False
+                try:
+                    if not backfilled:
+                        pipeline.pin_sessions(None)
+                        self._handle_notes()
+                        self._backfill(db)
+                        backfilled = True
+                        continue
+                    self._handle_notes()
+                    self._drain_queue()
+                    if self._rescan.is_set():
+                        self._rescan.clear()
+                        watcher.refresh()
+                        self._rescan_files()
+                    pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
+                except Exception as exc:
+                    # The store may be locked by a long writer, or a bug hit one pass: say so, keep running.
+                    # Work is retried: events are re-found by the next rescan, offsets were never advanced.
+                    from skillopt_daemon.ingest.redact import redact
+
+                    trace, _ = redact("".join(traceback.format_exception(exc)))
+                    log.error("ingest pass failed; retrying shortly:\n%s", trace)
+                    self._rescan.set()
+                    self._stop.wait(ERROR_BACKOFF_S)
+            log.info("daemon stopping: offsets saved")
+            return 0
+        finally:
+            stop_dashboard(self.dashboard)
+            self.dashboard = None
+            if self.scheduler is not None:
+                try:
+                    self.scheduler.shutdown(wait=False)
+                except Exception:  # already stopped
+                    pass
+            if watcher is not None:
+                watcher.stop()
+            lock.release()
+
+    # --- work ---------------------------------------------------------------------------------------
+
+    def _backfill(self, db: Any) -> None:
+        from skillopt_daemon.ingest import pipeline as ingest
+
+        pipeline = self.pipeline
+        files = pipeline.discover()
+        total = pipeline.pending_bytes(files)
+        first = ingest.get_meta(db, "backfill_done_at") is None
+        log.info("backfill: %d transcripts, %.1f MB to read", len(files), total / 1e6)
+        # The first start reads the whole history; a later one may have a week of catching up to do.
+        show = self.show_progress and (first or total > BIG_CATCH_UP_BYTES)
+        with progress_bar(show, "backfill" if first else "catching up", total) as advance:
+            pipeline.ingest_paths(
+                files, should_stop=self._stop.is_set, on_bytes=advance, between=self._notes_if_any
+            )
+        if not self._stop.is_set():
+            with db.conn:
+                ingest.set_meta(db, "backfill_done_at", utcnow_iso())
+            log.info("backfill done")
+
+    def _drain_queue(self) -> None:
+        pending: dict[str, Path] = {}
+        while True:
+            try:
+                path = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            pending[str(path)] = path
+        inbox = paths.inbox_dir()
+        todo = []
+        for path in pending.values():
+            if path.parent == inbox:
+                continue  # notes are read by _handle_notes
+            if path.is_dir():
+                todo.extend(self._walk(path))
+                continue
+            source = self.pipeline.source_for(path)
+            if source is not None:
+                todo.append((source, path))
+        if todo:
+            self.pipeline.ingest_paths(todo, should_stop=self._stop.is_set, signals=False)
+
+    def _walk(self, folder: Path) -> list[tuple[Any, Path]]:
+        from skillopt_daemon.ingest import tail
+
+        out = []
+        for source in self.pipeline.sources:
+            for path in tail.walk_files(folder, source.is_transcript):
+                if self.pipeline.source_for(path) is source:
+                    out.append((source, path))
+        return out
+
+    def _rescan_files(self) -> None:
+        files = [(s, p) for s, p in self.pipeline.discover() if self.pipeline.needs_read(p)]
+        if files:
+            self.pipeline.ingest_paths(files, should_stop=self._stop.is_set, signals=False)
+
+    def _handle_notes(self) -> None:
+        handle_notes(self.pipeline)
+
+
+def handle_notes(pipeline: Any) -> int:
+    """Ingest the transcripts named by hook notes at once, then remove the notes."""
+    from skillopt_daemon.ingest import pipeline as ingest
+
+    done = 0
+    for note in read_notes():
+        if note.transcript_path:
+            path = Path(note.transcript_path)
+            source = pipeline.source_for(path) or next(
+                (s for s in pipeline.sources if s.tool == note.tool), None
+            )
+            if source is not None and path.is_file():
+                pipeline.ingest_paths([(source, path)], signals=False)
+                done += 1
+            elif source is not None:
+                ingest.record_problem(
+                    pipeline.db,
+                    "note-missing-transcript",
+                    f"a {note.event or 'hook'} note named {path}, which does not exist",
+                    path=str(path),
+                    tool=note.tool.value,
+                    level="warning",
+                )
+        note.path.unlink(missing_ok=True)
+    return done
+
+
+def start_dashboard(settings: Settings) -> Any:
+    """The web dashboard in a thread of the daemon (`ui.enabled`); a failure is logged, ingest goes on."""
+    if not settings.ui.enabled:
+        return None
+    try:
+        from skillopt_daemon.web.server import DashboardServer
+
+        server = DashboardServer(settings)
+        server.start()
+        return server
+    except DaemonError as exc:  # e.g. the port is taken: say so in one line
+        log.warning("%s; the daemon runs without the dashboard (%s)", exc.message, exc.hint or "")
+        return None
+    except Exception:
+        log.exception("the dashboard could not start; the daemon runs without it")
+        return None
+
+
+def stop_dashboard(server: Any) -> None:
+    if server is not None:
+        try:
+            server.stop()
+        except Exception:
+            log.exception("the dashboard did not stop cleanly")
+
+
+def _add_extra_jobs(scheduler: Any, settings: Settings) -> None:
+    """Let the nightly cycle add its jobs to the daemon's scheduler (see the module docstring)."""
+    try:
+        from skillopt_daemon.night import schedule as nightly  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return
+    add_jobs = getattr(nightly, "add_jobs", None)
+    if add_jobs is not None:
+        add_jobs(scheduler, settings)
+
+
+class progress_bar:
+    """A rich progress bar over bytes on stderr (or nothing); used as `with progress_bar(...) as advance`."""
+
+    def __init__(self, enabled: bool, label: str, total: int) -> None:
+        self.enabled = enabled and total > 0
+        self.label = label
+        self.total = total
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return lambda n: None
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        from skillopt_daemon.cli.output import err_console
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(self.label, total=self.total)
+        return lambda n: self._progress.advance(self._task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+# --- start / stop / status ------------------------------------------------------------------------------
+
+
+def start_background(*, wait_s: float = START_WAIT_S) -> int:
+    """Start `run` in a new session with output to the log file; returns its pid once it holds the lock."""
+    if is_running():
+        pid = read_pid()
+        raise DaemonError(
+            f"the skillopt daemon is already running{f' (pid {pid})' if pid else ''}",
+            hint="`skillopt daemon status` shows what it is doing; `skillopt daemon stop` stops it",
+        )
+    logfile = daemon_log_file()
+    paths.ensure_private_dir(logfile.parent)
+    fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillopt_daemon.service.daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise DaemonError(
+                f"the daemon exited at once (exit code {proc.returncode})",
+                hint=f"see the end of {logfile}",
+            )
+        if is_running() and read_pid() == proc.pid:
+            return proc.pid
+        time.sleep(0.05)
+    raise DaemonError(f"the daemon did not start within {wait_s:.0f}s", hint=f"see {logfile}")
+
+
+def stop_daemon(*, timeout_s: float = 60.0) -> int | None:
+    """SIGTERM the running daemon and wait until it has saved its offsets and released the lock."""
+    if not is_running():
+        return None
+    pid = read_pid()
+    if pid is None:
+        raise DaemonError(
+            "the daemon holds its lock but wrote no pid file", hint=f"look for it in {lock_file()}"
+        )
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not is_running():
+            # The lock goes as the last batch is saved; give the process a moment to finish exiting.
+            exit_deadline = time.monotonic() + 5.0
+            while pid_alive(pid) and time.monotonic() < exit_deadline:
+                time.sleep(0.02)
+            return pid
+        time.sleep(0.05)
+    raise DaemonError(
+        f"the daemon (pid {pid}) did not stop within {timeout_s:.0f}s",
+        hint=f"it may be finishing a long batch; wait, or end it with `kill {pid}`",
+    )
+
+
+def status() -> dict[str, Any]:
+    """What the daemon is doing; reads the store without taking any write lock."""
+    running = is_running()
+    info: dict[str, Any] = {
+        "running": running,
+        "pid": read_pid() if running else None,
+        "data_dir": str(paths.data_dir()),
+        "log_file": str(daemon_log_file()),
+    }
+    if paths.db_path().exists():
+        from skillopt_daemon.core.store import open_db
+        from skillopt_daemon.ingest import pipeline as ingest
+
+        db = open_db()
+        try:
+            info["started_at"] = ingest.get_meta(db, "daemon_started_at") if running else None
+            info["backfill_done_at"] = ingest.get_meta(db, "backfill_done_at")
+            info["last_ingest_at"] = ingest.get_meta(db, "last_ingest_at")
+        finally:
+            db.close()
+    return info
+
+
+# --- service files ------------------------------------------------------------------------------------------
+
+
+def service_command() -> list[str]:
+    return [sys.executable, "-m", "skillopt_daemon.service.daemon"]
+
+
+def systemd_unit_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(paths.user_home() / ".config")
+    return Path(base) / "systemd" / "user" / f"{SERVICE_NAME}.service"
+
+
+def launchd_plist_path() -> Path:
+    return paths.user_home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
+
+
+def _service_env() -> dict[str, str]:
+    env = {}
+    for key in ("SKILLOPT_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "OPENCLAW_STATE_DIR"):
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    return env
+
+
+def systemd_unit() -> str:
+    env_lines = "".join(f'Environment="{k}={v}"\n' for k, v in sorted(_service_env().items()))
+    command = " ".join(_systemd_quote(a) for a in service_command())
+    return (
+        "[Unit]\n"
+        "Description=skillopt daemon: ingests agent session logs and runs the nightly skill training\n"
+        "After=default.target\n\n"
+        "[Service]\n"
+        "Type=simple\n"
+        f"ExecStart={command}\n"
+        f"{env_lines}"
+        "Restart=on-failure\n"
+        "RestartSec=10\n"
+        "KillSignal=SIGTERM\n"
+        "TimeoutStopSec=60\n\n"
+        "[Install]\n"
+        "WantedBy=default.target\n"
+    )
+
+
+def _systemd_quote(arg: str) -> str:
+    return f'"{arg}"' if any(c.isspace() for c in arg) else arg
+
+
+def launchd_plist() -> bytes:
+    logfile = str(daemon_log_file())
+    data: dict[str, Any] = {
+        "Label": LAUNCHD_LABEL,
+        "ProgramArguments": service_command(),
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},
+        "StandardOutPath": logfile,
+        "StandardErrorPath": logfile,
+        "ProcessType": "Background",
+    }
+    env = _service_env()
+    if env:
+        data["EnvironmentVariables"] = env
+    return plistlib.dumps(data)
+
+
+@dataclass
+class ServiceFile:
+    path: Path
+    kind: str  # systemd | launchd
+    enable_hint: str
+
+
+def install_service(platform: str | None = None) -> ServiceFile:
+    """Write (never enable) the user service file for this platform; returns where and how to enable it."""
+    platform = platform or ("macos" if sys.platform == "darwin" else "linux")
+    if platform == "linux":
+        path = systemd_unit_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic_public(path, systemd_unit().encode())
+        return ServiceFile(
+            path,
+            "systemd",
+            f"systemctl --user daemon-reload && systemctl --user enable --now {SERVICE_NAME}.service",
+        )
+    if platform == "macos":
+        path = launchd_plist_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic_public(path, launchd_plist())
+        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}")
+    raise DaemonError(
+        f"no service file for platform {platform!r}", hint="use --platform linux or --platform macos"
+    )
+
+
+def _write_atomic_public(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def configure_logging(stream: IO[str] | None = None) -> None:
+    """Plain timestamped lines (the log file); on a terminal, rich lines that keep clear of the progress bar."""
+    handler: logging.Handler
+    out = stream or sys.stderr
+    if out.isatty():
+        from rich.logging import RichHandler
+
+        from skillopt_daemon.cli.output import err_console
+
+        handler = RichHandler(console=err_console, show_path=False)
+    else:
+        handler = logging.StreamHandler(out)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("skillopt")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def main() -> None:
+    """`python -m skillopt_daemon.service.daemon`: the foreground daemon, as run by `start` and the service files."""
+    from skillopt_lib.errors import SkillOptError
+
+    configure_logging()
+    try:
+        code = Daemon(show_progress=sys.stderr.isatty()).run()
+    except SkillOptError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"→ {exc.hint}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
