@@ -26,9 +26,9 @@ def register(app: typer.Typer) -> None:
             tools = [AgentTool.parse(t) for t in tool] or None
         except ValueError as exc:
             raise ConfigError(str(exc), hint="pass one of the tool names above to --tool") from None
-        daemon.configure_logging()
+        daemon.configure_logging(err_console)
         err_console.print("skillopt daemon running in the foreground; Ctrl+C stops it")
-        code = daemon.Daemon(tools=tools, show_progress=not quiet).run()
+        code = daemon.Daemon(tools=tools, console=None if quiet else err_console).run()
         raise typer.Exit(code)
 
     @daemon_app.command("start")

@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         daemon.handle_notes(pipeline)
         files = pipeline.discover()
         total = pipeline.pending_bytes(files)
-        with daemon.progress_bar(not quiet and not as_json, "ingest", total) as advance:
+        with daemon.progress_bar(None if quiet or as_json else err_console, "ingest", total) as advance:
             outcomes = pipeline.ingest_paths(files, on_bytes=advance)
         summary: dict[str, object] = dict(ingest.summarize(outcomes))
         summary["sources"] = sorted({s.tool.value for s in sources})

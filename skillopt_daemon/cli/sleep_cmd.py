@@ -116,16 +116,16 @@ def history(limit: int = typer.Option(20, "--limit"), json_out: bool = JSON_OPT)
 @schedule_app.command("show")
 def schedule_show(json_out: bool = JSON_OPT) -> None:
     """The cron expression (local time) and the next time it fires."""
+    from skillopt_daemon.core import fsio
     from skillopt_daemon.core.config import load_settings
     from skillopt_daemon.night import schedule as scheduler
-    from skillopt_daemon.service import daemon
 
     s = load_settings().night
     data = {
         "schedule": s.schedule,
         "enabled": s.enabled,
         "next": scheduler.next_fire(s.schedule) if s.enabled else None,
-        "daemon_running": daemon.is_running(),
+        "daemon_running": fsio.daemon_running(),
         "misfire_grace_s": s.misfire_grace_s,
     }
     if json_out:

@@ -48,15 +48,15 @@ def ui(
     port: int = typer.Option(None, "--port", help="With --serve: the port (default ui.port; 0 picks one)."),
 ) -> None:
     """Open the dashboard: what your agents did, what skillopt learned and why; approve or roll back."""
+    from skillopt_daemon.core import fsio
     from skillopt_daemon.core.config import load_settings
     from skillopt_daemon.service import daemon
-    from skillopt_daemon.web.auth import ensure_token
-    from skillopt_daemon.web.server import exposure_warning, url_for
+    from skillopt_daemon.service.dashboard import ensure_token, exposure_warning, url_for
 
     settings = load_settings()
     token = ensure_token()
     if serve:
-        from skillopt_daemon.web.server import serve_forever
+        from skillopt_daemon.service.dashboard import serve_forever
 
         settings = settings.model_copy(deep=True)
         if host is not None:
@@ -78,7 +78,7 @@ def ui(
             "--host and --port apply to --serve only",
             hint="for the daemon's dashboard: skillopt config set ui.port N, then restart the daemon",
         )
-    if not daemon.is_running():
+    if not fsio.daemon_running():
         raise DaemonError(
             "the daemon is not running, so nothing serves the dashboard",
             hint="start it (skillopt daemon start), or serve the dashboard from here: skillopt ui --serve",

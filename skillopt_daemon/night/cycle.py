@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from skillopt_daemon.core import paths
+from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.config import BackendSettings, Settings, load_settings, tool_home
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow, utcnow_iso
@@ -51,11 +51,6 @@ from skillopt_lib.skill import SkillBundle
 
 if TYPE_CHECKING:
     from skillopt_daemon.night import mining as mine
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("skillopt.sleep")
 Progress = Callable[[str], None]
@@ -75,23 +70,14 @@ def lock_path() -> Path:
 @contextlib.contextmanager
 def night_lock() -> Iterator[None]:
     """One nightly cycle per SKILLOPT_HOME, whether started by hand or by the schedule."""
-    paths.ensure_private_dir(paths.data_dir())
-    fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
-                raise ConflictError(
-                    f"a nightly cycle is already running (pid {holder})",
-                    hint="wait for it to finish; `skillopt status` shows its progress",
-                ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        os.close(fd)
+        with fsio.file_lock(lock_path(), timeout=0):
+            yield
+    except fsio.Busy as busy:
+        raise ConflictError(
+            f"a nightly cycle is already running (pid {busy.holder or 'unknown'})",
+            hint="wait for it to finish; `skillopt status` shows its progress",
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------------ budgets
@@ -269,7 +255,8 @@ def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
 
 def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]:
     """What stops replays from running, each with how to fix it (shown by `skillopt status`)."""
-    from skillopt_lib.backends import is_loopback, resolve_api_key
+    from skillopt_lib.backends import resolve_api_key
+    from skillopt_lib.net import is_loopback_url
 
     missing: list[str] = []
     opt = settings.optimizer
@@ -284,7 +271,7 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
             resolve_api_key(_library_config(opt), "optimizer")
         except ConfigError as exc:
             missing.append(f"{exc.message} ({exc.hint})" if exc.hint else exc.message)
-        if settings.night.local_only and not is_loopback(opt.base_url):
+        if settings.night.local_only and not is_loopback_url(opt.base_url):
             missing.append(
                 f"night.local_only is on but the optimizer endpoint {opt.base_url or opt.backend!r} is not on "
                 "this machine: point optimizer.base_url at a local server or turn local_only off"
@@ -364,11 +351,9 @@ def _record_end(db: sqlite_utils.Database, report: CycleReport) -> None:
 
 def _interrupted_runs(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Runs still marked running whose process is gone: they were killed mid-cycle."""
-    from skillopt_daemon.service.daemon import pid_alive
-
     out = []
     for row in db.query("SELECT * FROM night_runs WHERE status = 'running' ORDER BY started_at"):
-        if row["pid"] == os.getpid() or not row["pid"] or not pid_alive(row["pid"]):
+        if row["pid"] == os.getpid() or not row["pid"] or not fsio.pid_alive(row["pid"]):
             out.append(row)
     return out
 
@@ -389,11 +374,9 @@ def last_run(db: sqlite_utils.Database) -> dict[str, Any] | None:
 
 def _catch_up_ingest(settings: Settings, progress: Progress) -> dict[str, Any]:
     """One ingest pass, unless the daemon is running (it already ingests live)."""
-    from skillopt_daemon.service import daemon
-
-    if daemon.is_running() and os.getpid() != (daemon.read_pid() or -1):
+    if fsio.daemon_running() and os.getpid() != (fsio.read_pid() or -1):
         return {"skipped": "the daemon ingests live"}
-    if daemon.is_running():
+    if fsio.daemon_running():
         return {"skipped": "running inside the daemon"}
     try:
         from skillopt_daemon.ingest import pipeline as ingest
@@ -813,7 +796,6 @@ def _notify(report: CycleReport) -> None:
 def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     """The nightly section of `skillopt status`: last run's result, next run, what is missing."""
     from skillopt_daemon.night import schedule as scheduler
-    from skillopt_daemon.service import daemon
 
     settings = load_settings()
     last = last_run(db)
@@ -837,7 +819,7 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
         data["missing"] = summary.get("missing") or []
     else:
         lines.append("last night: never run")
-    running = daemon.is_running()
+    running = fsio.daemon_running()
     if not settings.night.enabled:
         lines.append("next night: disabled (night.enabled = false)")
     elif running:

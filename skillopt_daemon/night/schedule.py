@@ -9,6 +9,7 @@ the scheduled job share one lock (`skillopt_daemon.night.cycle.night_lock`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -58,24 +59,18 @@ def next_fire(expr: str, now: datetime | None = None) -> str | None:
     return to_iso(fire) if fire else None
 
 
-def scheduled_job() -> None:
-    """What the scheduler calls: skip when nothing new arrived, else one night, never raising."""
-    from skillopt_daemon.night import cycle as sleep
+def add_jobs(scheduler: Any, settings: Settings, job: Callable[[], Any]) -> None:
+    """Put the nightly `job` on the daemon's `scheduler` at the configured times.
 
-    try:
-        report = sleep.run_scheduled()
-        log.info("nightly cycle: %s", report.status if report else "skipped")
-    except Exception:  # the daemon must survive a failed night; the run row says what happened
-        log.exception("nightly cycle failed")
-
-
-def add_jobs(scheduler: Any, settings: Settings) -> None:
-    """Called by the daemon when it starts its scheduler."""
+    The job is the caller's (the daemon passes its wrapper of `cycle.run_scheduled`), so the schedule
+    never imports the cycle: it only knows when, not what. Coalesced, one instance at a time, with the
+    configured misfire grace, so a machine that slept through the hour runs one night, not several.
+    """
     if not settings.night.enabled:
         log.info("nightly cycle disabled (night.enabled = false)")
         return
     scheduler.add_job(
-        scheduled_job,
+        job,
         trigger(settings.night.schedule),
         id=JOB_ID,
         coalesce=True,

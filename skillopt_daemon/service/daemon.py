@@ -1,6 +1,6 @@
 """The daemon's lifecycle: run in the foreground, start in the background, stop gracefully, report status.
 
-One daemon per SKILLOPT_HOME: `run` takes an exclusive `fcntl` lock on `daemon.lock` in the data folder and
+One daemon per SKILLOPT_HOME: `run` takes an exclusive lock (`core.fsio`) on `daemon.lock` in the data folder and
 holds it for its whole life. The kernel releases the lock when the process dies, however it dies, so a stale
 pid file never blocks a restart and two daemons can never tail the same store.
 
@@ -10,13 +10,13 @@ transaction, see `ingest.py`). SIGTERM sets a flag the loop checks between batch
 batch in hand and exits with every offset saved.
 
 The loop owns an APScheduler `BackgroundScheduler`; the rescan is one interval job on it and
-`skillopt_daemon.night.schedule.add_jobs(scheduler, settings)`, when that module defines it, adds the nightly
-cycle's jobs to the same scheduler.
+`night.schedule.add_jobs(scheduler, settings, nightly_job)` adds the nightly cycle to the same scheduler:
+the schedule knows when, the daemon says what.
 """
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import logging
 import os
@@ -33,9 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from skillopt_daemon.core import paths
+from rich.console import Console
+
+from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.night import schedule
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import DaemonError
 
@@ -53,10 +56,6 @@ ERROR_BACKOFF_S = 2.0
 BIG_CATCH_UP_BYTES = 50_000_000
 
 
-def lock_file() -> Path:
-    return paths.data_dir() / "daemon.lock"
-
-
 def daemon_log_file() -> Path:
     return paths.log_dir() / "daemon.log"
 
@@ -65,90 +64,27 @@ def daemon_log_file() -> Path:
 
 
 class DaemonLock:
-    """An exclusive `flock` on the lock file; the pid file beside it only says who holds it."""
+    """The daemon's exclusive lock (`fsio.daemon_lock_file`), with its pid in the pid file while held."""
 
     def __init__(self) -> None:
-        self._fd: int | None = None
+        self._stack: contextlib.ExitStack | None = None
 
     def acquire(self) -> None:
-        paths.ensure_private_dir(paths.data_dir())
-        fd = os.open(lock_file(), os.O_RDWR | os.O_CREAT, 0o600)
+        stack = contextlib.ExitStack()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            pid = read_pid()
-            who = f" (pid {pid})" if pid else ""
+            stack.enter_context(fsio.file_lock(fsio.daemon_lock_file(), timeout=0, holder=paths.pid_file()))
+        except fsio.Busy as busy:
+            who = f" (pid {busy.holder})" if busy.holder else ""
             raise DaemonError(
                 f"the skillopt daemon is already running{who} for {paths.data_dir()}",
                 hint="stop it with `skillopt daemon stop`, or set SKILLOPT_HOME to run a separate one",
             ) from None
-        self._fd = fd
-        _write_atomic(paths.pid_file(), f"{os.getpid()}\n")
+        self._stack = stack
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        try:
-            if read_pid() == os.getpid():
-                paths.pid_file().unlink(missing_ok=True)
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-
-def is_running() -> bool:
-    """True while some process holds the daemon lock (probing never blocks and never keeps the lock)."""
-    path = lock_file()
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def pid_alive(pid: int) -> bool:
-    """True while the process exists and has not exited (a zombie awaiting its reaper counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
-
-
-def read_pid() -> int | None:
-    try:
-        return int(paths.pid_file().read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    paths.ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-# --- notes from hooks ---------------------------------------------------------------------------------------
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
 
 
 @dataclass
@@ -190,11 +126,11 @@ class Daemon:
         settings: Settings | None = None,
         *,
         tools: Sequence[AgentTool] | None = None,
-        show_progress: bool = True,
+        console: Console | None = None,
     ) -> None:
         self.settings = settings or load_settings()
         self.tools = tools
-        self.show_progress = show_progress
+        self.console = console  # where the backfill's progress bar goes; None: no bar
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._queue: queue.SimpleQueue[Path] = queue.SimpleQueue()
@@ -203,7 +139,7 @@ class Daemon:
         self._inbox = paths.inbox_dir()
         self.scheduler: Any = None  # apscheduler BackgroundScheduler while running
         self.pipeline: Any = None
-        self.dashboard: Any = None  # skillopt_daemon.web.server.DashboardServer while running
+        self.dashboard: Any = None  # skillopt_daemon.service.dashboard.DashboardServer while running
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -270,7 +206,7 @@ class Daemon:
                 coalesce=True,
                 max_instances=1,
             )
-            _add_extra_jobs(self.scheduler, self.settings)
+            schedule.add_jobs(self.scheduler, self.settings, nightly_job)
             self.scheduler.start()
             self.dashboard = start_dashboard(self.settings)
 
@@ -332,7 +268,7 @@ class Daemon:
         first = ingest.get_meta(db, "backfill_done_at") is None
         log.info("backfill: %d transcripts, %.1f MB to read", len(files), total / 1e6)
         # The first start reads the whole history; a later one may have a week of catching up to do.
-        show = self.show_progress and (first or total > BIG_CATCH_UP_BYTES)
+        show = self.console if (first or total > BIG_CATCH_UP_BYTES) else None
         with progress_bar(show, "backfill" if first else "catching up", total) as advance:
             pipeline.ingest_paths(
                 files, should_stop=self._stop.is_set, on_bytes=advance, between=self._notes_if_any
@@ -415,7 +351,7 @@ def start_dashboard(settings: Settings) -> Any:
     if not settings.ui.enabled:
         return None
     try:
-        from skillopt_daemon.web.server import DashboardServer
+        from skillopt_daemon.service.dashboard import DashboardServer
 
         server = DashboardServer(settings)
         server.start()
@@ -436,22 +372,23 @@ def stop_dashboard(server: Any) -> None:
             log.exception("the dashboard did not stop cleanly")
 
 
-def _add_extra_jobs(scheduler: Any, settings: Settings) -> None:
-    """Let the nightly cycle add its jobs to the daemon's scheduler (see the module docstring)."""
+def nightly_job() -> None:
+    """What the scheduler calls: skip when nothing new arrived, else one night, never raising."""
+    from skillopt_daemon.night import cycle
+
     try:
-        from skillopt_daemon.night import schedule as nightly  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return
-    add_jobs = getattr(nightly, "add_jobs", None)
-    if add_jobs is not None:
-        add_jobs(scheduler, settings)
+        report = cycle.run_scheduled()
+        log.info("nightly cycle: %s", report.status if report else "skipped")
+    except Exception:  # the daemon must survive a failed night; the run row says what happened
+        log.exception("nightly cycle failed")
 
 
 class progress_bar:
-    """A rich progress bar over bytes on stderr (or nothing); used as `with progress_bar(...) as advance`."""
+    """A rich progress bar over bytes on the caller's console (None: no bar); `with progress_bar(...) as advance`."""
 
-    def __init__(self, enabled: bool, label: str, total: int) -> None:
-        self.enabled = enabled and total > 0
+    def __init__(self, console: Console | None, label: str, total: int) -> None:
+        self.console = console
+        self.enabled = console is not None and total > 0
         self.label = label
         self.total = total
         self._progress: Any = None
@@ -469,15 +406,13 @@ class progress_bar:
             TransferSpeedColumn,
         )
 
-        from skillopt_daemon.cli.output import err_console
-
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             DownloadColumn(),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=err_console,
+            console=self.console,
             transient=False,
         )
         self._progress.start()
@@ -494,8 +429,8 @@ class progress_bar:
 
 def start_background(*, wait_s: float = START_WAIT_S) -> int:
     """Start `run` in a new session with output to the log file; returns its pid once it holds the lock."""
-    if is_running():
-        pid = read_pid()
+    if fsio.daemon_running():
+        pid = fsio.read_pid()
         raise DaemonError(
             f"the skillopt daemon is already running{f' (pid {pid})' if pid else ''}",
             hint="`skillopt daemon status` shows what it is doing; `skillopt daemon stop` stops it",
@@ -519,7 +454,7 @@ def start_background(*, wait_s: float = START_WAIT_S) -> int:
                 f"the daemon exited at once (exit code {proc.returncode})",
                 hint=f"see the end of {logfile}",
             )
-        if is_running() and read_pid() == proc.pid:
+        if fsio.daemon_running() and fsio.read_pid() == proc.pid:
             return proc.pid
         time.sleep(0.05)
     raise DaemonError(f"the daemon did not start within {wait_s:.0f}s", hint=f"see {logfile}")
@@ -527,12 +462,13 @@ def start_background(*, wait_s: float = START_WAIT_S) -> int:
 
 def stop_daemon(*, timeout_s: float = 60.0) -> int | None:
     """SIGTERM the running daemon and wait until it has saved its offsets and released the lock."""
-    if not is_running():
+    if not fsio.daemon_running():
         return None
-    pid = read_pid()
+    pid = fsio.read_pid()
     if pid is None:
         raise DaemonError(
-            "the daemon holds its lock but wrote no pid file", hint=f"look for it in {lock_file()}"
+            "the daemon holds its lock but wrote no pid file",
+            hint=f"look for it in {fsio.daemon_lock_file()}",
         )
     try:
         os.kill(pid, signal.SIGTERM)
@@ -540,10 +476,10 @@ def stop_daemon(*, timeout_s: float = 60.0) -> int | None:
         return None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not is_running():
+        if not fsio.daemon_running():
             # The lock goes as the last batch is saved; give the process a moment to finish exiting.
             exit_deadline = time.monotonic() + 5.0
-            while pid_alive(pid) and time.monotonic() < exit_deadline:
+            while fsio.pid_alive(pid) and time.monotonic() < exit_deadline:
                 time.sleep(0.02)
             return pid
         time.sleep(0.05)
@@ -555,10 +491,10 @@ def stop_daemon(*, timeout_s: float = 60.0) -> int | None:
 
 def status() -> dict[str, Any]:
     """What the daemon is doing; reads the store without taking any write lock."""
-    running = is_running()
+    running = fsio.daemon_running()
     info: dict[str, Any] = {
         "running": running,
-        "pid": read_pid() if running else None,
+        "pid": fsio.read_pid() if running else None,
         "data_dir": str(paths.data_dir()),
         "log_file": str(daemon_log_file()),
     }
@@ -654,7 +590,7 @@ def install_service(platform: str | None = None) -> ServiceFile:
     if platform == "linux":
         path = systemd_unit_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic_public(path, systemd_unit().encode())
+        fsio.atomic_write(path, systemd_unit().encode())
         return ServiceFile(
             path,
             "systemd",
@@ -663,30 +599,22 @@ def install_service(platform: str | None = None) -> ServiceFile:
     if platform == "macos":
         path = launchd_plist_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic_public(path, launchd_plist())
+        fsio.atomic_write(path, launchd_plist())
         return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}")
     raise DaemonError(
         f"no service file for platform {platform!r}", hint="use --platform linux or --platform macos"
     )
 
 
-def _write_atomic_public(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-def configure_logging(stream: IO[str] | None = None) -> None:
-    """Plain timestamped lines (the log file); on a terminal, rich lines that keep clear of the progress bar."""
+def configure_logging(console: Console | None = None, stream: IO[str] | None = None) -> None:
+    """Plain timestamped lines (the log file); on a terminal, rich lines on the caller's `console`, so they
+    keep clear of the progress bar drawn on the same console."""
     handler: logging.Handler
     out = stream or sys.stderr
     if out.isatty():
         from rich.logging import RichHandler
 
-        from skillopt_daemon.cli.output import err_console
-
-        handler = RichHandler(console=err_console, show_path=False)
+        handler = RichHandler(console=console or Console(stderr=True), show_path=False)
     else:
         handler = logging.StreamHandler(out)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -699,9 +627,10 @@ def main() -> None:
     """`python -m skillopt_daemon.service.daemon`: the foreground daemon, as run by `start` and the service files."""
     from skillopt_lib.errors import SkillOptError
 
-    configure_logging()
+    console = Console(stderr=True, highlight=False)
+    configure_logging(console)
     try:
-        code = Daemon(show_progress=sys.stderr.isatty()).run()
+        code = Daemon(console=console if sys.stderr.isatty() else None).run()
     except SkillOptError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:

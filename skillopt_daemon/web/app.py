@@ -24,6 +24,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from skillopt_daemon.core.config import Settings, masked
 from skillopt_daemon.core.timeutil import humanize_age, local_display
+from skillopt_daemon.service.dashboard import ensure_token
 from skillopt_daemon.web import auth, charts, data
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 
@@ -81,7 +82,7 @@ def _db() -> Iterator[sqlite_utils.Database]:
 
 def create_app(settings: Settings, token: str | None = None) -> FastAPI:
     """The dashboard for these settings; the token defaults to the one in the data folder (created if new)."""
-    secret = token or auth.ensure_token()
+    secret = token or ensure_token()
     templates = _templates()
     app = FastAPI(title="skillopt", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
@@ -206,7 +207,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
 
     @app.get("/sessions/{ident}", response_class=HTMLResponse)
     def session(request: Request, ident: str, db: sqlite_utils.Database = Depends(_db)) -> Response:
-        from skillopt_daemon.cli.sessions import find_session, session_detail
+        from skillopt_daemon.ingest.queries import find_session, session_detail
 
         detail = session_detail(db, find_session(db, ident))
         return render(request, "session.html", s=detail)

@@ -1,6 +1,6 @@
 """The dashboard's access token and its cross-site request protection.
 
-The token lives in a 0600 file in the data folder, so only the user (and programs running as the user)
+The token lives in a 0600 file in the data folder (`service.dashboard.ensure_token`), so only the user (and programs running as the user)
 can open the dashboard; a web page on another site can neither read it nor make the browser use it:
 
 - The token arrives once as `?token=` (what `skillopt ui` opens) and is swapped for an HttpOnly,
@@ -12,44 +12,13 @@ can open the dashboard; a web page on another site can neither read it nor make 
 
 from __future__ import annotations
 
-import os
 import secrets
-from pathlib import Path
 from urllib.parse import urlsplit
-
-from skillopt_daemon.core import paths
 
 TOKEN_COOKIE = "skillopt_token"
 CSRF_COOKIE = "skillopt_csrf"
 CSRF_FIELD = "csrf_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-
-
-def ensure_token(path: Path | None = None) -> str:
-    """The dashboard token, created (0600, never world-readable even briefly) when missing."""
-    path = path or paths.token_file()
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-        if token:
-            if path.stat().st_mode & 0o077:
-                os.chmod(path, 0o600)
-            return token
-    except FileNotFoundError:
-        pass
-    paths.ensure_private_dir(path.parent)
-    token = secrets.token_urlsafe(32)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token + "\n")
-    try:
-        # Another process may have created it meanwhile: the first one wins, everyone reads the same token.
-        os.link(tmp, path)
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path.read_text(encoding="utf-8").strip()
 
 
 def token_matches(expected: str, given: str | None) -> bool:
@@ -85,7 +54,3 @@ def same_origin(origin: str | None, host_header: str | None, fetch_site: str | N
     if origin and origin != "null":
         return urlsplit(origin).netloc == (host_header or "")
     return origin != "null"
-
-
-def is_loopback(host: str) -> bool:
-    return host.strip("[]") in {"127.0.0.1", "localhost", "::1"} or host.startswith("127.")

@@ -1,7 +1,7 @@
 """What the dashboard's pages show, gathered from the store, the registry and the run folders.
 
 Reading only: every decision goes through `skillopt_daemon.registry` and every list is built by the same
-functions the CLI uses (`status.collect_status`, `cli.sessions.query_sessions`, `cli.tasks_cmd`), so the
+functions the CLI uses (`status.collect_status`, `ingest.queries.query_sessions`, `night.families`), so the
 dashboard and the CLI never disagree. What is new here is what a terminal cannot show: per-day counts,
 chart series, a run folder's history turned into rows.
 """
@@ -102,7 +102,7 @@ def search_sessions(
     limit: int = 200,
 ) -> list[dict[str, Any]]:
     """Sessions newest first; `q` matches the transcript text (full-text), the title or the project path."""
-    from skillopt_daemon.cli.sessions import first_prompt, query_sessions
+    from skillopt_daemon.ingest.queries import first_prompt, query_sessions
 
     if "sessions" not in db.table_names():
         return []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.net import is_loopback_url
 
 if TYPE_CHECKING:
     from skillopt_lib.config import BackendConfig
@@ -143,7 +144,7 @@ def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
             f"the {role + ' ' if role else ''}backend's key variable {cfg.api_key_env} is not set",
             hint=f"export {cfg.api_key_env}=... (skillopt never stores keys in files)",
         )
-    if cfg.options.get("key_optional") or is_loopback(cfg.base_url):
+    if cfg.options.get("key_optional") or is_loopback_url(cfg.base_url):
         return None
     wanted = key_env_candidates(cfg)
     hint = (
@@ -152,16 +153,6 @@ def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
         else "set api_key_env in the config"
     )
     raise ConfigError(f"no API key for the {role + ' ' if role else ''}backend {cfg.backend!r}", hint=hint)
-
-
-def is_loopback(url: str | None) -> bool:
-    """Whether a base URL points at this machine (no key needed; allowed under `local_only`)."""
-    if not url:
-        return False
-    from urllib.parse import urlparse
-
-    host = (urlparse(url).hostname or "").lower()
-    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
 
 
 def create_backend(cfg: BackendConfig, role: str = "", **context: Any) -> Any:

@@ -271,7 +271,7 @@ def test_not_user_work_is_dropped_or_flagged(env: Env, pipeline: ingest.Pipeline
     ).fetchone() == (0,)
     assert sessions["auto"]["is_automation"] == 1 and sessions["auto"]["drop_reason"] is None
     assert sessions["empty"]["has_user_turn"] == 0
-    from skillopt_daemon.cli.sessions import query_sessions
+    from skillopt_daemon.ingest.queries import query_sessions
 
     listed = {s["session_id"] for s in query_sessions(pipeline.db)}
     assert listed == {"auto"}

@@ -63,11 +63,7 @@ class _Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> _Daemon:
-        code = (
-            "import sys\n"
-            "from skillopt_daemon.service.daemon import Daemon\n"
-            "sys.exit(Daemon(show_progress=False).run())"
-        )
+        code = "import sys\nfrom skillopt_daemon.service.daemon import Daemon\nsys.exit(Daemon().run())"
         self.proc = subprocess.Popen(
             [sys.executable, "-c", code], env=self.env, stdout=self.log.open("wb"), stderr=subprocess.STDOUT
         )

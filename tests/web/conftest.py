@@ -37,7 +37,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 @pytest.fixture(scope="module")
 def token(world: World) -> str:
-    from skillopt_daemon.web.auth import ensure_token
+    from skillopt_daemon.service.dashboard import ensure_token
 
     return ensure_token()
 
@@ -45,7 +45,7 @@ def token(world: World) -> str:
 @pytest.fixture(scope="module")
 def app(world: World, token: str) -> Any:
     from skillopt_daemon.core.config import load_settings
-    from skillopt_daemon.web import create_app
+    from skillopt_daemon.web.app import create_app
 
     return create_app(load_settings())
 

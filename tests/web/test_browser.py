@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def server(world: World) -> Iterator[Any]:
     from skillopt_daemon.core.config import load_settings
-    from skillopt_daemon.web.server import DashboardServer
+    from skillopt_daemon.service.dashboard import DashboardServer
 
     settings = load_settings()
     settings.ui.port = 0
@@ -81,9 +81,11 @@ def test_every_page_loads_with_real_data(page: Any, server: Any, world: World, a
         _shot(page, artifacts, label.lower().replace(" ", "-"))
     page.get_by_role("link", name="Sessions", exact=True).click()
     page.get_by_role("searchbox").fill("failing")
-    page.get_by_role("button", name="Search").click()
+    with page.expect_navigation():  # count() does not wait: let the results page arrive first
+        page.get_by_role("button", name="Search").click()
     assert page.locator("table.sessions tbody tr").count() == 3
-    page.locator("table.sessions tbody tr").last.get_by_role("link").first.click()
+    with page.expect_navigation():
+        page.locator("table.sessions tbody tr").last.get_by_role("link").first.click()
     assert page.locator("ol.transcript li").count() > 2
     _shot(page, artifacts, "session")
     page.get_by_role("link", name="Task families", exact=True).click()

@@ -48,7 +48,7 @@ def test_a_bearer_token_works_for_scripts(anon: Any, token: str) -> None:
 
 def test_the_token_file_is_private_and_stable(world: World, token: str) -> None:
     from skillopt_daemon.core import paths
-    from skillopt_daemon.web.auth import ensure_token
+    from skillopt_daemon.service.dashboard import ensure_token
 
     mode = stat.S_IMODE(os.stat(paths.token_file()).st_mode)
     assert mode == 0o600
@@ -106,8 +106,8 @@ def test_a_transcript_with_markup_is_shown_as_text(client: Any) -> None:
 
 
 def test_non_loopback_binding_is_warned_about() -> None:
+    from skillopt_daemon.service.dashboard import exposure_warning
     from skillopt_daemon.web.auth import host_allowed
-    from skillopt_daemon.web.server import exposure_warning
 
     assert exposure_warning("127.0.0.1") is None
     assert "not only on this machine" in (exposure_warning("0.0.0.0") or "")

@@ -1,5 +1,9 @@
 """Serving the dashboard: in a thread of the daemon, or in the foreground for `skillopt ui --serve`.
 
+The web app is found by its name, `DASHBOARD_APP`, the way any ASGI server finds an application: the
+service hosts it without importing the web face, so faces stay above the service layer and never need
+each other (`skillopt ui` asks this module, not the web package, for the address and the token).
+
 uvicorn runs its own event loop in the thread; it installs no signal handlers there (signals belong to
 the daemon's main thread), and `stop()` asks it to finish open requests and close the socket.
 """
@@ -7,23 +11,58 @@ the daemon's main thread), and `stop()` asks it to finish open requests and clos
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import socket
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import uvicorn
+from uvicorn.importer import import_from_string
 
+from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
-from skillopt_daemon.web import auth
 from skillopt_lib.errors import DaemonError
+from skillopt_lib.net import is_loopback_host
 
 log = logging.getLogger("skillopt.web")
 START_TIMEOUT_S = 15.0
+# The dashboard application factory, called as `factory(settings, token=...)`.
+DASHBOARD_APP = "skillopt_daemon.web.app:create_app"
+
+
+def ensure_token(path: Path | None = None) -> str:
+    """The dashboard token, created (0600, never world-readable even briefly) when missing."""
+    path = path or paths.token_file()
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            if path.stat().st_mode & 0o077:
+                os.chmod(path, 0o600)
+            return token
+    except FileNotFoundError:
+        pass
+    paths.ensure_private_dir(path.parent)
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    try:
+        # Another process may have created it meanwhile: the first one wins, everyone reads the same token.
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
 
 
 def exposure_warning(host: str) -> str | None:
     """What to tell the user when the dashboard listens beyond this machine."""
-    if auth.is_loopback(host):
+    if is_loopback_host(host):
         return None
     return (
         f"the dashboard listens on {host}, not only on this machine: anyone who can reach it and has the "
@@ -42,11 +81,10 @@ class DashboardServer:
     """The dashboard on `settings.ui.host:port` in a background thread."""
 
     def __init__(self, settings: Settings) -> None:
-        from skillopt_daemon.web.app import create_app
-
         self.settings = settings
-        self.token = auth.ensure_token()
-        self.app = create_app(settings, token=self.token)
+        self.token = ensure_token()
+        factory: Any = import_from_string(DASHBOARD_APP)
+        self.app = factory(settings, token=self.token)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port: int = settings.ui.port
