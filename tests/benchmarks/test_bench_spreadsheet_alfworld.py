@@ -3,6 +3,7 @@ interactive multi-turn game) on their shipped samples, against the scripted mode
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ from skillopt_lib.envs.alfworld import parse_action
 from skillopt_lib.envs.alfworld.engine import MiniAlfredGame, load_game
 from skillopt_lib.envs.base import Item
 from skillopt_lib.envs.spreadsheetbench import extract_code
-from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, run_solution
+from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, recalculate, run_solution
 from skillopt_lib.testing import Match, Rule, Step
 
 
@@ -84,19 +85,112 @@ def test_spreadsheet_reply_without_code_or_with_a_crash_scores_zero() -> None:
     assert (crashed.hard, crashed.soft) == (0.0, 0.0) and "boom: no idea" in crashed.feedback
 
 
-def test_spreadsheet_answer_on_a_named_sheet_and_formulas_are_reported(tmp_path: Path) -> None:
+def test_spreadsheet_answer_on_a_named_sheet_and_formulas_are_recalculated(tmp_path: Path) -> None:
     env = load_env("spreadsheetbench", sample=True)
     item = items_by_id(env)["104-2"]
     answer = Path(item.gold["answers"][0])
     out = tmp_path / "out.xlsx"
     wb = openpyxl.load_workbook(item.data["inputs"][0])
+    # a formula written with openpyxl has no cached value: it is computed before comparing
     wb["Summary"]["B1"] = '=COUNTIF(Orders!B:B,"Shipped")'
     wb.save(out)
+    assert compare_workbooks(out, answer, item.data["answer_position"]) == []
+    wb["Summary"]["B1"] = '=COUNTIF(Orders!B:B,"Pending")'
+    wb.save(out)
     problems = compare_workbooks(out, answer, item.data["answer_position"])
-    assert problems == ["Summary!B1 holds a formula, not a value"]
+    assert len(problems) == 1 and problems[0].startswith("Summary!B1 = =COUNTIF(") and "wrong" in problems[0]
+    wb["Summary"]["B1"] = "=NOSUCHFUNCTION(1)"
+    wb.save(out)
+    # an unknown function is Excel's #NAME? error, as a spreadsheet application would show it
+    assert compare_workbooks(out, answer, item.data["answer_position"]) == [
+        "Summary!B1 = =NOSUCHFUNCTION(1) gives '#NAME?', which is wrong"
+    ]
     wb["Summary"]["B1"] = openpyxl.load_workbook(answer)["Summary"]["B1"].value
     wb.save(out)
     assert compare_workbooks(out, answer, item.data["answer_position"]) == []
+
+
+def _book(path: Path, cells: dict[str, Any], title: str = "Sheet1") -> Path:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = title
+    for ref, value in cells.items():
+        ws[ref] = value
+    wb.save(path)
+    return path
+
+
+def test_formulas_of_the_benchmark_kind_are_computed_in_the_sandbox(tmp_path: Path) -> None:
+    data = {f"A{r}": v for r, v in enumerate([1.5, 3, 4.5, 6, 7.5], 1)}
+    data.update({f"B{r}": v for r, v in enumerate(["x", "y", "x", "z", "x"], 1)})
+    formulas = {
+        "C1": "=SUM(A1:A5)",
+        "C2": '=SUMIF(B1:B5,"x",A1:A5)',
+        "C3": '=COUNTIF(B1:B5,"x")',
+        "C4": "=VLOOKUP(4.5,A1:B5,2,FALSE)",
+        "C5": "=INDEX(B1:B5,MATCH(6,A1:A5,0))",
+        "C6": '=IF(A1>1,"big","small")',
+        "C7": "=ROUND(AVERAGE(A1:A5),1)",
+        "C8": "=DATE(2024,1,2)",
+        "C9": "=A1>1",
+        "C10": '=CONCATENATE(B1,"-",B2)',
+        "C11": "=Data!A1*2",
+    }
+    expected = {
+        "C1": 22.5, "C2": 13.5, "C3": 3, "C4": "x", "C5": "z", "C6": "big", "C7": 4.5,
+        "C8": dt.datetime(2024, 1, 2), "C9": True, "C10": "x-y", "C11": 20,
+    }  # fmt: skip
+    out = _book(tmp_path / "out.xlsx", {**data, **formulas})
+    wb = openpyxl.load_workbook(out)
+    wb.create_sheet("Data")["A1"] = 10
+    wb.save(out)
+    want = _book(tmp_path / "want.xlsx", {**data, **expected})
+    wb = openpyxl.load_workbook(want)
+    wb.create_sheet("Data")["A1"] = 10
+    wb.save(want)
+    assert compare_workbooks(out, want, "C1:C11") == []
+    values = recalculate(out)["Sheet1"]
+    assert values["C1"] == 22.5 and values["C4"] == "x" and values["C8"] == 45293 and values["C9"] is True
+    # a changed input changes the computed answer: the values are computed, not read from the file
+    wb = openpyxl.load_workbook(out)
+    wb["Sheet1"]["A1"] = 2.5
+    wb.save(out)
+    problems = compare_workbooks(out, want, "C1:C11")
+    assert [p.split(" ")[0] for p in problems] == ["C1", "C2", "C7"]
+
+
+def test_the_sheet_colours_and_first_sheet_follow_the_official_evaluation(tmp_path: Path) -> None:
+    from openpyxl.styles import Font, PatternFill
+
+    want = _book(tmp_path / "want.xlsx", {"A1": 5}, title="Answer")
+    out = _book(tmp_path / "out.xlsx", {"A1": 5}, title="Answer")
+    assert compare_workbooks(out, want, "A1") == []
+    wb = openpyxl.load_workbook(out)
+    wb["Answer"]["A1"].fill = PatternFill("solid", fgColor="FFFF00")
+    wb.save(out)
+    assert compare_workbooks(out, want, "A1") == ["A1 has the right value but the wrong fill or font colour"]
+    wb["Answer"]["A1"].fill = PatternFill()
+    wb["Answer"]["A1"].font = Font(color="FF0000")
+    wb.save(out)
+    assert compare_workbooks(out, want, "A1") == ["A1 has the right value but the wrong fill or font colour"]
+    # a range without a sheet is on the answer's first sheet, found by name in the output
+    renamed = _book(tmp_path / "renamed.xlsx", {"A1": 5}, title="Other")
+    assert compare_workbooks(renamed, want, "A1") == ["sheet 'Answer' is missing"]
+
+
+def test_a_solution_that_writes_formulas_passes_every_test_case() -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    item = items_by_id(env)["101-1"]
+    program = (
+        "import sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
+        "for r in range(2, ws.max_row + 1):\n    ws.cell(r, 4).value = f'=B{r}+C{r}'\nwb.save(sys.argv[2])\n"
+    )
+    with scripted_chat([answer_rule("f", item.data["instruction"], f"```python\n{program}```")]) as (
+        _s,
+        agent,
+    ):
+        result = env.run(item, env.seed_skill(), agent)
+    assert (result.hard, result.soft) == (1.0, 1.0), result.feedback
 
 
 def test_solution_runs_in_a_scrubbed_environment_with_a_time_limit(
