@@ -26,6 +26,11 @@ TASK_INTRO = (
 LABELS = string.ascii_uppercase
 
 
+def _mcq_of(rec: dict[str, Any]) -> dict[str, Any]:
+    mcq = rec.get("mcq")
+    return mcq if isinstance(mcq, dict) else {}
+
+
 def _choice_text(choice: Any) -> str:
     if isinstance(choice, dict):
         return str(choice.get("text") or choice.get("content") or "").strip()
@@ -39,7 +44,7 @@ def _choices_of(rec: dict[str, Any], where: str) -> tuple[list[str], int]:
     label, a text or an index) and the nested one of the released files (`mcq: {question, choices,
     correct_choice}`, with choices as `{label, text}` objects and `correct_choice` as `{label, text}`).
     """
-    mcq = rec.get("mcq") if isinstance(rec.get("mcq"), dict) else {}
+    mcq = _mcq_of(rec)
     raw = mcq.get("choices") or rec.get("choices", rec.get("options"))
     if isinstance(raw, dict):
         keys = [str(k).strip() for k in raw]
@@ -72,7 +77,7 @@ def _choices_of(rec: dict[str, Any], where: str) -> tuple[list[str], int]:
 
 
 def _question_of(rec: dict[str, Any], where: str) -> str:
-    mcq = rec.get("mcq") if isinstance(rec.get("mcq"), dict) else {}
+    mcq = _mcq_of(rec)
     question = str(mcq.get("question") or rec.get("question") or "").strip()
     if not question:
         raise ConfigError(f"{where}: no 'question' (nor 'mcq.question')")
