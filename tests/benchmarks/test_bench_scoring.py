@@ -153,3 +153,10 @@ def test_choice_label_extraction() -> None:
     assert s.extract_choice_label("I think the answer is D", labels) == "D"
     assert s.extract_choice_label("Answer: A or B", labels) is None
     assert s.extract_choice_label("Answer: F", labels) is None
+
+
+def test_officeqa_reads_the_official_final_answer_tags_first() -> None:
+    from skillopt_lib.envs.officeqa import officeqa_answer
+
+    assert officeqa_answer("Working...\n<FINAL_ANSWER> 5,668 </FINAL_ANSWER>\nAnswer: 12") == "5,668"
+    assert officeqa_answer("Working...\nAnswer: 12") == "12"

@@ -178,6 +178,10 @@ def test_the_sheet_colours_and_first_sheet_follow_the_official_evaluation(tmp_pa
     # a range without a sheet is on the answer's first sheet, found by name in the output
     renamed = _book(tmp_path / "renamed.xlsx", {"A1": 5}, title="Other")
     assert compare_workbooks(renamed, want, "A1") == ["sheet 'Answer' is missing"]
+    # a position on a sheet the answer workbook lacks fails the case, as the official evaluation's error does
+    assert compare_workbooks(out, want, "Nowhere!A1") == [
+        "sheet 'Nowhere' named by the answer position is not in the answer workbook"
+    ]
 
 
 def test_a_solution_that_writes_formulas_passes_every_test_case() -> None:

@@ -183,7 +183,8 @@ def compare_workbooks(
     for sheet_name, rng in parse_answer_position(answer_position):
         title = sheet_name if sheet_name is not None else want_wb.sheetnames[0]
         label = f"{sheet_name}!" if sheet_name else ""
-        if title not in want_wb.sheetnames:
+        if title not in want_wb.sheetnames:  # the official evaluation fails the case, as here
+            problems.append(f"sheet {title!r} named by the answer position is not in the answer workbook")
             continue
         if title not in got_wb.sheetnames:
             problems.append(f"sheet {title!r} is missing")
