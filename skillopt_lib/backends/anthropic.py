@@ -1,5 +1,12 @@
 """Anthropic (Claude) chat backend through the official SDK.
 
+The `system` prompt (the task and the skill, the same for every agent call of a run) is sent as a block
+marked `cache_control: ephemeral`, so repeated calls read it from Anthropic's prompt cache at a tenth of
+the input price; cached tokens are reported in `Usage` and charged at the cache prices. Set
+`options.prompt_caching = false` to send it unmarked. Replies are streamed (the SDK's `messages.stream`)
+when `max_tokens` exceeds `STREAM_ABOVE_TOKENS`, as the SDK requires for long requests, or when
+`options.stream = true`.
+
 The SDK retries 429, 5xx and connection errors with backoff (`max_retries`); what is left becomes a
 `BackendError` with a plain message, and a refused key or unreachable endpoint a `BackendUnavailable`.
 """
@@ -20,11 +27,15 @@ from skillopt_lib.backends.base import (
     ImagePart,
     Usage,
     cost_usd,
+    merged_prices,
 )
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import BackendError
 
 DEFAULT_MAX_TOKENS = 4096
+# The SDK refuses a non-streaming request that may run over ten minutes (about 21,000 output tokens, less
+# for some models); streaming above this keeps long outputs working on every model.
+STREAM_ABOVE_TOKENS = 16_384
 
 
 def _content(message: ChatMessage) -> Any:
@@ -69,18 +80,23 @@ class AnthropicChatBackend:
         if system:
             systems.insert(0, system)
         wire = [{"role": m.role, "content": _content(m)} for m in messages if m.role != "system"]
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": wire,
-            "max_tokens": max_tokens or self.cfg.max_tokens or DEFAULT_MAX_TOKENS,
-        }
+        limit = max_tokens or self.cfg.max_tokens or DEFAULT_MAX_TOKENS
+        kwargs: dict[str, Any] = {"model": self.model, "messages": wire, "max_tokens": limit}
         if systems:
-            kwargs["system"] = "\n\n".join(systems)
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text} for text in systems]
+            if self.cfg.options.get("prompt_caching", True):
+                blocks[0]["cache_control"] = {"type": "ephemeral"}
+            kwargs["system"] = blocks
         temp = temperature if temperature is not None else self.cfg.temperature
         if temp is not None:
             kwargs["temperature"] = temp
+        stream = bool(self.cfg.options.get("stream", False)) or limit > STREAM_ABOVE_TOKENS
         try:
-            resp = self.client.messages.create(**kwargs)
+            if stream:
+                with self.client.messages.stream(**kwargs) as events:
+                    resp = events.get_final_message()
+            else:
+                resp = self.client.messages.create(**kwargs)
         except anthropic.AuthenticationError:
             raise BackendUnavailable(
                 f"{self.where} refused the API key for model {self.model!r}",
@@ -110,9 +126,21 @@ class AnthropicChatBackend:
         text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
         usage = Usage(calls=1)
         if resp.usage is not None:
-            usage.input_tokens = int(resp.usage.input_tokens or 0)
+            # Anthropic's input_tokens leaves out the cached ones; Usage.input_tokens counts them all.
+            usage.cache_read_tokens = int(getattr(resp.usage, "cache_read_input_tokens", 0) or 0)
+            usage.cache_write_tokens = int(getattr(resp.usage, "cache_creation_input_tokens", 0) or 0)
+            usage.input_tokens = (
+                int(resp.usage.input_tokens or 0) + usage.cache_read_tokens + usage.cache_write_tokens
+            )
             usage.output_tokens = int(resp.usage.output_tokens or 0)
-        usage.cost_usd = cost_usd(self.model, usage.input_tokens, usage.output_tokens, self.prices)
+        usage.cost_usd = cost_usd(
+            self.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            self.prices,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+        )
         with self._lock:
             self.usage.add(usage)
         return ChatResponse(
@@ -128,4 +156,4 @@ def create(cfg: BackendConfig, context: dict[str, Any]) -> AnthropicChatBackend:
         timeout=cfg.timeout_s,
         max_retries=cfg.max_retries,
     )
-    return AnthropicChatBackend(cfg, client, context.get("prices"))
+    return AnthropicChatBackend(cfg, client, merged_prices(context.get("prices"), cfg.options))

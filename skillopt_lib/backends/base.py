@@ -37,18 +37,26 @@ class ChatMessage:
 
 @dataclass
 class Usage:
-    """Tokens and money spent; added up per role (agent / optimizer / judge) by the trainer."""
+    """Tokens and money spent; added up per role (agent / optimizer / judge) by the trainer.
+
+    `input_tokens` counts every prompt token, cached or not; `cache_read_tokens` of them were read from the
+    provider's prompt cache and `cache_write_tokens` written to it (both priced differently from the rest).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
     cost_usd: float = 0.0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def add(self, other: Usage) -> Usage:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.calls += other.calls
         self.cost_usd += other.cost_usd
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
         return self
 
     @property
@@ -61,6 +69,8 @@ class Usage:
             "output_tokens": self.output_tokens,
             "calls": self.calls,
             "cost_usd": round(self.cost_usd, 6),
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
         }
 
 
@@ -100,49 +110,136 @@ class BackendUnavailable(BackendError):
     """
 
 
-# USD per million tokens (input, output), matched by the longest model-name prefix. A small, dated table
-# for cost accounting only; `TrainConfig.prices` overrides or extends it.
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-5.5": (1.25, 10.0),
-    "gpt-5": (1.25, 10.0),
-    "gpt-5-mini": (0.25, 2.0),
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "o4-mini": (1.1, 4.4),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4": (1.0, 5.0),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "deepseek-chat": (0.27, 1.1),
-    "deepseek-reasoner": (0.55, 2.19),
-    "qwen-plus": (0.4, 1.2),
-    "qwen-max": (1.6, 6.4),
-    "qwen-turbo": (0.05, 0.2),
-    "MiniMax-M1": (0.4, 2.2),
+@dataclass(frozen=True)
+class ModelPrice:
+    """USD per million tokens: uncached input, output, input read from the prompt cache, input written to
+    it (Anthropic charges cache writes above the input price; OpenAI does not charge them separately)."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+def _anthropic(inp: float, out: float) -> ModelPrice:
+    # Anthropic: cache reads cost 0.1x the input price, 5-minute cache writes 1.25x.
+    return ModelPrice(inp, out, round(inp * 0.1, 6), round(inp * 1.25, 6))
+
+
+def _openai(inp: float, out: float, cached: float) -> ModelPrice:
+    return ModelPrice(inp, out, cached, inp)
+
+
+#: When the prices below were checked, and where they come from.
+PRICES_AS_OF = "2026-12-01"
+PRICES_SOURCE = (
+    "the providers' public pricing pages: OpenAI API pricing, Anthropic's Claude pricing (models overview "
+    "and prompt caching), DeepSeek's models and pricing page, Alibaba Cloud Model Studio (Qwen) pricing, "
+    "MiniMax's API pricing"
+)
+
+# Standard (not batch, not priority) prices, matched by the longest model-name prefix. For cost accounting
+# only: a config's `prices` overrides or extends the table (see `price_of`).
+PRICES: dict[str, ModelPrice] = {
+    "gpt-5.5": _openai(1.25, 10.0, 0.125),
+    "gpt-5": _openai(1.25, 10.0, 0.125),
+    "gpt-5-mini": _openai(0.25, 2.0, 0.025),
+    "gpt-5-nano": _openai(0.05, 0.4, 0.005),
+    "gpt-4.1": _openai(2.0, 8.0, 0.5),
+    "gpt-4.1-mini": _openai(0.4, 1.6, 0.1),
+    "gpt-4.1-nano": _openai(0.1, 0.4, 0.025),
+    "gpt-4o": _openai(2.5, 10.0, 1.25),
+    "gpt-4o-mini": _openai(0.15, 0.6, 0.075),
+    "o3": _openai(2.0, 8.0, 0.5),
+    "o4-mini": _openai(1.1, 4.4, 0.275),
+    # Opus 4 and 4.1 kept the old Opus price; Opus 4.5 and later cost a third of it.
+    "claude-opus-4": _anthropic(15.0, 75.0),
+    "claude-opus-4-0": _anthropic(15.0, 75.0),
+    "claude-opus-4-1": _anthropic(15.0, 75.0),
+    "claude-opus-4-5": _anthropic(5.0, 25.0),
+    "claude-opus-4-6": _anthropic(5.0, 25.0),
+    "claude-sonnet-4": _anthropic(3.0, 15.0),
+    "claude-haiku-4": _anthropic(1.0, 5.0),
+    "claude-3-5-haiku": _anthropic(0.8, 4.0),
+    "deepseek-chat": _openai(0.28, 0.42, 0.028),
+    "deepseek-reasoner": _openai(0.28, 0.42, 0.028),
+    "qwen-plus": _openai(0.4, 1.2, 0.4),
+    "qwen-max": _openai(1.6, 6.4, 1.6),
+    "qwen-turbo": _openai(0.05, 0.2, 0.05),
+    "MiniMax-M1": _openai(0.4, 2.2, 0.4),
 }
+_FREE = ModelPrice(0.0, 0.0, 0.0, 0.0)
 
 
-def price_for(model: str, overrides: Mapping[str, Any] | None = None) -> tuple[float, float]:
-    """(input, output) USD per million tokens; unknown models (local servers) cost 0."""
-    table: dict[str, tuple[float, float]] = dict(PRICES)
-    for name, price in (overrides or {}).items():
-        if isinstance(price, Mapping):
-            table[name] = (float(price.get("input", 0.0)), float(price.get("output", 0.0)))
-        else:
-            table[name] = (float(getattr(price, "input", 0.0)), float(getattr(price, "output", 0.0)))
+def _field(price: Any, name: str) -> float | None:
+    value = price.get(name) if isinstance(price, Mapping) else getattr(price, name, None)
+    return None if value is None else float(value)
+
+
+def _lookup(model: str, table: Mapping[str, Any]) -> Any:
     if model in table:
         return table[model]
     best = ""
     for name in table:
         if model.startswith(name) and len(name) > len(best):
             best = name
-    return table[best] if best else (0.0, 0.0)
+    return table[best] if best else None
+
+
+def price_of(model: str, overrides: Mapping[str, Any] | None = None) -> ModelPrice:
+    """The price of `model`: an override (a mapping or object with `input`, `output` and optionally
+    `cache_read`, `cache_write`, matched by longest prefix like the table) wins over the built-in table.
+    An override without cache prices keeps the built-in ratio of cache to input price for that model
+    (Anthropic's 0.1x / 1.25x for an unknown `claude-*`; cached input at the input price otherwise).
+    Unknown models (local servers) cost 0."""
+    builtin = _lookup(model, PRICES)
+    override = _lookup(model, overrides or {})
+    if override is None:
+        return builtin if builtin is not None else _FREE
+    inp, out = _field(override, "input") or 0.0, _field(override, "output") or 0.0
+    if builtin is not None and builtin.input:
+        read_ratio, write_ratio = builtin.cache_read / builtin.input, builtin.cache_write / builtin.input
+    elif model.startswith("claude"):
+        read_ratio, write_ratio = 0.1, 1.25
+    else:
+        read_ratio, write_ratio = 1.0, 1.0
+    read, write = _field(override, "cache_read"), _field(override, "cache_write")
+    return ModelPrice(
+        inp,
+        out,
+        read if read is not None else round(inp * read_ratio, 6),
+        write if write is not None else round(inp * write_ratio, 6),
+    )
+
+
+def price_for(model: str, overrides: Mapping[str, Any] | None = None) -> tuple[float, float]:
+    """(input, output) USD per million tokens; unknown models (local servers) cost 0."""
+    price = price_of(model, overrides)
+    return price.input, price.output
 
 
 def cost_usd(
-    model: str, input_tokens: int, output_tokens: int, overrides: Mapping[str, Any] | None = None
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
 ) -> float:
-    pin, pout = price_for(model, overrides)
-    return (input_tokens * pin + output_tokens * pout) / 1_000_000
+    """USD for one call; `input_tokens` includes the cached ones, which are charged at the cache prices."""
+    p = price_of(model, overrides)
+    plain = max(0, input_tokens - cache_read_tokens - cache_write_tokens)
+    total = (
+        plain * p.input
+        + cache_read_tokens * p.cache_read
+        + cache_write_tokens * p.cache_write
+        + output_tokens * p.output
+    )
+    return total / 1_000_000
+
+
+def merged_prices(run_prices: Mapping[str, Any] | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's `prices` with a backend's own `options.prices` on top (the latter may give cache prices)."""
+    own = options.get("prices") if isinstance(options, Mapping) else None
+    return {**(run_prices or {}), **(own if isinstance(own, Mapping) else {})}

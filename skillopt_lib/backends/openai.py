@@ -3,11 +3,19 @@
 Retries with exponential backoff on 429, 5xx and connection errors are the SDK's own (`max_retries`, honouring
 `retry-after`); this module turns what is left into a `BackendError` with a plain message. A refused key or an
 unreachable endpoint is `BackendUnavailable`: the run stops with a hint instead of scoring every item 0.
+
+Reasoning models (o1, o3, o4-mini, gpt-5 and later) get the output limit as `max_completion_tokens`, which
+they require; other models get `max_tokens`, which every OpenAI-compatible server understands
+(`options.max_tokens_param` forces either name). Replies are streamed, with usage in the last chunk, when the
+output limit exceeds `STREAM_ABOVE_TOKENS` (long generations then cannot hit a read timeout before the first
+byte) or when `options.stream = true`. Cached prompt tokens (`prompt_tokens_details.cached_tokens`) are
+reported in `Usage` and charged at the cached-input price.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 import threading
 from typing import Any
 
@@ -21,9 +29,18 @@ from skillopt_lib.backends.base import (
     ImagePart,
     Usage,
     cost_usd,
+    merged_prices,
 )
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import BackendError, ConfigError
+
+STREAM_ABOVE_TOKENS = 16_384
+_REASONING = re.compile(r"^(?:o\d|gpt-5)", re.IGNORECASE)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether a model takes `max_completion_tokens` only (OpenAI's o-series and gpt-5 family)."""
+    return bool(_REASONING.match(model.rsplit("/", 1)[-1]))
 
 
 def _content(message: ChatMessage) -> Any:
@@ -74,11 +91,12 @@ class OpenAIChatBackend:
             kwargs["temperature"] = temp
         limit = max_tokens if max_tokens is not None else self.cfg.max_tokens
         if limit is not None:
-            kwargs["max_tokens"] = limit
+            kwargs[self.max_tokens_param] = limit
         if json_mode and self.cfg.json_response_format:
             kwargs["response_format"] = {"type": "json_object"}
+        stream = bool(self.cfg.options.get("stream", False)) or (limit or 0) > STREAM_ABOVE_TOKENS
         try:
-            resp = self.client.chat.completions.create(**kwargs)
+            resp = self._streamed(kwargs) if stream else self.client.chat.completions.create(**kwargs)
         except openai.AuthenticationError:
             raise BackendUnavailable(
                 f"{self.where} refused the API key for model {self.model!r}",
@@ -112,7 +130,15 @@ class OpenAIChatBackend:
         if resp.usage is not None:
             usage.input_tokens = int(resp.usage.prompt_tokens or 0)
             usage.output_tokens = int(resp.usage.completion_tokens or 0)
-        usage.cost_usd = cost_usd(self.model, usage.input_tokens, usage.output_tokens, self.prices)
+            details = getattr(resp.usage, "prompt_tokens_details", None)
+            usage.cache_read_tokens = int(getattr(details, "cached_tokens", 0) or 0)
+        usage.cost_usd = cost_usd(
+            self.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            self.prices,
+            cache_read_tokens=usage.cache_read_tokens,
+        )
         with self._lock:
             self.usage.add(usage)
         return ChatResponse(
@@ -122,6 +148,21 @@ class OpenAIChatBackend:
             finish_reason=(choice.finish_reason or "") if choice is not None else "",
             raw=None,
         )
+
+    @property
+    def max_tokens_param(self) -> str:
+        forced = self.cfg.options.get("max_tokens_param")
+        if forced in ("max_tokens", "max_completion_tokens"):
+            return str(forced)
+        return "max_completion_tokens" if is_reasoning_model(self.model) else "max_tokens"
+
+    def _streamed(self, kwargs: dict[str, Any]) -> Any:
+        """The same request streamed, assembled into a ChatCompletion by the SDK's own stream helper."""
+        kwargs = {k: v for k, v in kwargs.items() if k != "stream"}
+        with self.client.chat.completions.stream(**kwargs, stream_options={"include_usage": True}) as events:
+            for _event in events:
+                pass
+            return events.get_final_completion()
 
 
 def _msg(exc: Exception) -> str:
@@ -141,7 +182,7 @@ def create(cfg: BackendConfig, context: dict[str, Any]) -> OpenAIChatBackend:
         timeout=cfg.timeout_s,
         max_retries=cfg.max_retries,
     )
-    return OpenAIChatBackend(cfg, client, "openai", context.get("prices"))
+    return OpenAIChatBackend(cfg, client, "openai", merged_prices(context.get("prices"), cfg.options))
 
 
 def create_azure(cfg: BackendConfig, context: dict[str, Any]) -> OpenAIChatBackend:
@@ -158,4 +199,4 @@ def create_azure(cfg: BackendConfig, context: dict[str, Any]) -> OpenAIChatBacke
         timeout=cfg.timeout_s,
         max_retries=cfg.max_retries,
     )
-    return OpenAIChatBackend(cfg, client, "azure", context.get("prices"))
+    return OpenAIChatBackend(cfg, client, "azure", merged_prices(context.get("prices"), cfg.options))

@@ -248,13 +248,19 @@ def transcript(messages: Sequence[ChatMessage], reply: str | None = None) -> str
 
 
 def read_json_or_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records from a .json file (a list, or an object with a `data` list) or a .jsonl file."""
+    """Records from a .json file (a list, an object with a `data` or `items` list, or one record: an object
+    with a `question`) or a .jsonl file."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         return [json.loads(line) for line in text.splitlines() if line.strip()]
     data = json.loads(text)
     if isinstance(data, dict):
-        data = data.get("data", data.get("items", []))
+        if "data" in data or "items" in data:
+            data = data.get("data", data.get("items", []))
+        elif "question" in data:
+            data = [data]
+        else:
+            data = []
     if not isinstance(data, list):
         raise ConfigError(f"{path} does not hold a list of records")
     return [d for d in data if isinstance(d, dict)]

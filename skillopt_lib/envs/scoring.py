@@ -104,8 +104,37 @@ def anls(prediction: str, golds: Iterable[str], threshold: float = 0.5) -> float
 # --------------------------------------------------------------------------------------------------
 # Numbers with commas and units (OfficeQA)
 # --------------------------------------------------------------------------------------------------
+#
+# The rules of the official OfficeQA scorer (`score_answer` in the benchmark's reward module):
+#
+# - Unicode minus signs read as '-', and every comma is dropped before numbers are read.
+# - A number is an optional '-', digits, an optional '.' and more digits, an optional '%'. Currency signs
+#   and parentheses are not part of it: '(3.2)' is +3.2, and '.5' is read as 5.
+# - Units ('million', '%') are not applied: '543 million' and '543' are the same answer, '543000000' is not.
+# - A gold answer with one number matches when *any* number in the prediction is within the relative
+#   tolerance (0 by default: equal). Year-like numbers (integers 1900-2100) in the prediction are skipped,
+#   unless the gold number is year-like itself or the gold answer has words besides numbers and units.
+# - A gold answer with several numbers matches when every one of them is found in the prediction.
+# - When the gold answer has words besides numbers and units ('March 1977'), those words must also appear in
+#   the prediction (or the prediction's words in the gold answer's).
+# - When either side has no number, the gold text (lower case, quotes and parenthetical parts removed) must
+#   be contained in the prediction's.
 
-_NUMBER_RE = re.compile(r"[-+−]?\(?\$?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+−]?\.\d+")
+_OQA_NUMBER = re.compile(r"-?\d+\.?\d*%?")
+_OQA_UNIT_WORDS = (
+    "trillion",
+    "trillions",
+    "billion",
+    "billions",
+    "million",
+    "millions",
+    "thousand",
+    "thousands",
+    "hundred",
+    "hundreds",
+    "percent",
+    "percentage",
+)
 _UNIT_WORDS = (
     "percent",
     "percentage points",
@@ -122,26 +151,70 @@ _UNIT_WORDS = (
 )
 
 
-def parse_numbers(text: str) -> list[float]:
-    """Every number written in `text`, with thousands separators, currency signs and signs understood.
+def _oqa_text(text: str) -> str:
+    return text.replace("\u2212", "-")
 
-    `(1,234)` is read as -1234, the accounting convention used in financial tables.
-    """
+
+def parse_numbers(text: str) -> list[float]:
+    """Every number in `text` as the official OfficeQA scorer reads it (commas dropped, signs only as '-')."""
     out: list[float] = []
-    for m in _NUMBER_RE.finditer(text):
-        raw = m.group(0)
-        negative = raw.lstrip().startswith(("-", "−")) or (
-            raw.lstrip().startswith("(") and text[m.end() : m.end() + 1] == ")"
-        )
-        digits = re.sub(r"[^\d.]", "", raw)
-        if not digits or digits == ".":
+    for m in _OQA_NUMBER.finditer(_oqa_text(text).replace(",", "")):
+        raw = m.group(0).rstrip("%")
+        if raw in ("", "-"):
             continue
-        try:
-            value = float(digits)
-        except ValueError:
-            continue
-        out.append(-value if negative else value)
+        out.append(float(raw))
     return out
+
+
+def _is_year(value: float) -> bool:
+    return 1900 <= value <= 2100 and value == int(value)
+
+
+def _significant_words(text: str) -> str:
+    """What is left of an answer without numbers, commas, unit words and punctuation ('' if under 2 chars)."""
+    cleaned = _OQA_NUMBER.sub("", _oqa_text(text).lower()).replace(",", "")
+    for word in _OQA_UNIT_WORDS:
+        cleaned = re.sub(rf"\b{word}\b", "", cleaned)
+    cleaned = " ".join(re.sub(r"[^\w\s]", " ", cleaned).split())
+    return cleaned if len(cleaned) >= 2 else ""
+
+
+def _words_agree(gold: str, prediction: str) -> bool:
+    gold_words = _significant_words(gold)
+    if not gold_words:
+        return True
+    pred_words = _significant_words(prediction)
+    if not pred_words:
+        return False
+    return gold_words in pred_words or pred_words in gold_words
+
+
+def _close(gold: float, pred: float, tolerance: float) -> bool:
+    if gold == 0:
+        return pred == 0
+    return abs(gold - pred) / abs(gold) <= tolerance
+
+
+def officeqa_match(gold: str, prediction: str, tolerance: float = 0.0) -> bool:
+    """Whether `prediction` answers a question whose official answer is `gold`, by the official rules."""
+    if not gold.strip() or not prediction.strip():
+        return False
+    gold_numbers = parse_numbers(gold)
+    pred_numbers = parse_numbers(prediction)
+    if gold_numbers and pred_numbers:
+        words_ok = _words_agree(gold, prediction)
+        if len(gold_numbers) > 1:
+            keep_years = any(_is_year(g) for g in gold_numbers)
+            candidates = [p for p in pred_numbers if keep_years or not _is_year(p)]
+            return words_ok and all(any(_close(g, p, tolerance) for p in candidates) for g in gold_numbers)
+        target = gold_numbers[0]
+        skip_years = not (_is_year(target) or _significant_words(gold))
+        return words_ok and any(
+            _close(target, p, tolerance) for p in pred_numbers if not (skip_years and _is_year(p))
+        )
+    gold_text = re.sub(r"\([^)]*\)", "", gold.strip().lower().strip("\"'")).strip()
+    pred_text = re.sub(r"\([^)]*\)", "", prediction.strip().lower().strip("\"'")).strip()
+    return gold_text in pred_text
 
 
 def normalize_number_text(text: str) -> str:
@@ -159,24 +232,9 @@ def numbers_equal(a: float, b: float, rel_tol: float = 1e-9) -> bool:
 
 
 def numeric_exact_match(prediction: str, golds: Iterable[str], rel_tol: float = 0.0) -> float:
-    """OfficeQA's hard score: numbers compared as numbers (commas, currency and units ignored), else text.
-
-    A numeric gold answer matches when the prediction states that number (its last number, since models
-    tend to restate the question's numbers before the result). A textual gold answer falls back to
-    normalized exact match on unit-stripped text. `rel_tol` > 0 allows a relative tolerance.
-    """
-    for gold in golds:
-        gold_numbers = parse_numbers(gold)
-        if len(gold_numbers) == 1 and normalize_number_text(gold).replace(".", "").replace("-", "").isdigit():
-            pred_numbers = parse_numbers(prediction)
-            if pred_numbers and math.isclose(
-                pred_numbers[-1], gold_numbers[0], rel_tol=rel_tol, abs_tol=1e-9
-            ):
-                return 1.0
-            continue
-        if normalize_number_text(prediction) == normalize_number_text(gold):
-            return 1.0
-    return 0.0
+    """OfficeQA's hard score: 1.0 when `officeqa_match` accepts the prediction for any gold answer.
+    `rel_tol` is the official scorer's relative tolerance (0: numbers must be equal)."""
+    return 1.0 if any(officeqa_match(g, prediction, rel_tol) for g in golds) else 0.0
 
 
 def numeric_token_f1(prediction: str, golds: Iterable[str]) -> float:
@@ -188,40 +246,44 @@ def numeric_token_f1(prediction: str, golds: Iterable[str]) -> float:
 # --------------------------------------------------------------------------------------------------
 # Spreadsheet cells (SpreadsheetBench)
 # --------------------------------------------------------------------------------------------------
+#
+# The value rules of SpreadsheetBench's official evaluation (`transform_value` / `compare_cell_value`):
+#
+# - Numbers, booleans included (Python's True is the integer 1), are rounded to 2 decimals as floats.
+# - A date-time becomes its Excel serial day number (days since 1899-12-30), rounded to a whole day, so a
+#   date and the serial number Excel stores for it are the same answer.
+# - A time of day becomes its text without the last three characters ('03:04:05' -> '03:04').
+# - Text that Python's float() reads ('12.50', ' 7 ', '1e3') is that number rounded to 2 decimals; other
+#   text ('1,234', 'abc ') stays text and is compared exactly.
+# - Empty (None) and '' are the same. Otherwise values of different types never match.
+
+_EXCEL_EPOCH = _dt.datetime(1899, 12, 30)
 
 
 def normalize_cell(value: Any) -> Any:
-    """The comparable form of a cell value: numbers rounded to 2 decimals, empty is '', dates as ISO text.
-
-    Numeric text ('12.50') is read as a number: a formula result written back as text must not fail a
-    task whose answer is visibly the same.
-    """
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"  # as Excel shows it; never equal to the numbers 1 and 0
-    if isinstance(value, (int, float)):
-        return round(float(value), 2) + 0.0  # + 0.0 turns -0.0 into 0.0
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    text = str(value)
-    stripped = text.strip()
-    if stripped == "":
-        return ""
-    try:
-        return round(float(stripped.replace(",", "")), 2) + 0.0 if _looks_numeric(stripped) else text
-    except ValueError:
-        return text
-
-
-def _looks_numeric(text: str) -> bool:
-    return bool(re.fullmatch(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+", text))
+    """The comparable form of a cell value, by the official evaluation's rules (see above)."""
+    if isinstance(value, (int, float)):  # bool is an int, as in the official evaluation
+        return round(float(value), 2) + 0.0  # + 0.0 turns -0.0 into 0.0 (equal anyway)
+    if isinstance(value, _dt.datetime):
+        delta = value - _EXCEL_EPOCH
+        return float(round(delta.days + delta.seconds / 86400.0, 0))
+    if isinstance(value, _dt.time):
+        return str(value)[:-3]
+    if isinstance(value, str):
+        try:
+            return round(float(value), 2) + 0.0
+        except ValueError:
+            return value
+    return value
 
 
 def cells_match(actual: Any, expected: Any) -> bool:
-    return bool(normalize_cell(actual) == normalize_cell(expected))
+    a, b = normalize_cell(actual), normalize_cell(expected)
+    if a in ("", None) and b in ("", None):
+        return True
+    if type(a) is not type(b):
+        return False
+    return bool(a == b)
 
 
 _CELL_RE = re.compile(r"^\$?([A-Za-z]{1,3})\$?(\d+)$")

@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 import threading
@@ -60,6 +61,7 @@ _API_ROUTES: dict[str, ApiName] = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
 }
+_AZURE_ROUTE = re.compile(r"^/openai/deployments/([^/]+)/(chat/completions|responses)$")
 _CHUNK = 24  # characters per streamed delta: small enough that clients really assemble deltas
 
 
@@ -84,6 +86,7 @@ class RecordedRequest:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     auth_ok: bool = True
+    deployment: str | None = None  # Azure OpenAI: the deployment named in the URL
 
     def text(self) -> str:
         """Every string in the request body, joined: what the model was shown."""
@@ -159,6 +162,12 @@ class ScriptedServer:
         self._stopping = threading.Event()
         self._idle = threading.Condition(self._lock)
         self._inflight = 0
+        # Prompt caching as the providers do it: Anthropic caches the prefix up to a block marked
+        # `cache_control` (at least `cache_min_tokens` long); OpenAI caches any repeated prefix of at least
+        # 1024 tokens, counted in steps of 128.
+        self.cache_min_tokens = 1024
+        self._anthropic_cache: set[str] = set()
+        self._openai_prefixes: list[str] = []
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> ScriptedServer:
@@ -299,6 +308,10 @@ class ScriptedServer:
     def _handle(self, h: _Handler, method: str) -> None:
         raw_path, _, query = h.path.partition("?")
         path = raw_path.rstrip("/") or "/"
+        azure = _AZURE_ROUTE.match(path)
+        if azure is not None:
+            # Azure OpenAI: /openai/deployments/<deployment>/chat/completions?api-version=...
+            path = "/v1/" + azure.group(2)
         if not path.startswith("/v1/") and path != "/v1":
             path = "/v1" + path  # tolerate clients whose base URL lacks /v1
         headers = {k.lower(): v for k, v in h.headers.items()}
@@ -310,6 +323,7 @@ class ScriptedServer:
             query=query,
             headers={k: ("<redacted>" if _SECRET_HEADERS.search(k) else v) for k, v in headers.items()},
             body=None,
+            deployment=azure.group(1) if azure is not None else None,
         )
         provider = (
             "anthropic" if ("anthropic-version" in headers or path.startswith("/v1/messages")) else "openai"
@@ -326,6 +340,9 @@ class ScriptedServer:
                     self._send_error(h, rec, provider, 400, "request body is not valid JSON")
                     return
             rec.auth_ok = self._auth_ok(headers)
+            if azure is not None and "api-version=" not in query:
+                self._send_error(h, rec, provider, 404, "Resource not found (no api-version in the query)")
+                return
             if not rec.auth_ok:
                 message = "invalid x-api-key" if provider == "anthropic" else "Incorrect API key provided."
                 self._send_error(h, rec, provider, 401, message)
@@ -351,7 +368,11 @@ class ScriptedServer:
         if self.expected_key is None:
             return True
         bearer = headers.get("authorization", "")
-        return headers.get("x-api-key") == self.expected_key or bearer == f"Bearer {self.expected_key}"
+        return (
+            headers.get("x-api-key") == self.expected_key
+            or headers.get("api-key") == self.expected_key  # Azure OpenAI
+            or bearer == f"Bearer {self.expected_key}"
+        )
 
     def _route(self, h: _Handler, rec: RecordedRequest, method: str, path: str, provider: str) -> None:
         if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
@@ -436,6 +457,7 @@ class ScriptedServer:
             rec.warnings = [f"tool calls left out: {reason}" for reason in skipped]
         text = step.text if (step.text or calls) else script.default_text
         reply = _Reply(conv=conv, selection=selection, text=text, calls=calls)
+        reply.cache_read, reply.cache_write = self._cache_usage(api, body)
         if api == "anthropic":
             if conv.stream:
                 self._send_sse(h, rec, _anthropic_events(reply))
@@ -452,6 +474,30 @@ class ScriptedServer:
                 self._send_sse(h, rec, _responses_events(reply))
             else:
                 self._send_json(h, rec, 200, _response_object(reply, "completed"))
+
+    def _cache_usage(self, api: ApiName, body: Mapping[str, Any]) -> tuple[int, int]:
+        """(tokens read from the prompt cache, tokens written to it) for one request."""
+        if api == "anthropic":
+            prefix = _anthropic_cached_prefix(body)
+            if prefix is None or _tokens(prefix) < self.cache_min_tokens:
+                return 0, 0
+            with self._lock:
+                if prefix in self._anthropic_cache:
+                    return _tokens(prefix), 0
+                self._anthropic_cache.add(prefix)
+            return 0, _tokens(prefix)
+        if api != "chat":
+            return 0, 0
+        text = json.dumps(body.get("messages") or [], ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            common = max(
+                (len(os.path.commonprefix([text, seen])) for seen in self._openai_prefixes), default=0
+            )
+            self._openai_prefixes = [*self._openai_prefixes[-63:], text]
+        tokens = common // 4
+        if tokens < 1024:
+            return 0, 0
+        return 1024 + (tokens - 1024) // 128 * 128, 0
 
     def _fault_active(self, selection: Selection, fault: Fault) -> bool:
         if fault.times is None:
@@ -774,6 +820,8 @@ class _Reply:
     selection: Selection
     text: str
     calls: list[ConcreteCall]
+    cache_read: int = 0
+    cache_write: int = 0
     _digest: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -816,12 +864,33 @@ def _anthropic_content(reply: _Reply) -> list[dict[str, Any]]:
     return blocks
 
 
+def _anthropic_cached_prefix(body: Mapping[str, Any]) -> str | None:
+    """The request up to its last block marked `cache_control` (tools, then system, then messages), or
+    None when nothing is marked."""
+    blocks: list[Any] = list(body.get("tools") or [])
+    system = body.get("system")
+    blocks.extend(
+        system if isinstance(system, list) else ([{"type": "text", "text": system}] if system else [])
+    )
+    for m in body.get("messages") or []:
+        content = m.get("content") if isinstance(m, Mapping) else None
+        blocks.extend(content if isinstance(content, list) else [{"type": "text", "text": content}])
+    prefix: str | None = None
+    seen: list[str] = []
+    for block in blocks:
+        seen.append(json.dumps(block, ensure_ascii=False, sort_keys=True))
+        if isinstance(block, Mapping) and block.get("cache_control"):
+            prefix = "\n".join(seen)
+    return prefix
+
+
 def _anthropic_usage(reply: _Reply) -> dict[str, Any]:
+    cached = reply.cache_read + reply.cache_write
     return {
-        "input_tokens": reply.input_tokens,
+        "input_tokens": max(1, reply.input_tokens - cached) if cached else reply.input_tokens,
         "output_tokens": reply.output_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": reply.cache_write,
+        "cache_read_input_tokens": reply.cache_read,
     }
 
 
@@ -910,11 +979,13 @@ def _chat_tool_calls(reply: _Reply) -> list[dict[str, Any]]:
     return out
 
 
-def _chat_usage(reply: _Reply) -> dict[str, int]:
+def _chat_usage(reply: _Reply) -> dict[str, Any]:
+    prompt = max(reply.input_tokens, reply.cache_read)
     return {
-        "prompt_tokens": reply.input_tokens,
+        "prompt_tokens": prompt,
         "completion_tokens": reply.output_tokens,
-        "total_tokens": reply.input_tokens + reply.output_tokens,
+        "total_tokens": prompt + reply.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cache_read},
     }
 
 

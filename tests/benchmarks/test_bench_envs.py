@@ -15,6 +15,7 @@ from bench_helpers import CHAT_ENVS, answer_rule, scripted_chat
 from skillopt_lib.envs import BUILTIN_ENVS, load_env
 from skillopt_lib.envs.base import Environment, Item
 from skillopt_lib.envs.bench import MANIFEST_FILE, split_manifest
+from skillopt_lib.envs.livemath import LABELS
 from skillopt_lib.errors import ConfigError
 
 
@@ -271,3 +272,92 @@ def test_official_layout_in_a_data_dir_without_a_manifest(name: str, tmp_path: P
         assert [len(sp.train), len(sp.val), len(sp.test)] == [2, 2, 2]
     if name == "docvqa":
         assert all(Path(i.data["image_path"]).is_file() for i in all_items(env))
+
+
+def test_searchqa_reads_the_raw_release_one_clue_per_file_with_snippet_objects(tmp_path: Path) -> None:
+    data = tmp_path / "raw"
+    for split, n in (("train", 2), ("val", 1), ("test", 1)):
+        (data / split).mkdir(parents=True)
+        for i in range(n):
+            record = {
+                "category": "WORLD CAPITALS",
+                "air_date": "2004-12-31",
+                "question": f"'This city on the Danube' ({split} {i})",
+                "value": "$200",
+                "answer": "Budapest",
+                "round": "Jeopardy!",
+                "show_number": "4680",
+                "search_results": [
+                    {
+                        "title": "Budapest - Wikipedia",
+                        "snippet": f"Budapest lies on the Danube {i}",
+                        "url": "u",
+                    },
+                    {"title": "Only a title", "snippet": None, "url": "v"},
+                    {"title": None, "snippet": None},
+                ],
+            }
+            (data / split / f"{split}{i}.json").write_text(json.dumps(record))
+    env = load_env("searchqa", data_dir=data)
+    sp = env.splits()
+    assert [len(sp.train), len(sp.val), len(sp.test)] == [2, 1, 1]
+    first = sp.train[0]
+    assert first.data["context"] == ["Budapest lies on the Danube 0", "Only a title"]
+    assert first.gold["answers"] == ["Budapest"] and first.meta["category"] == "WORLD CAPITALS"
+
+
+def test_searchqa_refuses_a_load_without_records_and_names_the_file(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "test.json").write_text(json.dumps({"version": 1}))
+    with pytest.raises(ConfigError) as err:
+        load_env("searchqa", data_dir=data).splits()
+    assert str(data / "test.json") in err.value.message and "question" in (err.value.hint or "")
+    (data / "test.json").write_text(json.dumps([{"question": "q", "answer": "a"}]))
+    with pytest.raises(ConfigError, match="no snippets"):
+        load_env("searchqa", data_dir=data).splits()
+
+
+def test_livemath_reads_the_nested_mcq_shape_and_the_flat_one(tmp_path: Path) -> None:
+    data = tmp_path / "lm"
+    (data / "2025-06").mkdir(parents=True)
+    nested = [
+        {
+            "month": "2025-06",
+            "no": 1,
+            "theorem_type": ["inequality"],
+            "mcq": {
+                "question": "Which bound holds?",
+                "choices": [
+                    {"label": "A", "text": "bound one"},
+                    {"label": "B", "text": "bound two"},
+                    {"label": "C", "text": "bound three"},
+                ],
+                "correct_choice": {"label": "B", "text": "bound two"},
+            },
+        },
+        {
+            "month": "2025-06",
+            "no": 2,
+            "mcq": {
+                "question": "Which map is onto?",
+                "choices": {"A": "f", "B": "g", "C": "h"},
+                "correct_choice": "C",
+            },
+        },
+    ]
+    (data / "2025-06" / "qa_2025-06_final.json").write_text(json.dumps(nested))
+    flat = {"id": "flat-1", "question": "Flat?", "choices": ["x", "y"], "correct_choice": "A"}
+    (data / "flat.jsonl").write_text(json.dumps(flat) + "\n")
+    env = load_env("livemath", data_dir=data)
+    items = {i.id: i for i in all_items(env)}
+    assert set(items) == {"2025-06:1", "2025-06:2", "flat-1"}
+    one, two = items["2025-06:1"], items["2025-06:2"]
+    assert one.data["question"] == "Which bound holds?"
+    assert one.data["choices"][LABELS.index(one.gold["label"])] == "bound two"
+    assert two.data["choices"][LABELS.index(two.gold["label"])] == "h"
+    assert items["flat-1"].data["choices"][LABELS.index(items["flat-1"].gold["label"])] == "x"
+    bad = [{"mcq": {"question": "q", "choices": ["a", "b"], "correct_choice": {"label": "E"}}}]
+    (data / "2025-06" / "qa_2025-06_final.json").write_text(json.dumps(bad))
+    with pytest.raises(ConfigError, match="names none of the choices"):
+        load_env("livemath", data_dir=data).splits()

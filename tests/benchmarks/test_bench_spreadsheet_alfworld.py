@@ -3,8 +3,11 @@ interactive multi-turn game) on their shipped samples, against the scripted mode
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from skillopt_lib.envs.alfworld import parse_action
 from skillopt_lib.envs.alfworld.engine import MiniAlfredGame, load_game
 from skillopt_lib.envs.base import Item
 from skillopt_lib.envs.spreadsheetbench import extract_code
-from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, run_solution
+from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, recalculate, run_solution
 from skillopt_lib.testing import Match, Rule, Step
 
 
@@ -84,19 +87,116 @@ def test_spreadsheet_reply_without_code_or_with_a_crash_scores_zero() -> None:
     assert (crashed.hard, crashed.soft) == (0.0, 0.0) and "boom: no idea" in crashed.feedback
 
 
-def test_spreadsheet_answer_on_a_named_sheet_and_formulas_are_reported(tmp_path: Path) -> None:
+def test_spreadsheet_answer_on_a_named_sheet_and_formulas_are_recalculated(tmp_path: Path) -> None:
     env = load_env("spreadsheetbench", sample=True)
     item = items_by_id(env)["104-2"]
     answer = Path(item.gold["answers"][0])
     out = tmp_path / "out.xlsx"
     wb = openpyxl.load_workbook(item.data["inputs"][0])
+    # a formula written with openpyxl has no cached value: it is computed before comparing
     wb["Summary"]["B1"] = '=COUNTIF(Orders!B:B,"Shipped")'
     wb.save(out)
+    assert compare_workbooks(out, answer, item.data["answer_position"]) == []
+    wb["Summary"]["B1"] = '=COUNTIF(Orders!B:B,"Pending")'
+    wb.save(out)
     problems = compare_workbooks(out, answer, item.data["answer_position"])
-    assert problems == ["Summary!B1 holds a formula, not a value"]
+    assert len(problems) == 1 and problems[0].startswith("Summary!B1 = =COUNTIF(") and "wrong" in problems[0]
+    wb["Summary"]["B1"] = "=NOSUCHFUNCTION(1)"
+    wb.save(out)
+    # an unknown function is Excel's #NAME? error, as a spreadsheet application would show it
+    assert compare_workbooks(out, answer, item.data["answer_position"]) == [
+        "Summary!B1 = =NOSUCHFUNCTION(1) gives '#NAME?', which is wrong"
+    ]
     wb["Summary"]["B1"] = openpyxl.load_workbook(answer)["Summary"]["B1"].value
     wb.save(out)
     assert compare_workbooks(out, answer, item.data["answer_position"]) == []
+
+
+def _book(path: Path, cells: dict[str, Any], title: str = "Sheet1") -> Path:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = title
+    for ref, value in cells.items():
+        ws[ref] = value
+    wb.save(path)
+    return path
+
+
+def test_formulas_of_the_benchmark_kind_are_computed_in_the_sandbox(tmp_path: Path) -> None:
+    data = {f"A{r}": v for r, v in enumerate([1.5, 3, 4.5, 6, 7.5], 1)}
+    data.update({f"B{r}": v for r, v in enumerate(["x", "y", "x", "z", "x"], 1)})
+    formulas = {
+        "C1": "=SUM(A1:A5)",
+        "C2": '=SUMIF(B1:B5,"x",A1:A5)',
+        "C3": '=COUNTIF(B1:B5,"x")',
+        "C4": "=VLOOKUP(4.5,A1:B5,2,FALSE)",
+        "C5": "=INDEX(B1:B5,MATCH(6,A1:A5,0))",
+        "C6": '=IF(A1>1,"big","small")',
+        "C7": "=ROUND(AVERAGE(A1:A5),1)",
+        "C8": "=DATE(2024,1,2)",
+        "C9": "=A1>1",
+        "C10": '=CONCATENATE(B1,"-",B2)',
+        "C11": "=Data!A1*2",
+    }
+    expected = {
+        "C1": 22.5, "C2": 13.5, "C3": 3, "C4": "x", "C5": "z", "C6": "big", "C7": 4.5,
+        "C8": dt.datetime(2024, 1, 2), "C9": True, "C10": "x-y", "C11": 20,
+    }  # fmt: skip
+    out = _book(tmp_path / "out.xlsx", {**data, **formulas})
+    wb = openpyxl.load_workbook(out)
+    wb.create_sheet("Data")["A1"] = 10
+    wb.save(out)
+    want = _book(tmp_path / "want.xlsx", {**data, **expected})
+    wb = openpyxl.load_workbook(want)
+    wb.create_sheet("Data")["A1"] = 10
+    wb.save(want)
+    assert compare_workbooks(out, want, "C1:C11") == []
+    values = recalculate(out)["Sheet1"]
+    assert values["C1"] == 22.5 and values["C4"] == "x" and values["C8"] == 45293 and values["C9"] is True
+    # a changed input changes the computed answer: the values are computed, not read from the file
+    wb = openpyxl.load_workbook(out)
+    wb["Sheet1"]["A1"] = 2.5
+    wb.save(out)
+    problems = compare_workbooks(out, want, "C1:C11")
+    assert [p.split(" ")[0] for p in problems] == ["C1", "C2", "C7"]
+
+
+def test_the_sheet_colours_and_first_sheet_follow_the_official_evaluation(tmp_path: Path) -> None:
+    from openpyxl.styles import Font, PatternFill
+
+    want = _book(tmp_path / "want.xlsx", {"A1": 5}, title="Answer")
+    out = _book(tmp_path / "out.xlsx", {"A1": 5}, title="Answer")
+    assert compare_workbooks(out, want, "A1") == []
+    wb = openpyxl.load_workbook(out)
+    wb["Answer"]["A1"].fill = PatternFill("solid", fgColor="FFFF00")
+    wb.save(out)
+    assert compare_workbooks(out, want, "A1") == ["A1 has the right value but the wrong fill or font colour"]
+    wb["Answer"]["A1"].fill = PatternFill()
+    wb["Answer"]["A1"].font = Font(color="FF0000")
+    wb.save(out)
+    assert compare_workbooks(out, want, "A1") == ["A1 has the right value but the wrong fill or font colour"]
+    # a range without a sheet is on the answer's first sheet, found by name in the output
+    renamed = _book(tmp_path / "renamed.xlsx", {"A1": 5}, title="Other")
+    assert compare_workbooks(renamed, want, "A1") == ["sheet 'Answer' is missing"]
+    # a position on a sheet the answer workbook lacks fails the case, as the official evaluation's error does
+    assert compare_workbooks(out, want, "Nowhere!A1") == [
+        "sheet 'Nowhere' named by the answer position is not in the answer workbook"
+    ]
+
+
+def test_a_solution_that_writes_formulas_passes_every_test_case() -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    item = items_by_id(env)["101-1"]
+    program = (
+        "import sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
+        "for r in range(2, ws.max_row + 1):\n    ws.cell(r, 4).value = f'=B{r}+C{r}'\nwb.save(sys.argv[2])\n"
+    )
+    with scripted_chat([answer_rule("f", item.data["instruction"], f"```python\n{program}```")]) as (
+        _s,
+        agent,
+    ):
+        result = env.run(item, env.seed_skill(), agent)
+    assert (result.hard, result.soft) == (1.0, 1.0), result.feedback
 
 
 def test_solution_runs_in_a_scrubbed_environment_with_a_time_limit(
@@ -233,21 +333,91 @@ def test_alfworld_episode_ends_at_the_step_limit() -> None:
     assert "within 5 steps" in result.feedback
 
 
-def test_official_alfworld_layout_is_read_and_needs_the_real_engine(tmp_path: Path) -> None:
-    trial = tmp_path / "json_2.1.1" / "valid_unseen" / "pick_and_place_simple-Mug-None-Desk-1" / "trial_T1"
+def _trial(root: Path, split: str, task: str, task_type: str = "pick_and_place_simple") -> Path:
+    trial = root / "json_2.1.1" / split / task / "trial_T1"
     trial.mkdir(parents=True)
-    (trial / "traj_data.json").write_text(
-        json.dumps({"task_type": "pick_and_place_simple", "pddl_params": {}})
-    )
-    (trial / "game.tw-pddl").write_text("{}")
+    (trial / "traj_data.json").write_text(json.dumps({"task_type": task_type, "pddl_params": {}}))
+    return trial
+
+
+def test_alfworld_keeps_the_official_game_set_skipping_unsolvable_games(tmp_path: Path) -> None:
+    solvable = _trial(tmp_path, "valid_unseen", "pick_and_place_simple-Mug-None-Desk-1")
+    (solvable / "game.tw-pddl").write_text(json.dumps({"solvable": True, "pddl_problem": ""}))
+    unsolvable = _trial(tmp_path, "valid_unseen", "pick_and_place_simple-Mug-None-Desk-2")
+    (unsolvable / "game.tw-pddl").write_text(json.dumps({"solvable": False}))
+    unchecked = _trial(tmp_path, "valid_unseen", "pick_and_place_simple-Mug-None-Desk-3")
+    (unchecked / "game.tw-pddl").write_text(json.dumps({"pddl_problem": ""}))  # no 'solvable' key
+    _trial(tmp_path, "valid_unseen", "pick_and_place_simple-Mug-None-Desk-4")  # no game file
+    other = _trial(tmp_path, "train", "pick_and_place_simple-Mug-None-Desk-5", task_type="unknown_task")
+    (other / "game.tw-pddl").write_text(json.dumps({"solvable": True}))
+    movable = _trial(tmp_path, "train", "pick_and_place_with_movable_recep-Mug-Pan-Desk-6")
+    (movable / "game.tw-pddl").write_text(json.dumps({"solvable": True}))
     env = load_env("alfworld", data_dir=tmp_path)
     sp = env.splits()
     assert [len(sp.train), len(sp.val), len(sp.test)] == [0, 0, 1]
+    assert sp.test[0].id.endswith("Desk-1/trial_T1")
+    assert os.path.basename(sp.test[0].data["game_dir"]) == "trial_T1"
+    narrowed = load_env("alfworld", data_dir=tmp_path, task_types=["look_at_obj_in_light"])
+    assert len(narrowed.splits().test) == 0
     try:
         import alfworld  # noqa: F401
     except ImportError:
         from skillopt_lib.errors import ConfigError
 
         with pytest.raises(ConfigError, match="alfworld"):
-            load_game(trial)
-    assert os.path.basename(sp.test[0].data["game_dir"]) == "trial_T1"
+            load_game(solvable)
+
+
+@pytest.fixture(scope="module")
+def tw_games(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two games generated by TextWorld's own `tw-make`, laid out as ALFWorld trial folders, and a copy
+    of one whose description records it as unsolvable."""
+    root = tmp_path_factory.mktemp("tw")
+    tw_make = Path(sys.executable).parent / "tw-make"
+    walkthroughs = {}
+    for seed, split in ((1, "train"), (2, "valid_unseen")):
+        trial = _trial(root, split, f"pick_and_place_simple-Key-None-Chest-{seed}")
+        subprocess.run(
+            [str(tw_make), "custom", "--world-size", "3", "--nb-objects", "4", "--quest-length", "2",
+             "--seed", str(seed), "--output", str(trial / "game.z8"), "--silent", "-f"],
+            check=True, timeout=300,
+        )  # fmt: skip
+        meta = json.loads((trial / "game.json").read_text())["metadata"]
+        walkthroughs[split] = list(meta["walkthrough"])
+    source = next((root / "json_2.1.1" / "train").rglob("game.z8")).parent
+    broken = _trial(root, "valid_seen", "pick_and_place_simple-Key-None-Chest-3")
+    (broken / "game.z8").write_bytes((source / "game.z8").read_bytes())
+    data = json.loads((source / "game.json").read_text())
+    data["solvable"] = False
+    (broken / "game.json").write_text(json.dumps(data))
+    return {"root": root, "walkthroughs": walkthroughs}
+
+
+def test_textworld_games_made_by_tw_make_are_played_end_to_end(tw_games: dict[str, Any]) -> None:
+    env = load_env("alfworld", data_dir=tw_games["root"], max_steps=20)
+    sp = env.splits()
+    assert [len(sp.train), len(sp.val), len(sp.test)] == [1, 0, 1]  # the unsolvable copy is left out
+    for item, split in ((sp.train[0], "train"), (sp.test[0], "valid_unseen")):
+        walkthrough = tw_games["walkthroughs"][split]
+        # step k answers once the conversation holds the reply of step k - 1 (latest step first)
+        rules = [
+            Rule(
+                name=f"step{k}",
+                match=Match(request=rf"Think: step {k - 1}\." if k else None),
+                steps=[Step(text=f"Think: step {k}.\nAction: {cmd}")],
+            )
+            for k, cmd in enumerate(walkthrough)
+        ][::-1]
+        with scripted_chat(rules) as (server, agent):
+            result = env.run(item, env.seed_skill(), agent)
+            first_prompt = server.requests[0].body["messages"][1]["content"]
+        assert result.error is None, result.error
+        assert (result.hard, result.soft) == (1.0, 1.0), result.feedback
+        assert result.details["won"] and result.details["steps"] == len(walkthrough)
+        assert first_prompt.strip()  # the engine's opening observation reached the model
+    # the same game is lost when the agent never finishes the quest
+    idle = Rule(name="idle", match=Match(), steps=[Step(text="Action: look")])
+    with scripted_chat([idle]) as (_server, agent):
+        lost = env.run(sp.train[0], env.seed_skill(), agent)
+    assert (lost.hard, lost.soft) == (0.0, 0.0)
+    assert lost.details["steps"] == 20 and not lost.details["won"]

@@ -5,7 +5,10 @@ The agent reads an observation, replies with one command (`Action: go to cabinet
 limit is reached. Hard and soft score: 1 when the task is won.
 
 Official data (`json_2.1.1/{train,valid_seen,valid_unseen}/<task>/<trial>/` with `traj_data.json` and
-`game.tw-pddl`) is played through the real alfworld/TextWorld engine; the shipped sample uses the same
+`game.tw-pddl`) is played through the real alfworld/TextWorld engine; a trial folder may also hold a
+compiled TextWorld game (`game.z8` / `game.ulx` with its `game.json`, as `tw-make` writes them), played
+through TextWorld alone. The game set is ALFWorld's: movable and sliced trials, task types outside the six,
+and games not recorded as solvable are skipped (`engine.is_solvable`). The shipped sample uses the same
 folder layout and `traj_data.json` fields with project-made games for the built-in engine
 (`skillopt_lib.envs.alfworld.engine`).
 """
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_lib.backends.base import ChatMessage, Usage
-from skillopt_lib.envs.alfworld.engine import NOTHING, load_game
+from skillopt_lib.envs.alfworld.engine import NOTHING, TASK_TYPES, is_solvable, load_game
 from skillopt_lib.envs.base import Item
 from skillopt_lib.envs.bench import BenchmarkEnv, Rollout, ask, transcript
 from skillopt_lib.skill import SkillBundle
@@ -50,10 +53,11 @@ def parse_action(reply: str) -> tuple[str | None, bool]:
     return lines[-1].strip("`*> ").strip(), False
 
 
-def load_alfworld(root: Path) -> list[Item]:
+def load_alfworld(root: Path, task_types: tuple[str, ...] = TASK_TYPES) -> list[Item]:
     """Every trial folder (holding `traj_data.json`) below `root`. The split is the top-level folder name
-    under `json_2.1.1` (train, valid_seen -> val, valid_unseen -> test); movable and sliced trials are
-    skipped, as ALFWorld's own loader does."""
+    under `json_2.1.1` (train, valid_seen -> val, valid_unseen -> test). As ALFWorld's own loader does,
+    movable and sliced trials, trials of other task types and trials whose game is missing or not
+    recorded as solvable are skipped. `task_types` narrows the six task types further."""
     items: list[Item] = []
     for traj in sorted(root.rglob("traj_data.json")):
         folder = traj.parent
@@ -61,6 +65,8 @@ def load_alfworld(root: Path) -> list[Item]:
         if "movable" in str(rel) or "Sliced" in str(rel):
             continue
         data = json.loads(traj.read_text(encoding="utf-8"))
+        if data.get("task_type") not in task_types or not is_solvable(folder):
+            continue
         split = next((SPLIT_FOLDERS[p] for p in rel.parts if p in SPLIT_FOLDERS), None)
         anns = (data.get("turk_annotations") or {}).get("anns") or [{}]
         meta: dict[str, Any] = {"task_type": data.get("task_type", ""), "folder": str(rel)}
@@ -87,11 +93,20 @@ class ALFWorldEnv(BenchmarkEnv):
     marker_globs = ("json_2.1.1", "*/traj_data.json", "*/*/traj_data.json", "*/*/*/traj_data.json")
 
     def load_items(self) -> list[Item]:
-        return load_alfworld(self.root)
+        wanted = self.options.get("task_types")
+        return load_alfworld(self.root, tuple(wanted) if wanted else TASK_TYPES)
 
     def rollout(self, item: Item, skill: SkillBundle, agent: Any) -> Rollout:
         max_steps = int(self.options.get("max_steps", 50))
         game = load_game(Path(item.data["game_dir"]), max_steps=max_steps)
+        try:
+            return self._play(game, skill, agent, max_steps)
+        finally:
+            close = getattr(game, "close", None)
+            if close is not None:
+                close()
+
+    def _play(self, game: Any, skill: SkillBundle, agent: Any, max_steps: int) -> Rollout:
         observation = game.reset()
         messages = [ChatMessage("user", observation)]
         usage = Usage()

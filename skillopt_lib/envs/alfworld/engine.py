@@ -282,27 +282,42 @@ class MiniAlfredGame:
         return placed >= g.count
 
 
+COMPILED_GAMES = ("game.z8", "game.ulx")
+
+
 class TextWorldGame:
-    """An official ALFWorld game file played through the real engine (alfworld + TextWorld)."""
+    """A game played through the real TextWorld engine: an official ALFWorld game file (`game.tw-pddl`,
+    with ALFWorld's own wrappers, which need `pip install alfworld`) or a compiled TextWorld game (`.z8` /
+    `.ulx`, as `tw-make` writes them, which needs only `pip install textworld`)."""
 
     def __init__(self, game_file: Path, max_steps: int = 50) -> None:
         try:
             import textworld
             import textworld.gym
-            from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
         except ImportError:
             raise ConfigError(
-                "playing the official ALFWorld game files needs the alfworld engine, which is not installed",
-                hint="pip install alfworld (it builds the fast-downward planner), or run with --sample",
+                "playing TextWorld game files needs the textworld engine, which is not installed",
+                hint="pip install textworld (and alfworld for the official game.tw-pddl files), "
+                "or run with --sample",
             ) from None
-        infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+        kwargs: dict[str, Any] = {}
+        if game_file.suffix == ".tw-pddl":
+            try:
+                from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+            except ImportError:
+                raise ConfigError(
+                    "playing the official ALFWorld game files needs the alfworld engine, which is not installed",
+                    hint="pip install alfworld (it builds the fast-downward planner), or run with --sample",
+                ) from None
+            kwargs["wrappers"] = [AlfredDemangler(shuffle=False), AlfredInfos]
+        infos = textworld.EnvInfos(won=True, admissible_commands=True)
         env_id = textworld.gym.register_games(
             [str(game_file)],
             infos,
             batch_size=1,
             asynchronous=False,
             max_episode_steps=max_steps,
-            wrappers=[AlfredDemangler(shuffle=False), AlfredInfos],
+            **kwargs,
         )
         self._env = textworld.gym.make(env_id)
 
@@ -314,14 +329,48 @@ class TextWorldGame:
         obs, _scores, _dones, infos = self._env.step([command])
         return str(obs[0]), bool(infos["won"][0])
 
+    def close(self) -> None:
+        self._env.close()
+
+
+def game_file(folder: Path) -> Path | None:
+    """The engine game file of a trial folder: ALFWorld's `game.tw-pddl`, else a compiled TextWorld game."""
+    for name in ("game.tw-pddl", *COMPILED_GAMES):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def is_solvable(folder: Path) -> bool:
+    """ALFWorld's rule for which games are played: the game file must exist and record `"solvable": true`
+    (a file without the key is skipped too). A compiled TextWorld game counts as solvable when its
+    `game.json` says so or, without the key, when it holds a walkthrough (tw-make writes one for every
+    game it generates). The project-made sample games are always played."""
+    if (folder / "game.skillopt.json").is_file() and game_file(folder) is None:
+        return True
+    path = game_file(folder)
+    if path is None:
+        return False
+    try:
+        data = json.loads(
+            (path if path.suffix == ".tw-pddl" else path.with_suffix(".json")).read_text("utf-8")
+        )
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    if "solvable" in data or path.suffix == ".tw-pddl":
+        return bool(data.get("solvable", False))
+    return bool((data.get("metadata") or {}).get("walkthrough"))
+
 
 def load_game(folder: Path, max_steps: int = 50) -> TextGame:
-    """The game in one ALFWorld trial folder: the official `game.tw-pddl` when present, else the sample's
-    `game.skillopt.json`."""
-    official = folder / "game.tw-pddl"
-    if official.is_file():
-        return TextWorldGame(official, max_steps=max_steps)
+    """The game in one ALFWorld trial folder: the official `game.tw-pddl` or a compiled TextWorld game when
+    present, else the sample's `game.skillopt.json`."""
+    engine_file = game_file(folder)
+    if engine_file is not None:
+        return TextWorldGame(engine_file, max_steps=max_steps)
     mini = folder / "game.skillopt.json"
     if mini.is_file():
         return MiniAlfredGame(json.loads(mini.read_text(encoding="utf-8")))
-    raise ConfigError(f"{folder} has neither game.tw-pddl nor game.skillopt.json")
+    raise ConfigError(f"{folder} has no game file (game.tw-pddl, game.z8, game.ulx or game.skillopt.json)")

@@ -26,29 +26,62 @@ TASK_INTRO = (
 LABELS = string.ascii_uppercase
 
 
+def _mcq_of(rec: dict[str, Any]) -> dict[str, Any]:
+    mcq = rec.get("mcq")
+    return mcq if isinstance(mcq, dict) else {}
+
+
+def _choice_text(choice: Any) -> str:
+    if isinstance(choice, dict):
+        return str(choice.get("text") or choice.get("content") or "").strip()
+    return str(choice).strip()
+
+
 def _choices_of(rec: dict[str, Any], where: str) -> tuple[list[str], int]:
-    """The choice texts in file order and the index of the correct one."""
-    raw = rec.get("choices", rec.get("options"))
+    """The choice texts in file order and the index of the correct one.
+
+    Two shapes are read: flat (`choices` a list of texts or a mapping of label to text, `correct_choice` a
+    label, a text or an index) and the nested one of the released files (`mcq: {question, choices,
+    correct_choice}`, with choices as `{label, text}` objects and `correct_choice` as `{label, text}`).
+    """
+    mcq = _mcq_of(rec)
+    raw = mcq.get("choices") or rec.get("choices", rec.get("options"))
     if isinstance(raw, dict):
-        keys = list(raw)
-        texts = [str(raw[k]) for k in keys]
+        keys = [str(k).strip() for k in raw]
+        texts = [_choice_text(v) for v in raw.values()]
     elif isinstance(raw, list):
-        keys = [LABELS[i] for i in range(len(raw))]
-        texts = [str(c) for c in raw]
+        keys = [
+            str(c.get("label") or LABELS[i]).strip() if isinstance(c, dict) else LABELS[i]
+            for i, c in enumerate(raw)
+        ]
+        texts = [_choice_text(c) for c in raw]
     else:
         raise ConfigError(f"{where}: 'choices' must be a list or a mapping of label to text")
-    correct = rec.get("correct_choice", rec.get("answer"))
+    keys = [k.upper().rstrip(".):") for k in keys]
+    correct = mcq.get("correct_choice") or rec.get("correct_choice", rec.get("answer"))
+    if isinstance(correct, dict):
+        label = str(correct.get("label") or "").strip().upper().rstrip(".):").strip("(")
+        if label in keys:
+            return texts, keys.index(label)
+        correct = _choice_text(correct)
     if isinstance(correct, int) and not isinstance(correct, bool) and 0 <= correct < len(texts):
         return texts, correct
     if isinstance(correct, str):
         c = correct.strip()
-        if c in keys:
-            return texts, keys.index(c)
-        if c.strip("()").upper() in keys:
-            return texts, keys.index(c.strip("()").upper())
+        label = c.strip("()").upper().rstrip(".):")
+        if label in keys:
+            return texts, keys.index(label)
         if c in texts:
             return texts, texts.index(c)
     raise ConfigError(f"{where}: 'correct_choice' {correct!r} names none of the choices")
+
+
+def _question_of(rec: dict[str, Any], where: str) -> str:
+    mcq = _mcq_of(rec)
+    question = str(mcq.get("question") or rec.get("question") or "").strip()
+    if not question:
+        raise ConfigError(f"{where}: no 'question' (nor 'mcq.question')")
+    return question
 
 
 def shuffled(texts: list[str], correct: int, seed: int, item_id: str) -> tuple[list[str], str]:
@@ -63,15 +96,21 @@ def load_livemath(root: Path, seed: int) -> list[Item]:
     files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.name != "splits.json")
     for path in files:
         for n, rec in enumerate(read_json_or_jsonl(path)):
-            item_id = str(rec.get("id") or rec.get("question_id") or f"{path.stem}-{n}")
-            texts, correct = _choices_of(rec, f"{path.name} record {n}")
+            where = f"{path.name} record {n}"
+            month, no = str(rec.get("month") or "").strip(), rec.get("no")
+            default_id = f"{month}:{no}" if month and no is not None else f"{path.stem}-{n}"
+            item_id = str(rec.get("id") or rec.get("question_id") or default_id)
+            question = _question_of(rec, where)
+            texts, correct = _choices_of(rec, where)
             order, label = shuffled(texts, correct, seed, item_id)
-            meta: dict[str, Any] = {k: rec[k] for k in ("category", "month", "arxiv_id") if k in rec}
+            meta: dict[str, Any] = {
+                k: rec[k] for k in ("category", "month", "arxiv_id", "theorem_type", "paper_link") if k in rec
+            }
             items.append(
                 Item(
                     id=item_id,
                     data={
-                        "question": str(rec["question"]),
+                        "question": question,
                         "choices": order,
                         "labels": list(LABELS[: len(order)]),
                     },
@@ -79,6 +118,12 @@ def load_livemath(root: Path, seed: int) -> list[Item]:
                     meta=meta,
                 )
             )
+    if not items:
+        raise ConfigError(
+            f"no LiveMathematicianBench questions in {root}",
+            hint="expected .json/.jsonl files holding records with question, choices and correct_choice "
+            "(flat, or nested under 'mcq' as in the released qa_<month>_final.json files)",
+        )
     return items
 
 
@@ -86,7 +131,8 @@ class LiveMathEnv(BenchmarkEnv):
     name = "livemath"
     download_url = "https://livemathematicianbench.github.io (the released monthly question files)"
     layout_hint = (
-        "the question files (*.json or *.jsonl) with question, choices and correct_choice per record"
+        "the question files (*.json or *.jsonl, e.g. qa_<month>_final.json) with question, choices and "
+        "correct_choice per record, flat or nested under 'mcq'"
     )
     marker_globs = ("*.jsonl", "*.json", "*/*.json", "*/*.jsonl")
 

@@ -3,8 +3,9 @@
 Two ways to give the model the documents (option `context`): `pages` puts the source documents of the
 question in the prompt (cut to `max_context_chars`); `search` gives the model a search tool over the whole
 corpus, used by writing `Search: <query>` lines, answered with the best-matching passages for up to
-`max_searches` rounds. Hard score: exact match with numbers compared as numbers (commas, currency signs and
-units ignored; `tolerance` allows a relative error). Soft score: token F1 after the same normalization.
+`max_searches` rounds. Hard score: the official OfficeQA scorer's rules (`scoring.officeqa_match`: any
+non-year number of the answer may match the gold number; `tolerance` is its relative tolerance, 0 by
+default as in the official `score_answer`). Soft score: token F1 after number normalization.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ DOC_SUFFIXES = (".txt", ".md", ".json")
 _SEARCH_LINE = re.compile(r"^\s*search\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
 _ANSWER_LINE = re.compile(r"^\W*(?:final\s+)?answer\W*:", re.IGNORECASE | re.MULTILINE)
+_FINAL_ANSWER_TAG = re.compile(r"<FINAL_ANSWER>\s*(.*?)\s*</FINAL_ANSWER>", re.DOTALL | re.IGNORECASE)
+
+
+def officeqa_answer(text: str) -> str:
+    """The answer of a reply: inside `<FINAL_ANSWER>` tags, as the official scorer reads it, else the last
+    `Answer:` line (or `<answer>` tags)."""
+    tagged = _FINAL_ANSWER_TAG.search(text)
+    return tagged.group(1).strip() if tagged else extract_final_answer(text)
 
 
 def _doc_names(value: str) -> list[str]:
@@ -164,7 +173,7 @@ class OfficeQAEnv(BenchmarkEnv):
         context = "\n\n".join(pages)[:limit]
         messages = [ChatMessage("user", f"Documents:\n{context}\n\nQuestion: {item.data['question']}")]
         resp = ask(agent, skill, TASK_INTRO_PAGES, messages)
-        answer = extract_final_answer(resp.text)
+        answer = officeqa_answer(resp.text)
         hard, soft, feedback = self._score(item, answer)
         return Rollout(hard, soft, answer, feedback, transcript(messages, resp.text), resp.usage)
 
@@ -180,7 +189,8 @@ class OfficeQAEnv(BenchmarkEnv):
             resp = ask(agent, skill, TASK_INTRO_SEARCH, messages)
             usage.add(resp.usage)
             text = resp.text
-            answered = bool(_ANSWER_LINE.search(text) or "<answer>" in text.lower())
+            lowered = text.lower()
+            answered = bool(_ANSWER_LINE.search(text) or "<answer>" in lowered or "<final_answer>" in lowered)
             queries = _SEARCH_LINE.findall(text)
             if answered or not queries or turn == max_searches:
                 break
@@ -192,7 +202,7 @@ class OfficeQAEnv(BenchmarkEnv):
                 results.append(f"Results for {q.strip()!r}:\n{body}")
             reminder = "\nThat was your last search: answer now." if turn == max_searches - 1 else ""
             messages.append(ChatMessage("user", "\n\n".join(results) + reminder))
-        answer = extract_final_answer(text) if answered or not _SEARCH_LINE.search(text) else ""
+        answer = officeqa_answer(text) if answered or not _SEARCH_LINE.search(text) else ""
         hard, soft, feedback = self._score(item, answer)
         searches = sum(1 for m in messages if m.role == "assistant")
         return Rollout(

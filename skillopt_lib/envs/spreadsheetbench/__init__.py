@@ -2,11 +2,13 @@
 
 The code runs once per test case (`{n}_{id}_input.xlsx`) in a subprocess with a scrubbed environment, a
 time limit and a fresh temporary folder; the cells at `answer_position` of its output are compared with
-`{n}_{id}_answer.xlsx` (numbers rounded to 2 decimals). Hard score: every test case matches (the
-benchmark's online-judge metric). Soft score: the fraction of test cases that match.
+`{n}_{id}_answer.xlsx` with the official evaluation's value rules (`scoring.cells_match`) and its fill and
+font colour check. Hard score: every test case matches (the benchmark's online-judge metric). Soft score:
+the fraction of test cases that match.
 
-Formulas are not evaluated on this machine (the official checker opens files in Excel to compute them), so
-the model is told to write values; a formula left in an answer cell is reported as such in the feedback.
+Formulas the program writes are recalculated in the sandbox with the pure-Python `formulas` engine (the
+official pipeline opens the files in a spreadsheet application first for the same reason), so a solution
+may write either values or formulas.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ TASK_INTRO = (
     "You solve spreadsheet manipulation tasks by writing one Python 3 program that uses openpyxl. "
     "The program is run as `python solution.py INPUT.xlsx OUTPUT.xlsx`: read the workbook from sys.argv[1], "
     "change it as the instruction asks and save it to sys.argv[2]. It is run on several workbooks with the "
-    "same layout but different values, so compute results from the data rather than typing them in. Write "
-    "values into cells, not Excel formulas (formulas are not evaluated). Reply with the program in one "
-    "```python fenced block."
+    "same layout but different values, so compute results from the data rather than typing them in. You may "
+    "write values or Excel formulas into cells (formulas are recalculated before checking). Reply with the "
+    "program in one ```python fenced block."
 )
 _CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
