@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillopt_lib.agents import TOOLS
 from skillopt_lib.aggregate import aggregate
 from skillopt_lib.backends import create_backend
 from skillopt_lib.backends.base import Usage
@@ -720,7 +721,7 @@ def saved_config(run_dir: str | Path) -> dict[str, Any]:
     return saved
 
 
-EXEC_BACKENDS = ("claude-code", "codex", "copilot", "cursor")
+EXEC_BACKENDS = tuple(row.backend for row in TOOLS.values() if row.backend)
 
 
 def _check_agent_kind(env: Any, backend: str) -> None:

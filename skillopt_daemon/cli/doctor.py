@@ -19,21 +19,12 @@ import typer
 
 from skillopt_daemon.cli.output import console, print_json, print_table
 from skillopt_daemon.core import paths
-from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt_lib.agents import TOOLS, spec
 from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 
 Level = Literal["ok", "warn", "error", "info"]
 
 # The executable each tool's CLI installs.
-CLI_NAMES: dict[AgentTool, str] = {
-    AgentTool.CLAUDE_CODE: "claude",
-    AgentTool.CODEX: "codex",
-    AgentTool.COPILOT: "copilot",
-    AgentTool.CURSOR: "cursor-agent",
-    AgentTool.DEVIN: "devin",
-    AgentTool.OPENCLAW: "openclaw",
-}
-
 # Variables that commonly hold model API keys; configured backends' `api_key_env` are added.
 KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "CODEX_API_KEY")
 
@@ -114,7 +105,8 @@ def run_checks() -> tuple[list[Check], int]:
         checks.append(Check("database", "open", "error", exc.message))
         exit_code = exit_code or exc.exit_code
 
-    for tool, exe in CLI_NAMES.items():
+    for tool, row in TOOLS.items():
+        exe = row.executable
         configured = settings.tool(tool).cli if settings else None
         found = shutil.which(configured or exe)
         if found:
@@ -125,7 +117,7 @@ def run_checks() -> tuple[list[Check], int]:
                     "agent CLIs",
                     tool.value,
                     "info",
-                    f"{configured or exe} not on PATH ({CLI_INSTALL_HINT[tool]})",
+                    f"{configured or exe} not on PATH ({spec(tool).install_hint})",
                 )
             )
 

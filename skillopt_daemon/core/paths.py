@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-from skillopt_lib.agents import TOOL_HOME_ENV, AgentTool
+from skillopt_lib.agents import AgentTool, spec
 
 APP = "skillopt"
 
@@ -90,10 +90,10 @@ def default_tool_home(tool: AgentTool) -> Path:
 
     Config may override this; use `skillopt_daemon.core.config.tool_home` for the resolved value.
     """
-    env_var, rel = TOOL_HOME_ENV[tool]
-    if env_var and os.environ.get(env_var):
-        return Path(os.environ[env_var]).expanduser()
-    return user_home() / rel
+    row = spec(tool)
+    if row.home_env and os.environ.get(row.home_env):
+        return Path(os.environ[row.home_env]).expanduser()
+    return user_home() / row.home_default
 
 
 def ensure_private_dir(path: Path) -> Path:

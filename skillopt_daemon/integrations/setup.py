@@ -34,7 +34,7 @@ from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.registry.installers import get_installer, has_installer, managed_section
 from skillopt_daemon.registry.installers.base import InstallTarget, atomic_write
 from skillopt_lib import __version__ as _skillopt_version
-from skillopt_lib.agents import CLI_INSTALL_HINT, AgentTool
+from skillopt_lib.agents import TOOLS, AgentTool, spec
 from skillopt_lib.errors import ConflictError, ExternalToolError, InstallError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
 
@@ -45,24 +45,8 @@ SKILL_NAME = "skillopt"
 SECTION_NAME = "skillopt"
 HOOK_TIMEOUT_S = 10
 _FORCE_HINT = "move it aside, or pass --force to replace it (it is backed up and restored on uninstall)"
-# The CLI executable of each tool, for detection and `doctor` versions.
-TOOL_CLI: dict[AgentTool, str] = {
-    AgentTool.CLAUDE_CODE: "claude",
-    AgentTool.CODEX: "codex",
-    AgentTool.COPILOT: "copilot",
-    AgentTool.CURSOR: "cursor-agent",
-    AgentTool.DEVIN: "devin",
-    AgentTool.OPENCLAW: "openclaw",
-}
-# Scopes each tool supports: Devin reads skills, rules and hooks from the repository only.
-SUPPORTED_SCOPES: dict[AgentTool, tuple[Scope, ...]] = {
-    AgentTool.CLAUDE_CODE: ("user", "project"),
-    AgentTool.CODEX: ("user", "project"),
-    AgentTool.COPILOT: ("user", "project"),
-    AgentTool.CURSOR: ("user", "project"),
-    AgentTool.DEVIN: ("project",),
-    AgentTool.OPENCLAW: ("user", "project"),
-}
+# Scopes each tool supports (Devin reads skills, rules and hooks from the repository only).
+SUPPORTED_SCOPES: dict[AgentTool, tuple[Scope, ...]] = {t: row.scopes for t, row in TOOLS.items()}
 DEFAULT_SCOPE: dict[AgentTool, Scope] = {t: SUPPORTED_SCOPES[t][0] for t in AgentTool}
 
 
@@ -765,7 +749,7 @@ def resolve_target(tool: AgentTool, scope: Scope | None = None, project: str | P
 def detect(tool: AgentTool) -> dict[str, Any]:
     """Is the tool on this machine? Its home folder or its CLI on PATH are both taken as yes."""
     home = _tool_home(tool)
-    cli = shutil.which(TOOL_CLI[tool])
+    cli = shutil.which(spec(tool).executable)
     return {
         "home": str(home),
         "home_exists": home.is_dir(),
@@ -789,8 +773,8 @@ def install(
     if target.scope == "user" and not detect(tool)["detected"] and not force:
         raise ExternalToolError(
             f"{tool.value} does not seem to be installed here (no {_tool_home(tool)} and no "
-            f"`{TOOL_CLI[tool]}` on PATH)",
-            hint=f"install it first ({CLI_INSTALL_HINT[tool]}), or pass --force to install the integration",
+            f"`{spec(tool).executable}` on PATH)",
+            hint=f"install it first ({spec(tool).install_hint}), or pass --force to install the integration",
         )
     previous = _load_manifest(target) or {}
     prev_records = {
@@ -1053,7 +1037,7 @@ def _remove_empty_tree(folder: Path) -> None:
 
 
 def tool_version(tool: AgentTool, timeout: float = 5.0) -> str | None:
-    cli = shutil.which(TOOL_CLI[tool])
+    cli = shutil.which(spec(tool).executable)
     if not cli:
         return None
     try:

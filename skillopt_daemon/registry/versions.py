@@ -36,7 +36,7 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.registry.installers import INSTALLERS, get_installer
 from skillopt_daemon.registry.installers.base import InstallTarget, atomic_write, pause_point, sha256_bytes
-from skillopt_lib.agents import PROJECT_SKILL_DIRS
+from skillopt_lib.agents import spec
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillFormatError, SkillOptError, StoreError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, unified_diff
 
@@ -862,7 +862,7 @@ class Registry:
             for loc in user_locs:
                 if loc.root.absolute() == parent or loc.root.resolve() == real_parent:
                     return InstallTarget(tool, "user")
-            for rel in PROJECT_SKILL_DIRS.get(tool, ())[:1]:
+            for rel in spec(tool).project_skill_dirs[:1]:
                 parts = tuple(Path(rel).parts)
                 if parent.parts[-len(parts) :] == parts:
                     return InstallTarget(tool, "project", Path(*parent.parts[: -len(parts)]))

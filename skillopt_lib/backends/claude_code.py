@@ -29,7 +29,6 @@ from skillopt_lib.backends.exec_base import (
 )
 
 # Pinned in the test harness; the range is what this parser was checked against.
-TESTED_VERSIONS = ("2.1.0", "2.1.197")
 DEFAULT_ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
 _EXIT_CODE_RE = re.compile(r"^Exit code (\d+)")
 
@@ -37,8 +36,6 @@ _EXIT_CODE_RE = re.compile(r"^Exit code (\d+)")
 class ClaudeCodeBackend(CliExecBackend):
     name = "claude_code"
     tool = AgentTool.CLAUDE_CODE
-    executables = ("claude",)
-    tested_versions = TESTED_VERSIONS
     credential_env = (
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_AUTH_TOKEN",

@@ -39,7 +39,6 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-TESTED_VERSIONS = ("0.171.0", "0.171.0")
 # Keys of the user's config.toml that say how to reach the model; everything else (skills, MCP servers,
 # profiles, notify hooks, project trust) stays behind.
 PROVIDER_KEYS = (
@@ -62,8 +61,6 @@ _DENIED_RE = re.compile(r"Read-only file system|Operation not permitted|Permissi
 class CodexBackend(CliExecBackend):
     name = "codex"
     tool = AgentTool.CODEX
-    executables = ("codex",)
-    tested_versions = TESTED_VERSIONS
     credential_env = (
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",

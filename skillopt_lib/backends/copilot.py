@@ -31,7 +31,6 @@ from skillopt_lib.backends.exec_base import (
     parse_json_lines,
 )
 
-TESTED_VERSIONS = ("1.0.0", "1.0.99")
 DEFAULT_ALLOWED_TOOLS = ("write", "shell")
 DEFAULT_DENIED_TOOLS = ("shell(git push)", "shell(git push:*)", "shell(sudo:*)", "url")
 _DENIED_RE = re.compile(r"permission denied|denied by|not allowed|was denied", re.IGNORECASE)
@@ -41,8 +40,6 @@ _EXIT_RE = re.compile(r"exit(?:ed with)? code:? (\d+)", re.IGNORECASE)
 class CopilotBackend(CliExecBackend):
     name = "copilot"
     tool = AgentTool.COPILOT
-    executables = ("copilot",)
-    tested_versions = TESTED_VERSIONS
     credential_env = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST")
 
     def __init__(

@@ -30,7 +30,6 @@ from skillopt_lib.backends.exec_base import (
     write_private,
 )
 
-TESTED_VERSIONS = ("2025.1.0", "2026.12.31")
 DEFAULT_ALLOWED = ("Read(**)", "Write(**)", "Shell(*)")
 DEFAULT_DENIED = ("Shell(git push)", "Shell(sudo)")
 
@@ -38,8 +37,6 @@ DEFAULT_DENIED = ("Shell(git push)", "Shell(sudo)")
 class CursorBackend(CliExecBackend):
     name = "cursor"
     tool = AgentTool.CURSOR
-    executables = ("cursor-agent", "agent")
-    tested_versions = TESTED_VERSIONS
     credential_env = ("CURSOR_API_KEY",)
 
     def __init__(self, *, output_format: str = "json", **kwargs: Any) -> None:

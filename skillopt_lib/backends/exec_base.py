@@ -27,7 +27,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
-from skillopt_lib.agents import CLI_INSTALL_HINT, PROJECT_SKILL_DIRS, TOOL_HOME_ENV, AgentTool
+from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.backends.base import Usage
 from skillopt_lib.errors import ExternalToolError
 from skillopt_lib.skill import SkillBundle
@@ -455,7 +455,7 @@ def find_cli(
     shown = configured or " or ".join(names)
     raise ExternalToolError(
         f"the {tool.value} CLI ({shown}) was not found",
-        hint=f"install it ({CLI_INSTALL_HINT[tool]}), or set tools.{tool.value}.cli to its path",
+        hint=f"install it ({spec(tool).install_hint}), or set tools.{tool.value}.cli to its path",
     )
 
 
@@ -501,10 +501,10 @@ def version_warning(tool: AgentTool, version: str | None, tested: tuple[str, str
 
 def default_user_tool_home(tool: AgentTool) -> Path:
     """The user's own config home of a tool (used only to copy credentials from)."""
-    env_var, rel = TOOL_HOME_ENV[tool]
-    if env_var and os.environ.get(env_var):
-        return Path(os.environ[env_var]).expanduser()
-    return Path(os.environ.get("HOME") or Path.home()) / rel
+    row = spec(tool)
+    if row.home_env and os.environ.get(row.home_env):
+        return Path(os.environ[row.home_env]).expanduser()
+    return Path(os.environ.get("HOME") or Path.home()) / row.home_default
 
 
 def copy_private(src: Path, dst: Path) -> bool:
@@ -535,14 +535,12 @@ def write_private(path: Path, text: str) -> None:
 class CliExecBackend:
     """Common behaviour of the CLI backends: locating the executable, installing skills, running.
 
-    Subclasses set `tool`, `executables`, `tested_versions`, `credential_env` and implement `build_argv`,
-    `prepare_home` and `interpret`.
+    Subclasses set `tool` and `credential_env` and implement `build_argv`, `prepare_home` and `interpret`;
+    the executables and tested versions come from the tool's row in `agents.TOOLS`.
     """
 
     name: str = ""
     tool: AgentTool = AgentTool.CLAUDE_CODE
-    executables: tuple[str, ...] = ()
-    tested_versions: tuple[str, str] = ("0.0.0", "0.0.0")
     # Provider credentials and endpoints passed through to the CLI when set in the caller's environment.
     credential_env: tuple[str, ...] = ()
 
@@ -569,7 +567,9 @@ class CliExecBackend:
     def executable(self) -> str:
         """Resolve the CLI once; raises ExternalToolError naming the npm package when it is missing."""
         if self._exe is None:
-            self._exe = find_cli(self.tool, self.executables, self.cli, path=self._env().get("PATH"))
+            self._exe = find_cli(
+                self.tool, spec(self.tool).executables, self.cli, path=self._env().get("PATH")
+            )
         return self._exe
 
     def preflight(self) -> list[str]:
@@ -577,8 +577,9 @@ class CliExecBackend:
         exe = self.executable()
         if self._warnings is None:
             self._warnings = []
-            if self.check_version:
-                w = version_warning(self.tool, cli_version(exe), self.tested_versions)
+            tested = spec(self.tool).tested_versions
+            if self.check_version and tested is not None:
+                w = version_warning(self.tool, cli_version(exe), tested)
                 if w:
                     self._warnings.append(w)
         return list(self._warnings)
@@ -593,13 +594,13 @@ class CliExecBackend:
 
     # -- skills
     def skill_dir(self, workspace: Path, skill_name: str) -> Path:
-        return workspace / PROJECT_SKILL_DIRS[self.tool][0] / skill_name
+        return workspace / spec(self.tool).project_skill_dirs[0] / skill_name
 
     def install_skill(self, workspace: Path, skill: SkillBundle) -> Path:
         """Write the candidate where the tool reads project skills, removing same-named copies the tool would
         also read (in this throwaway workspace only), so nothing shadows the candidate."""
         name = skill.name or "skill"
-        for rel in PROJECT_SKILL_DIRS[self.tool]:
+        for rel in spec(self.tool).project_skill_dirs:
             other = workspace / rel / name
             if other.exists() or other.is_symlink():
                 if other.is_dir() and not other.is_symlink():
@@ -649,7 +650,7 @@ class CliExecBackend:
         except OSError as exc:
             raise ExternalToolError(
                 f"could not start the {self.tool.value} CLI {exe}: {exc.strerror or exc}",
-                hint=f"check the installation ({CLI_INSTALL_HINT[self.tool]})",
+                hint=f"check the installation ({spec(self.tool).install_hint})",
             ) from None
         result = self.interpret(outcome, limits)
         result.tool = self.tool.value

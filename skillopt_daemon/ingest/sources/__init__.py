@@ -7,36 +7,34 @@ nothing unredacted can leave any of them.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.ingest.redact import Redactor
 from skillopt_daemon.ingest.sources.base import BaseSource, Source
-from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
-from skillopt_daemon.ingest.sources.codex import CodexSource
-from skillopt_daemon.ingest.sources.copilot import CopilotSource
-from skillopt_daemon.ingest.sources.copilot_vscode import CopilotVSCodeSource
-from skillopt_daemon.ingest.sources.cursor import CursorSource
-from skillopt_daemon.ingest.sources.devin import DevinSource
-from skillopt_daemon.ingest.sources.openclaw import OpenClawSource
-from skillopt_lib.agents import AgentTool
+from skillopt_lib.agents import TOOLS, AgentTool
 
 if TYPE_CHECKING:
     from skillopt_daemon.core.config import Settings
 
-# One entry per AgentTool; tools with several log formats have extra readers in EXTRA_SOURCES.
-SOURCES: dict[AgentTool, type[BaseSource]] = {
-    AgentTool.CLAUDE_CODE: ClaudeCodeSource,
-    AgentTool.CODEX: CodexSource,
-    AgentTool.COPILOT: CopilotSource,
-    AgentTool.CURSOR: CursorSource,
-    AgentTool.DEVIN: DevinSource,
-    AgentTool.OPENCLAW: OpenClawSource,
-}
-# Further readers for a tool: VS Code's Copilot Chat stores its sessions apart from the Copilot CLI.
+
+def _reader(tool: AgentTool, module: str) -> type[BaseSource]:
+    """The reader class in `sources.<module>` for `tool` (the module named by the tool's row)."""
+    mod = importlib.import_module(f"{__name__}.{module}")
+    for obj in vars(mod).values():
+        mine = isinstance(obj, type) and issubclass(obj, BaseSource) and obj.__module__ == mod.__name__
+        if mine and getattr(obj, "tool", None) == tool:
+            return obj
+    raise ImportError(f"{mod.__name__} defines no reader for {tool.value}")
+
+
+# One reader per tool, and further readers for tools with several log formats (VS Code's Copilot Chat
+# stores its sessions apart from the Copilot CLI), both from the tools' rows in `agents.TOOLS`.
+SOURCES: dict[AgentTool, type[BaseSource]] = {tool: _reader(tool, row.source) for tool, row in TOOLS.items()}
 EXTRA_SOURCES: dict[AgentTool, list[type[BaseSource]]] = {
-    AgentTool.COPILOT: [CopilotVSCodeSource],
+    tool: [_reader(tool, m) for m in row.extra_sources] for tool, row in TOOLS.items() if row.extra_sources
 }
 
 

@@ -1,6 +1,7 @@
-"""Installers by agent tool. To add a tool, add one line to INSTALLERS naming its installer class.
+"""Installers by agent tool: the module each tool's row in `agents.TOOLS` names (`installer`).
 
-Classes are imported only when asked for, so one tool's broken or missing module never stops another's.
+A module is imported only when its tool is asked for, so one tool's broken module never stops another's;
+its installer is the `FolderInstaller` subclass whose `tool` is that tool.
 """
 
 from __future__ import annotations
@@ -16,17 +17,11 @@ from skillopt_daemon.registry.installers.base import (
     atomic_write,
     scan_folder,
 )
-from skillopt_lib.agents import AgentTool
+from skillopt_lib.agents import TOOLS, AgentTool
 from skillopt_lib.errors import NotFoundError
 
-INSTALLERS: dict[AgentTool, str] = {
-    AgentTool.CLAUDE_CODE: "skillopt_daemon.registry.installers.claude_code:ClaudeCodeInstaller",
-    AgentTool.CODEX: "skillopt_daemon.registry.installers.codex:CodexInstaller",
-    AgentTool.COPILOT: "skillopt_daemon.registry.installers.copilot:CopilotInstaller",
-    AgentTool.CURSOR: "skillopt_daemon.registry.installers.cursor:CursorInstaller",
-    AgentTool.DEVIN: "skillopt_daemon.registry.installers.devin:DevinInstaller",
-    AgentTool.OPENCLAW: "skillopt_daemon.registry.installers.openclaw:OpenClawInstaller",
-}
+# Every tool skillopt can install skills for.
+INSTALLERS: tuple[AgentTool, ...] = tuple(TOOLS)
 
 
 def has_installer(tool: AgentTool) -> bool:
@@ -34,16 +29,19 @@ def has_installer(tool: AgentTool) -> bool:
 
 
 def get_installer(tool: AgentTool) -> Installer:
-    spec = INSTALLERS.get(tool)
-    if spec is None:
+    """A fresh installer for `tool`; NotFoundError when skillopt has none for it."""
+    if tool not in INSTALLERS:
         known = ", ".join(t.value for t in INSTALLERS)
         raise NotFoundError(
             f"skillopt cannot install skills for {tool.value} yet",
             hint=f"tools with an installer: {known}",
         )
-    module, _, cls = spec.partition(":")
-    installer: Installer = getattr(importlib.import_module(module), cls)()
-    return installer
+    module = importlib.import_module(f"{__name__}.{TOOLS[tool].installer}")
+    for obj in vars(module).values():
+        if isinstance(obj, type) and issubclass(obj, FolderInstaller) and getattr(obj, "tool", None) == tool:
+            installer: Installer = obj()
+            return installer
+    raise NotFoundError(f"{module.__name__} defines no installer for {tool.value}")
 
 
 __all__ = [

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from skillopt_daemon.core import paths
-from skillopt_lib.agents import PROJECT_SKILL_DIRS, AgentTool
+from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
 from skillopt_lib.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
 
@@ -297,7 +297,7 @@ class FolderInstaller:
         raise NotImplementedError
 
     def project_locations(self, project: Path) -> list[Location]:
-        return [Location(project / rel, project) for rel in PROJECT_SKILL_DIRS[self.tool][:1]]
+        return [Location(project / rel, project) for rel in spec(self.tool).project_skill_dirs[:1]]
 
     # -- where ---------------------------------------------------------------------------------------------
 
