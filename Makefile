@@ -23,6 +23,7 @@ agent-clis:
 lint: setup
 	$(BIN)/ruff check skillopt_lib skillopt_daemon tests benchmarks
 	$(BIN)/ruff format --check skillopt_lib skillopt_daemon tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy

@@ -7,6 +7,8 @@ commands are idempotent and take `--dry-run`, which lists every file they would 
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,6 +183,7 @@ def register(app: typer.Typer) -> None:
     @app.command("mcp")
     def mcp_cmd() -> None:
         """Serve the review tools (status, diff, approve, reject, rollback, sleep) over MCP on stdio."""
-        from skillopt_daemon.mcp.server import run_stdio
-
-        run_stdio()
+        # The MCP server is a face of its own: this process becomes it (same stdio, same environment), so
+        # the CLI never imports another face.
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "skillopt_daemon.mcp"])
