@@ -26,8 +26,20 @@ _app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from skillopt_lib import __version__
+
+        typer.echo(f"skillopt {__version__}")
+        raise typer.Exit(0)
+
+
 @_app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+    ),
+) -> None:
     # A callback keeps `skillopt` a command group when `main` loads a module with a single command
     # (doctor, ui); without it typer would run that command as the whole program and reject its name.
     pass
@@ -109,9 +121,9 @@ def main() -> None:
     try:
         _app_for(sys.argv[1:])(standalone_mode=False)
     except SkillOptError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
-        if exc.hint:
-            err_console.print(f"[dim]→ {escape(exc.hint)}[/]", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+        if exc.hint:  # hints hold commands to copy: never wrapped
+            err_console.print(f"[dim]→ {escape(exc.hint)}[/]", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

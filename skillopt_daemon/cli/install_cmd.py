@@ -112,10 +112,24 @@ def register(app: typer.Typer) -> None:
             False, "--dry-run", help="list every file it would touch; change nothing"
         ),
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+        print_plugin_dir: bool = typer.Option(
+            False,
+            "--print-plugin-dir",
+            help="claude-code only: print the folder of the Claude Code plugin and marketplace shipped in "
+            "this installation (for `claude --plugin-dir DIR` or `/plugin marketplace add DIR`), install nothing",
+        ),
     ) -> None:
         """Install skillopt's integration for an agent tool, and send approved skills there from now on."""
         from skillopt_daemon import integrations
 
+        if print_plugin_dir:
+            if _tool(tool) is not AgentTool.CLAUDE_CODE:
+                raise SkillOptError(
+                    "--print-plugin-dir is for claude-code: the other tools have no plugin folder",
+                    hint=f"skillopt install {tool} places that tool's files",
+                )
+            console.print(str(integrations.plugin_dir()), highlight=False, soft_wrap=True)
+            return
         with _skills_progress() as progress:
             report = integrations.install(
                 _tool(tool),
@@ -164,7 +178,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """Write approved skills as Devin Knowledge entries and Playbooks (JSON bodies for Devin's API)."""
-        from skillopt_daemon.integrations.devin_export import export_approved
+        from skillopt_daemon.integrations.devin_export import export_approved, send_commands
 
         done = export_approved(out, skills or (), pinned_repo=pinned_repo)
         if as_json:
@@ -174,11 +188,9 @@ def register(app: typer.Typer) -> None:
             console.print(
                 f"{d.skill} ({d.label}): {d.knowledge}  {d.playbook}", highlight=False, soft_wrap=True
             )
-        console.print(
-            f"exported {len(done)} skill(s); send them with: curl -X POST https://api.devin.ai/v1/knowledge "
-            "-H 'Authorization: Bearer $DEVIN_API_KEY' -H 'Content-Type: application/json' --data @FILE",
-            soft_wrap=True,
-        )
+        console.print(f"exported {len(done)} skill(s); send them to Devin with:")
+        for command in send_commands(out):
+            console.print(command, highlight=False, soft_wrap=True, markup=False)
 
     @app.command("mcp")
     def mcp_cmd() -> None:

@@ -123,6 +123,22 @@ def write_export(
     return out
 
 
+API_BASE = "https://api.devin.ai/v1"
+
+
+def send_commands(out_dir: Path) -> list[str]:
+    """The shell commands that send an export to Devin's API: every Knowledge entry and every Playbook.
+
+    The token stays in the user's environment (`$DEVIN_API_KEY`, in double quotes so the shell expands it);
+    skillopt never holds it.
+    """
+    header = '-H "Authorization: Bearer $DEVIN_API_KEY" -H "Content-Type: application/json"'
+    return [
+        f'for f in "{out_dir}"/{kind}/*.json; do curl -sS -X POST {API_BASE}/{kind} {header} --data @"$f"; done'
+        for kind in ("knowledge", "playbooks")
+    ]
+
+
 def export_approved(
     out_dir: Path, skills: Sequence[str] = (), *, pinned_repo: str | None = None
 ) -> list[ExportedSkill]:

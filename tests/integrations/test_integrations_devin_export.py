@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from integ_helpers import Env, approve_skill, propose_skill
 
@@ -41,3 +45,37 @@ def test_export_writes_only_approved_versions(env: Env, cli) -> None:
     assert set(playbook) == {"title", "body", "macro"}
     res = cli("devin-export", "lint", "--out", str(out))
     assert res.code == 3 and "no approved version" in res.err
+
+
+def test_the_printed_send_commands_post_knowledge_and_playbooks_with_the_users_token(
+    env: Env, tmp_path: Path
+) -> None:
+    """What `devin-export` tells the user to run works as printed: the token variable expands, both the
+    Knowledge entries and the Playbooks are sent, and no command is split across lines."""
+    approve_skill(
+        "py-tests", "Use when running Python tests.", "Run pytest -q.\n", f"devin:project:{env.project}"
+    )
+    out = tmp_path / "a folder with a rather long name so the commands exceed eighty columns" / "export"
+    exe = Path(sys.executable).with_name("skillopt")
+    res = subprocess.run([str(exe), "devin-export", "--out", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    commands = [line for line in res.stdout.splitlines() if "curl" in line]
+    assert len(commands) == 2, res.stdout
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "curl.log"
+    fake = bin_dir / "curl"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" "--" >> "{log}"\n')
+    fake.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    for command in commands:
+        run = subprocess.run(
+            ["bash", "-c", command], env={**os.environ, "PATH": path, "DEVIN_API_KEY": "apk_user_123"}
+        )
+        assert run.returncode == 0, command
+    calls = [c.strip("\n").split("\n") for c in log.read_text().split("--\n") if c.strip()]
+    urls = sorted(next(a for a in call if a.startswith("https://")) for call in calls)
+    assert urls == ["https://api.devin.ai/v1/knowledge", "https://api.devin.ai/v1/playbooks"]
+    for call in calls:
+        assert "Authorization: Bearer apk_user_123" in call
+        assert any(a.startswith("@") and a.endswith("py-tests.json") for a in call)
