@@ -107,6 +107,10 @@ class ClaudeCodeBackend(CliExecBackend):
         allowed = limits.allowed_tools if limits.allowed_tools is not None else self.allowed_tools
         if allowed:
             argv += ["--allowedTools", ",".join(allowed)]
+        elif limits.allowed_tools is not None:
+            # Explicitly none (the CLI as a chat model): offer the model no tool at all, rather than
+            # offering them and denying each call after the model spent a turn on it.
+            argv += ["--tools", ""]
         if limits.denied_tools:
             argv += ["--disallowedTools", ",".join(limits.denied_tools)]
         if limits.max_turns:

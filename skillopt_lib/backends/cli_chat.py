@@ -18,6 +18,8 @@ from skillopt_lib.errors import BackendError
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
 JSON_REMINDER = "Answer with the JSON object only: no prose, no code fences, no tool use."
+# How a run ends when the model spent its one turn on a tool call instead of an answer.
+STRAY_TOOL_STATUSES = (ExecStatus.MAX_TURNS, ExecStatus.PERMISSION_DENIED, ExecStatus.ERROR)
 
 
 def render_prompt(messages: list[ChatMessage], system: str | None, json_mode: bool) -> str:
@@ -63,6 +65,15 @@ class CliChatBackend:
         result = replay(
             ReplayTask(prompt=prompt, id="chat"), self.agent, SandboxConfig(root=self._root), limits=limits
         )
+        if result.tool_calls and result.status in STRAY_TOOL_STATUSES:
+            # The model tried to use a tool it was not given: a bad reply, like one that is not JSON. The
+            # caller's retry policy asks again; a whole night must not fail on one stray call.
+            return ChatResponse(
+                text=result.final_message or "",
+                usage=result.usage,
+                model=self.model,
+                finish_reason="tool_use",
+            )
         if result.status is not ExecStatus.OK or not result.final_message:
             raise BackendError(
                 f"the {self.agent.tool.value} CLI used as a chat model failed: {result.error or result.status.value}",
