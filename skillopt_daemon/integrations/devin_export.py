@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skillopt_daemon.registry.installers.base import atomic_write
+from skillopt_daemon.core.fsio import atomic_write
 from skillopt_lib.errors import NotFoundError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
