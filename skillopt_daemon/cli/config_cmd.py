@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from skillopt_daemon.cli.output import console, err_console, print_json
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings, _explain, is_secret_key, load_settings, masked
-from skillopt_daemon.registry.installers.base import atomic_write
+from skillopt_daemon.core.fsio import atomic_write
 from skillopt_lib.errors import ConfigError
 
 if sys.version_info >= (3, 11):

@@ -1,49 +1,62 @@
-from skillopt_daemon.integrations.setup import (
-    DEFAULT_SCOPE,
+"""skillopt's own integration with each agent tool: what `skillopt install TOOL` places, and undoing it.
+
+Import from here. Behind it: `shipped` (the files skillopt ships), `manifest` (what each integration
+placed), `placements` (the kinds of change and how each is undone), `hooks` (hook commands and MCP
+entries), `plan` (what each tool gets), `setup` (install and uninstall) and `doctor` (status checks).
+Integrations use only the registry's public API.
+"""
+
+from skillopt_daemon.integrations.doctor import (
+    IntegrationStatus,
+    doctor_checks,
+    doctor_report,
+    doctor_section,
+    status,
+    tool_version,
+)
+from skillopt_daemon.integrations.hooks import (
     HOOK_MARKER,
     HOOK_TIMEOUT_S,
-    SECTION_NAME,
-    SKILL_NAME,
-    SUPPORTED_SCOPES,
+    hook_command,
+    mcp_entry,
+    skillopt_executable,
+)
+from skillopt_daemon.integrations.manifest import (
+    Target,
+    install_targets,
+    manifest_path,
+    manifests_dir,
+    target_dict,
+    target_file_key,
+)
+from skillopt_daemon.integrations.placements import (
     Action,
     FilePlacement,
-    IntegrationStatus,
     JsonMerge,
     JsonPlacement,
     Op,
     Placement,
     Progress,
     Report,
-    Scope,
     SectionPlacement,
-    Target,
-    check_inside,
-    check_writable,
-    copilot_instructions_only,
+)
+from skillopt_daemon.integrations.plan import (
+    DEFAULT_SCOPE,
+    SUPPORTED_SCOPES,
+    Scope,
     detect,
-    doctor_checks,
-    doctor_report,
-    doctor_section,
-    hook_command,
-    install,
-    install_targets,
+    plan_placements,
+    resolve_target,
+    skill_roots,
+)
+from skillopt_daemon.integrations.setup import install, uninstall
+from skillopt_daemon.integrations.shipped import (
+    SECTION_NAME,
+    SKILL_NAME,
     integration_dir,
     integrations_root,
-    manifest_path,
-    manifests_dir,
-    mcp_entry,
-    plan_placements,
     plugin_dir,
-    resolve_target,
-    sha256_bytes,
     shipped_skill,
-    skill_roots,
-    skillopt_executable,
-    status,
-    target_dict,
-    target_file_key,
-    tool_version,
-    uninstall,
 )
 
 __all__ = [
@@ -67,9 +80,6 @@ __all__ = [
     "manifests_dir",
     "manifest_path",
     "install_targets",
-    "sha256_bytes",
-    "check_writable",
-    "check_inside",
     "FilePlacement",
     "SectionPlacement",
     "JsonMerge",
@@ -80,7 +90,6 @@ __all__ = [
     "hook_command",
     "mcp_entry",
     "skill_roots",
-    "copilot_instructions_only",
     "plan_placements",
     "resolve_target",
     "detect",

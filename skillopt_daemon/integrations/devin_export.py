@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skillopt_daemon.registry.installers.base import atomic_write
+from skillopt_daemon.core.fsio import atomic_write
+from skillopt_daemon.registry import open_registry
 from skillopt_lib.errors import NotFoundError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
@@ -143,8 +144,6 @@ def export_approved(
     out_dir: Path, skills: Sequence[str] = (), *, pinned_repo: str | None = None
 ) -> list[ExportedSkill]:
     """Export each skill's current approved version (all skills when none are named)."""
-    from skillopt_daemon.registry import open_registry
-
     reg, _notes = open_registry(actor="devin-export")
     try:
         names = list(skills) or reg.skill_names()

@@ -1,5 +1,12 @@
-from skillopt_daemon.registry.versions import (
-    LOCK_TIMEOUT_S,
+"""The registry layer: skill versions, where they are installed, and the installers that write them.
+
+Import from here; the modules behind it (`models`, `content`, `versions`, `targets`, `drift`, `installs`,
+`imports`, `book`) are how it is built, not its interface.
+"""
+
+from skillopt_daemon.registry.book import Registry, open_registry
+from skillopt_daemon.registry.installs import LOCK_TIMEOUT_S
+from skillopt_daemon.registry.models import (
     ORIGINS,
     ApproveResult,
     Event,
@@ -7,12 +14,11 @@ from skillopt_daemon.registry.versions import (
     HandEdit,
     ImportResult,
     InstallOutcome,
+    IntegrationTarget,
     Origin,
-    Registry,
     State,
     TargetState,
     Version,
-    open_registry,
 )
 
 __all__ = [
@@ -28,6 +34,7 @@ __all__ = [
     "HandEdit",
     "ApproveResult",
     "ImportResult",
+    "IntegrationTarget",
     "Registry",
     "open_registry",
 ]

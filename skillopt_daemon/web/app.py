@@ -260,9 +260,7 @@ def create_app(settings: Settings, token: str | None = None) -> FastAPI:
         targets = [ts.target.key for ts in reg.targets(v.skill) if ts.enabled]
         if not targets and not reg.targets(v.skill):
             # A new skill goes where skillopt's integration is installed, as `skillopt approve` does.
-            from skillopt_daemon.integrations import install_targets
-
-            targets = [t.key for t in install_targets()]
+            targets = [i.target.key for i in reg.integration_targets()]
         return render(
             request,
             "proposal.html",

@@ -7,6 +7,8 @@ its installer is the `FolderInstaller` subclass whose `tool` is that tool.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Collection
+from pathlib import Path
 
 from skillopt_daemon.registry.installers.base import (
     FolderInstaller,
@@ -14,7 +16,8 @@ from skillopt_daemon.registry.installers.base import (
     InstallPlan,
     InstallTarget,
     Location,
-    atomic_write,
+    check_inside,
+    check_writable,
     scan_folder,
 )
 from skillopt_lib.agents import TOOLS, AgentTool
@@ -28,8 +31,12 @@ def has_installer(tool: AgentTool) -> bool:
     return tool in INSTALLERS
 
 
-def get_installer(tool: AgentTool) -> Installer:
-    """A fresh installer for `tool`; NotFoundError when skillopt has none for it."""
+def get_installer(tool: AgentTool, *, instruction_projects: Collection[Path] = ()) -> Installer:
+    """A fresh installer for `tool`; NotFoundError when skillopt has none for it.
+
+    `instruction_projects`: projects whose integration asked for instruction files instead of skill folders
+    (see `Registry.installer`, which knows them).
+    """
     if tool not in INSTALLERS:
         known = ", ".join(t.value for t in INSTALLERS)
         raise NotFoundError(
@@ -39,7 +46,7 @@ def get_installer(tool: AgentTool) -> Installer:
     module = importlib.import_module(f"{__name__}.{TOOLS[tool].installer}")
     for obj in vars(module).values():
         if isinstance(obj, type) and issubclass(obj, FolderInstaller) and getattr(obj, "tool", None) == tool:
-            installer: Installer = obj()
+            installer: Installer = obj(instruction_projects=instruction_projects)
             return installer
     raise NotFoundError(f"{module.__name__} defines no installer for {tool.value}")
 
@@ -51,7 +58,8 @@ __all__ = [
     "InstallTarget",
     "Installer",
     "Location",
-    "atomic_write",
+    "check_inside",
+    "check_writable",
     "get_installer",
     "has_installer",
     "scan_folder",

@@ -15,17 +15,20 @@ and records intents and results; installers only touch files.
 
 from __future__ import annotations
 
-import hashlib
 import os
+import shlex
 import shutil
+import stat
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from skillopt_daemon.core import paths
+from skillopt_daemon.core.config import tool_home
+from skillopt_daemon.core.fsio import atomic_write, fsync_dir, sha256_bytes
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
 from skillopt_lib.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
@@ -151,31 +154,83 @@ class InstallPlan:
 
 @runtime_checkable
 class Installer(Protocol):
-    """What the registry needs from a tool's installer. `FolderInstaller` implements all of it."""
+    """What the registry needs from a tool's installer; `FolderInstaller` implements all of it.
+
+    An installer only touches files: the registry decides what to install, records intents and results,
+    and holds the install lock around every call that writes. Installers keep no state between calls
+    beyond their configuration, so one object may be used from several threads as long as writes to one
+    target are serialized (the registry's lock does that). Paths in the `{path: sha256}` maps they return
+    are absolute; a symlink is recorded as `link:<where it points>`.
+
+    Optional members: none; a tool whose files differ from `<root>/<name>/SKILL.md` (Copilot's
+    instruction-only projects) overrides the methods it needs and keeps the same contracts.
+    """
 
     tool: AgentTool
 
-    def locations(self, target: InstallTarget) -> list[Location]: ...
+    def locations(self, target: InstallTarget) -> list[Location]:
+        """The skills roots `target` reads, first one first.
 
-    def prepare(self, bundle: SkillBundle) -> SkillBundle: ...
+        Returns an empty list when the target reads no skill folders (an instruction-only project). Raises
+        ValueError for a target of another tool; never touches the disk.
+        """
+        ...
 
-    def discover(self, target: InstallTarget) -> list[Path]: ...
+    def prepare(self, bundle: SkillBundle) -> SkillBundle:
+        """`bundle` adapted to what the tool accepts (the bundle itself when nothing changes).
 
-    def scan(self, target: InstallTarget, name: str) -> dict[str, str]: ...
+        Pure: never raises for a valid bundle and never touches the disk.
+        """
+        ...
 
-    def expected(self, target: InstallTarget, name: str, bundle: SkillBundle) -> dict[str, str]: ...
+    def discover(self, target: InstallTarget) -> list[Path]:
+        """The skill folders present at `target`, sorted by name; the first root wins a name found twice.
 
-    def check_writable(self, target: InstallTarget, name: str) -> None: ...
+        Never raises for a missing root (it holds no skills); only reads.
+        """
+        ...
 
-    def plan(
-        self, target: InstallTarget, name: str, bundle: SkillBundle, backup: Path | None
-    ) -> InstallPlan: ...
+    def scan(self, target: InstallTarget, name: str) -> dict[str, str]:
+        """`{path: sha256}` of what is on disk for skill `name` at `target` now; empty when nothing is.
+
+        Only reads; never raises for a missing folder. This is what hand edits are detected against.
+        """
+        ...
+
+    def expected(self, target: InstallTarget, name: str, bundle: SkillBundle) -> dict[str, str]:
+        """What `scan` returns right after `install(bundle)` succeeds. Pure; never touches the disk."""
+        ...
+
+    def check_writable(self, target: InstallTarget, name: str) -> None:
+        """Refuse, before anything is written, a target that cannot be written safely.
+
+        Raises InstallError (a file where a folder should be, a symlink leading outside the tool's folder,
+        a folder owned by another user or read-only). Only reads; returns None when the install may go on.
+        """
+        ...
+
+    def plan(self, target: InstallTarget, name: str, bundle: SkillBundle, backup: Path | None) -> InstallPlan:
+        """What `install` would do, file by file (the dry run). Only reads; never raises for a missing folder."""
+        ...
 
     def install(
         self, target: InstallTarget, name: str, bundle: SkillBundle, install_id: str, backup: Path | None
-    ) -> dict[str, str]: ...
+    ) -> dict[str, str]:
+        """Write `bundle` as skill `name` at `target` so readers see the old version or the new, never a mix.
 
-    def recover(self, target: InstallTarget, name: str, install_id: str, new: Mapping[str, str]) -> bool: ...
+        `install_id` names the staged and set-aside folders so `recover(install_id)` can settle a crash;
+        `backup`, when given, receives a copy of what was replaced. Returns `scan()` afterwards. Raises
+        InstallError or ConflictError with the disk as it was; call only under the registry's install lock.
+        """
+        ...
+
+    def recover(self, target: InstallTarget, name: str, install_id: str, new: Mapping[str, str]) -> bool:
+        """Settle the install `install_id` interrupted by a crash: finish it when every location already
+        holds `new`, else put the old files back. Returns True when `new` is on disk afterwards.
+
+        Raises OSError only when the disk refuses a rename; call only under the registry's install lock.
+        """
+        ...
 
     def uninstall(
         self,
@@ -184,45 +239,73 @@ class Installer(Protocol):
         installed: Mapping[str, str],
         restore: SkillBundle | None,
         force: bool = False,
-    ) -> list[Path]: ...
+    ) -> list[Path]:
+        """Remove the files skillopt placed (`installed`), then write `restore` back when given.
+
+        Raises ConflictError, touching nothing, when a placed file was edited since and `force` is False.
+        Returns the paths removed; call only under the registry's install lock.
+        """
+        ...
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+# -- the rules for writing into a tool's folders, shared with the integrations ---------------------------
 
 
-def fsync_dir(path: Path) -> None:
+def check_inside(root: Path, path: Path) -> None:
+    """Refuse `path` when a symlink on the way from `root` leads outside `root` (the tool's own folder).
+
+    Raises InstallError; only reads. Links that stay inside `root` are followed.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        rel = path.relative_to(root)
+    except ValueError:
+        raise InstallError(f"{path} is not inside {root}") from None
+    real_root = root.resolve()
+    current = root
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            real = current.resolve()
+            if real != real_root and real_root not in real.parents:
+                raise InstallError(
+                    f"{current} is a symlink to {real}, outside {root}; skillopt will not follow it",
+                    hint="remove the symlink (or point it inside the folder) and run the command again",
+                )
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Temp file in the same folder, fsync, rename: readers see the old bytes or the new, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{time.monotonic_ns()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+def check_writable(path: Path, *, folder: bool = False) -> None:
+    """Refuse `path` when its nearest existing ancestor is a file, belongs to another user or is read-only.
+
+    `folder`: `path` itself must be (or become) a folder, so an existing file there is refused too.
+    Checked from the mode bits as well as `os.access`, so a folder made read-only is refused even for root.
+    Raises InstallError; only reads.
+    """
+    probe = path
+    while not probe.exists() and not probe.is_symlink():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    fsync_dir(path.parent)
+        st = probe.stat()
+    except OSError as exc:
+        raise InstallError(f"cannot inspect {probe}: {exc.strerror}") from None
+    if (probe != path or folder) and not stat.S_ISDIR(st.st_mode):
+        raise InstallError(
+            f"{probe} is a file, not a folder; skillopt cannot write "
+            + ("into it" if probe == path else f"{path.relative_to(probe)} inside it"),
+            hint=f"move {probe} out of the way, or install to another target",
+        )
+    if st.st_uid != os.geteuid():
+        raise InstallError(
+            f"{probe} belongs to another user (uid {st.st_uid}); skillopt will not write there",
+            hint="run skillopt as the user who owns that folder, or choose another --scope / --project",
+        )
+    need = os.W_OK | (os.X_OK if stat.S_ISDIR(st.st_mode) else 0)
+    if not os.access(probe, need) or not st.st_mode & stat.S_IWUSR:
+        raise InstallError(
+            f"{probe} is read-only; skillopt cannot write there",
+            hint=f"make it writable (chmod u+w {shlex.quote(str(probe))}) or pick another --scope/--project",
+        )
 
 
 def _file_mode(rel: str, data: bytes) -> int:
@@ -265,30 +348,23 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _within(path: Path, base: Path) -> bool:
-    try:
-        path.relative_to(base)
-        return True
-    except ValueError:
-        return False
-
-
 class FolderInstaller:
     """A tool that reads skills as `<root>/<name>/SKILL.md`. Subclasses give the roots for each scope."""
 
     tool: AgentTool
 
-    def __init__(self, home: Path | None = None) -> None:
+    def __init__(self, home: Path | None = None, *, instruction_projects: Collection[Path] = ()) -> None:
         # None: resolved at each call, so a changed tool variable (CLAUDE_CONFIG_DIR, ...) or config is honoured.
         self._home = home
+        # Projects whose integration was installed for instruction files instead of skill folders (the
+        # registry knows them); only a tool with such a mode (Copilot) reads this.
+        self.instruction_projects = frozenset(Path(p) for p in instruction_projects)
 
     def home(self) -> Path:
         """The tool's own home folder: as given, else from config and the tool's variable."""
         if self._home is not None:
             return self._home
         try:
-            from skillopt_daemon.core.config import tool_home
-
             return tool_home(self.tool)
         except Exception:  # a broken config must not stop installs to the default folder
             return paths.default_tool_home(self.tool)
@@ -345,35 +421,14 @@ class FolderInstaller:
     def check_writable(self, target: InstallTarget, name: str) -> None:
         """Refuse, before anything is written, a folder we cannot write or that leads outside its tree."""
         for loc in self.locations(target):
-            root = loc.root
-            base = loc.base.resolve() if loc.base.exists() else loc.base.absolute()
-            # The deepest existing ancestor decides where the root really is.
-            probe = root
-            while not probe.exists() and probe != probe.parent:
-                probe = probe.parent
-            real = probe.resolve()
-            if probe.exists() and not probe.is_dir():
-                raise InstallError(
-                    f"cannot install into {root}: {probe} is a file, not a folder",
-                    hint=f"move {probe} out of the way, or install to another target",
-                )
-            if not _within(real, base) and not _within(base, real):
-                raise InstallError(
-                    f"refusing to install into {root}: it leads to {real}, outside {loc.base}",
-                    hint="a symlinked skills folder must point inside the tool's own folder; "
-                    "replace the link with a folder, or install to another target",
-                )
+            check_inside(loc.base, loc.root)
             skill = loc.skill_dir(name)
             if skill.is_symlink():
                 raise InstallError(
                     f"refusing to install into {skill}: it is a symlink (to {os.readlink(skill)})",
                     hint="skillopt replaces skill folders whole; replace the link with a real folder first",
                 )
-            if not os.access(probe, os.W_OK | os.X_OK):
-                raise InstallError(
-                    f"cannot write to {probe} (permission denied)",
-                    hint=f"make it writable (chmod u+w {probe}) or install to another target",
-                )
+            check_writable(loc.root, folder=True)
 
     def plan(self, target: InstallTarget, name: str, bundle: SkillBundle, backup: Path | None) -> InstallPlan:
         prepared = self.prepare(bundle)

@@ -4,6 +4,7 @@ whichever Codex a user runs finds the same version."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from skillopt_daemon.core import paths
@@ -14,8 +15,14 @@ from skillopt_lib.agents import AgentTool
 class CodexInstaller(FolderInstaller):
     tool = AgentTool.CODEX
 
-    def __init__(self, home: Path | None = None, user_home: Path | None = None) -> None:
-        super().__init__(home)
+    def __init__(
+        self,
+        home: Path | None = None,
+        user_home: Path | None = None,
+        *,
+        instruction_projects: Collection[Path] = (),
+    ) -> None:
+        super().__init__(home, instruction_projects=instruction_projects)
         self._user_home = user_home
 
     def user_locations(self) -> list[Location]:

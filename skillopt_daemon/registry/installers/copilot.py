@@ -4,7 +4,8 @@ Setups without skills support (older editors) only read instruction files. A pro
 integration was installed with `--instructions` gets each approved skill as
 `.github/instructions/<name>.instructions.md` instead: the SKILL.md body under an `applyTo` glob (from the
 skill's `metadata.copilot-apply-to`, default every file) and its description. Files other than SKILL.md
-have no place in an instruction file and are left out.
+have no place in an instruction file and are left out. Which projects those are is registry data (where the
+integration was installed, and how), handed to the installer as `instruction_projects`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from skillopt_daemon.core.fsio import atomic_write, sha256_bytes
 from skillopt_daemon.registry.installers.base import (
     FolderInstaller,
     InstallPlan,
     InstallTarget,
     Location,
     PlannedFile,
-    atomic_write,
-    sha256_bytes,
+    check_inside,
+    check_writable,
 )
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConflictError
@@ -50,11 +52,8 @@ class CopilotInstaller(FolderInstaller):
     # -- instruction-only projects -----------------------------------------------------------------------
 
     def instructions_only(self, target: InstallTarget) -> bool:
-        if target.scope != "project":
-            return False
-        from skillopt_daemon.integrations import copilot_instructions_only
-
-        return copilot_instructions_only(target)
+        """True for a project whose integration was installed with `--instructions` (the registry says)."""
+        return target.scope == "project" and target.project in self.instruction_projects
 
     def instructions_path(self, target: InstallTarget, name: str) -> Path:
         assert target.project is not None
@@ -85,8 +84,6 @@ class CopilotInstaller(FolderInstaller):
             return
         path = self.instructions_path(target, name)
         assert target.project is not None
-        from skillopt_daemon.integrations import check_inside, check_writable
-
         check_inside(target.project, path)
         check_writable(path)
 

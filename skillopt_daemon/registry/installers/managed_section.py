@@ -8,10 +8,10 @@ rule as for whole files. Everything outside the markers is the user's and is kep
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
+from skillopt_daemon.core.fsio import sha256_bytes
 from skillopt_lib.errors import ConflictError, SkillOptError
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -40,7 +40,7 @@ class Section:
 
 def body_hash(body: str) -> str:
     normalized = body.strip("\n").replace("\r\n", "\n")
-    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:HASH_CHARS]
+    return sha256_bytes(normalized.encode("utf-8"))[:HASH_CHARS]
 
 
 def _check_name(name: str) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from skillopt_daemon.registry.installers.base import FolderInstaller, Location
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, SkillDoc
@@ -36,8 +38,6 @@ def single_line_frontmatter(text: str) -> str:
 
 def _one_line(value: object) -> str:
     if isinstance(value, str):
-        import yaml
-
         try:
             plain_ok = "\n" not in value and yaml.safe_load(f"k: {value}") == {"k": value}
         except yaml.YAMLError:

@@ -1,0 +1,46 @@
+"""The files skillopt ships for each tool's integration, and the names they use.
+
+They come from the package (`skillopt_daemon/_integrations`, mapped from `integrations/` when the wheel is
+built) or, in a source checkout, from `integrations/` itself.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.errors import NotFoundError
+
+# The skill that teaches an agent the skillopt CLI, and the name of skillopt's section in instruction files.
+SKILL_NAME = "skillopt"
+SECTION_NAME = "skillopt"
+
+
+def integrations_root() -> Path:
+    """The folder holding `claude-code/`, `codex/`, ...: inside the installed package, else the checkout."""
+    packaged = Path(str(resources.files("skillopt_daemon"))) / "_integrations"
+    if packaged.is_dir():
+        return packaged
+    source = Path(__file__).resolve().parents[2] / "integrations"
+    if source.is_dir():
+        return source
+    raise NotFoundError(
+        "skillopt's integration files are missing from this installation",
+        hint="reinstall skillopt (pip install --force-reinstall skillopt-local)",
+    )
+
+
+def integration_dir(tool: AgentTool) -> Path:
+    return integrations_root() / tool.value
+
+
+def plugin_dir() -> Path:
+    """The Claude Code plugin folder (for `claude --plugin-dir` and `/plugin marketplace add`)."""
+    return integration_dir(AgentTool.CLAUDE_CODE)
+
+
+def shipped_skill(tool: AgentTool) -> dict[str, bytes]:
+    """The `skillopt` skill for a tool, by path relative to the skill folder."""
+    root = integration_dir(tool) / "skills" / SKILL_NAME
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

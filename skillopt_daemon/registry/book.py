@@ -1,0 +1,360 @@
+"""The registry of skill versions: what exists, what is proposed, what is installed where, and why.
+
+Every decision a person or the nightly cycle makes about a skill goes through `Registry`, and the CLI, the
+dashboard and the integrations only call it, so the rules live in one place:
+
+- Versions are immutable and content-addressed (`versions`, `content`); approving, installing and rolling
+  back move the per-target pointer and append audit events. Nothing is deleted.
+- A hand edit wins (`drift`): a difference at a target is imported as a `hand-edit` version and the write
+  is refused unless `force` is given.
+- Installs are crash-safe and serialized (`installs`): an intent row before the first byte, `reconcile()`
+  after a kill, one installing process at a time.
+- Deciding a proposal is a compare-and-set inside one IMMEDIATE transaction: two processes approving the
+  same proposal get one install and one refusal.
+
+`Registry` is the facade over those parts (each a module owning one idea, stacked in that order); this
+module adds the decisions: propose, approve, reject, roll back, uninstall, and reading diffs and history.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from skillopt_daemon.core import paths
+from skillopt_daemon.core.store import open_db
+from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.registry.imports import Imports
+from skillopt_daemon.registry.installers.base import InstallTarget
+from skillopt_daemon.registry.models import (
+    ApproveResult,
+    Event,
+    Evidence,
+    InstallOutcome,
+    Origin,
+    TargetState,
+    Version,
+)
+from skillopt_daemon.registry.versions import new_id
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError, StoreError
+from skillopt_lib.skill import SKILL_FILE, SkillBundle, unified_diff
+
+_T = TypeVar("_T")
+
+
+def _store_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn SQLite's exceptions into errors a user can act on (exit code 5), at the public surface."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError(
+                    "the database is locked by another process",
+                    hint="another skillopt command may be running a long write; try again in a moment",
+                ) from None
+            raise StoreError(f"the database cannot be used: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"the database is corrupt: {exc}",
+                hint="move it aside and run the command again to start a fresh one, or restore a backup",
+            ) from None
+
+    return wrapper
+
+
+def _guard_public(cls: type[_T]) -> type[_T]:
+    """Wrap every public method, the inherited parts' included, with `_store_errors`."""
+    for klass in reversed(cls.__mro__[:-1]):
+        for name, member in vars(klass).items():
+            if not name.startswith("_") and inspect.isfunction(member):
+                setattr(cls, name, _store_errors(member))
+    return cls
+
+
+@_guard_public
+class Registry(Imports):
+    """All registry operations over one open database. `actor` names who acted, for the audit log."""
+
+    # -- proposing -----------------------------------------------------------------------------------------
+
+    def propose(
+        self,
+        skill: str,
+        bundle: SkillBundle,
+        evidence: Mapping[str, Any] | Evidence | None = None,
+        origin: Origin = "proposed",
+        parent: str | None = None,
+        note: str | None = None,
+    ) -> Version:
+        """Register a candidate version for review. It must be a valid skill named `skill`."""
+        if origin not in ("proposed", "trained"):
+            raise ConflictError(f"a proposal's origin is 'proposed' or 'trained', not {origin!r}")
+        bundle.require_valid(folder_name=skill)
+        ev = (
+            evidence.model_dump(exclude_none=True) if isinstance(evidence, Evidence) else dict(evidence or {})
+        )
+        try:
+            Evidence.model_validate(ev)
+        except Exception as exc:
+            raise ConflictError(
+                f"the evidence is not valid: {exc}", hint="see Evidence in the registry docs"
+            ) from None
+        parent_id = self._proposal_parent(skill, parent)
+        if parent_id is not None and self.get_version(parent_id).content_hash == bundle.content_hash:
+            raise ConflictError(
+                f"the proposed {skill} is identical to its parent {self.get_version(parent_id).label}",
+                hint="change something first",
+            )
+        for p in self.list_pending():
+            if p.skill == skill and p.content_hash == bundle.content_hash:
+                raise ConflictError(
+                    f"an identical proposal for {skill} is already pending: {p.short_id}",
+                    hint=f"review it: skillopt diff {p.short_id}",
+                )
+        with self.db.conn:
+            v = self._insert_version(
+                skill, bundle, origin=origin, state="proposed", parent_id=parent_id, evidence=ev, note=note
+            )
+            self._audit(
+                "propose",
+                skill=skill,
+                version_id=v.id,
+                message=f"proposed {v.label} ({origin})" + (f": {note}" if note else ""),
+                detail={"parent_id": parent_id, "content_hash": v.content_hash},
+            )
+        return v
+
+    def _proposal_parent(self, skill: str, parent: str | None) -> str | None:
+        if parent is None:
+            cur = self.current_version(skill) if self._skill_id(skill) is not None else None
+            return cur.id if cur else None
+        pv = self.resolve_id(parent)
+        if pv.skill != skill:
+            raise ConflictError(f"the parent {pv.label} belongs to another skill than {skill}")
+        return pv.id
+
+    # -- deciding ------------------------------------------------------------------------------------------
+
+    def _resolve_targets(
+        self, skill: str, targets: Sequence[InstallTarget | str] | None
+    ) -> list[InstallTarget]:
+        if targets:
+            return [t if isinstance(t, InstallTarget) else InstallTarget.parse(t) for t in targets]
+        found = [ts.target for ts in self.targets(skill) if ts.enabled]
+        if not found and not self.targets(skill):
+            # A new skill: send it wherever the user installed skillopt's integration (`skillopt install`).
+            found = [i.target for i in self.integration_targets()]
+        if not found:
+            raise ConflictError(
+                f"{skill} is not installed anywhere yet, so skillopt does not know where to install it",
+                hint="say where: --target claude-code:user or --target claude-code:project:PATH",
+            )
+        return found
+
+    def approve(
+        self,
+        ref: str,
+        targets: Sequence[InstallTarget | str] | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> ApproveResult:
+        """Accept a proposal and install it to its targets (every enabled target when none are named)."""
+        with self._install_lock():
+            self._reconcile_locked()
+            v = self.resolve_id(ref)
+            self._require_pending(v)
+            chosen = self._resolve_targets(v.skill, targets)
+            if dry_run:
+                return ApproveResult(v, plans=self._plans(v, chosen))
+            edits = self._preflight(v.skill, chosen, force, incoming=v)
+            intents = self._decide_approval(v, chosen, force=force, forced_over_edits=bool(edits))
+            result = ApproveResult(self.get_version(v.id), hand_edits=edits)
+            failure: SkillOptError | None = None
+            for iid, ts in intents:
+                try:
+                    result.installs.append(
+                        self._install_version(v, ts, "install", force=force, intent_id=iid)
+                    )
+                except SkillOptError as exc:
+                    failure = failure or exc
+            if failure is not None:
+                if not result.installs:
+                    self._undo_approval(v)
+                raise failure
+            return result
+
+    def _plans(self, v: Version, targets: list[InstallTarget]) -> list[list[str]]:
+        bundle = self.load_bundle(v.id)
+        backup = paths.backups_dir() / "<install id>"
+        return [self.installer(t.tool).plan(t, v.skill, bundle, backup).lines() for t in targets]
+
+    def _decide_approval(
+        self, v: Version, chosen: list[InstallTarget], *, force: bool, forced_over_edits: bool
+    ) -> list[tuple[str, TargetState]]:
+        """Mark `v` approved and commit one install intent per target, in one transaction."""
+        states = [self.ensure_target(v.skill, t) for t in chosen]
+        bundle = self.load_bundle(v.id)
+        intents: list[tuple[str, TargetState]] = []
+        with self.db.conn:
+            if not self.transition(v.id, "proposed", state="approved", decided_at=utcnow_iso()):
+                self._require_pending(self.get_version(v.id))
+            for ts in states:
+                iid = new_id()
+                want = self.installer(ts.target.tool).expected(ts.target, v.skill, bundle)
+                self._record_intent(iid, v, ts, "approve", want)
+                intents.append((iid, ts))
+            self._audit(
+                "approve",
+                skill=v.skill,
+                version_id=v.id,
+                message=f"approved {v.label}" + (" (--force over hand edits)" if forced_over_edits else ""),
+                detail={"targets": [t.key for t in chosen], "force": force},
+            )
+        return intents
+
+    def _undo_approval(self, v: Version) -> None:
+        with self.db.conn:
+            self.transition(v.id, "approved", state="proposed", decided_at=None)
+            self._audit(
+                "approve-undone",
+                skill=v.skill,
+                version_id=v.id,
+                message=f"{v.label} could not be installed; it is pending again",
+            )
+
+    def _require_pending(self, v: Version) -> None:
+        if v.state != "proposed":
+            when = f" at {v.decided_at}" if v.decided_at else ""
+            raise ConflictError(
+                f"{v.label} ({v.short_id}) was already {v.state}{when}",
+                hint=f"see: skillopt history {v.skill}",
+            )
+
+    def reject(self, ref: str, reason: str) -> Version:
+        if not reason.strip():
+            raise ConflictError("a rejection needs a reason", hint="pass --reason TEXT")
+        v = self.resolve_id(ref)
+        with self.db.conn:
+            if not self.transition(
+                v.id, "proposed", state="rejected", decided_at=utcnow_iso(), decision_reason=reason
+            ):
+                self._require_pending(self.get_version(v.id))
+            self._audit("reject", skill=v.skill, version_id=v.id, message=f"rejected {v.label}: {reason}")
+        return self.get_version(v.id)
+
+    def rollback(
+        self,
+        skill: str,
+        to: str | None = None,
+        targets: Sequence[InstallTarget | str] | None = None,
+        force: bool = False,
+    ) -> list[InstallOutcome]:
+        """Make an older version active again (the parent of the active one, or `to`), as a new event."""
+        self.require_skill(skill)
+        with self._install_lock():
+            self._reconcile_locked()
+            chosen = self._resolve_targets(skill, targets)
+            # Hand edits first: one found now becomes the active version the rollback steps back from.
+            self._preflight(skill, chosen, force)
+            dest_for = [self._rollback_destination(skill, t, to) for t in chosen]
+            out: list[InstallOutcome] = []
+            for ts, dest in dest_for:
+                fresh = self.target_state(skill, ts.target)
+                assert fresh is not None
+                out.append(self._install_version(dest, fresh, "rollback", force=force))
+            return out
+
+    def _rollback_destination(
+        self, skill: str, t: InstallTarget, to: str | None
+    ) -> tuple[TargetState, Version]:
+        ts = self.target_state(skill, t)
+        current = self.get_version(ts.active_version_id) if ts and ts.active_version_id else None
+        if to is not None:
+            dest = self.resolve_id(to if "@" in to or not to.lstrip("vV").isdigit() else f"{skill}@{to}")
+            if dest.skill != skill:
+                raise ConflictError(f"{dest.label} is a version of another skill than {skill}")
+            if dest.state != "approved":
+                raise ConflictError(
+                    f"{dest.label} was never approved (it is {dest.state})",
+                    hint=f"approve it instead: skillopt approve {dest.short_id}",
+                )
+        else:
+            if current is None or current.parent_id is None:
+                raise NotFoundError(
+                    f"{skill} has no earlier version to roll back to at {t}",
+                    hint=f"see the versions: skillopt history {skill}",
+                )
+            dest = self.get_version(current.parent_id)
+        if current is not None and dest.id == current.id:
+            raise ConflictError(f"{dest.label} is already active at {t}")
+        return ts or self.ensure_target(skill, t), dest
+
+    def uninstall(self, skill: str, target: InstallTarget, force: bool = False) -> list[Path]:
+        """Remove what skillopt placed at `target` and restore what was there before its first install."""
+        with self._install_lock():
+            ts = self.target_state(skill, target)
+            if ts is None:
+                raise NotFoundError(f"{skill} is not installed at {target}")
+            changed = self.check_drift(skill, target)
+            if changed is not None and not force:
+                self._import_drift(skill, target, changed)
+                raise ConflictError(
+                    f"{skill} at {target} was edited by hand; the edit is kept as a version",
+                    hint="pass --force to remove it anyway",
+                )
+            restore = None
+            if ts.baseline_backup and Path(ts.baseline_backup, "0", SKILL_FILE).is_file():
+                restore = SkillBundle.from_path(Path(ts.baseline_backup, "0"))
+            installer = self.installer(target.tool)
+            removed = installer.uninstall(target, skill, ts.installed, restore, force=True)
+            with self.db.conn:
+                self._set_active(ts.id, None, installer.scan(target, skill))
+                self.db.table("targets").update(ts.id, {"enabled": 0})
+                self._audit(
+                    "uninstall",
+                    skill=skill,
+                    target=target,
+                    message=f"removed {skill} from {target}"
+                    + (" and restored the earlier files" if restore else ""),
+                    detail={"removed": [str(p) for p in removed]},
+                )
+            return removed
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def diff(self, ref: str, context: int = 3) -> tuple[str, str]:
+        """(title, unified diff) for `ID` (against its parent) or `SKILL@V1..V2`."""
+        if ".." in ref:
+            left, _, right = ref.partition("..")
+            a = self.resolve_id(left)
+            b = self.resolve_id(right if "@" in right else f"{a.skill}@{right}")
+            old: SkillBundle | None = self.load_bundle(a.id)
+            title, a_label = f"{a.label} → {b.label}", a.label
+        else:
+            b = self.resolve_id(ref)
+            if b.parent_id:
+                a = self.get_version(b.parent_id)
+                old, a_label = self.load_bundle(a.id), a.label
+                title = f"{b.label} ({b.short_id}) against its parent {a.label}"
+            else:
+                old, a_label = None, "empty"
+                title = f"{b.label} ({b.short_id}), which has no parent"
+        return title, unified_diff(old, self.load_bundle(b.id), a_label, b.label, context)
+
+    def history(self, skill: str) -> list[Event]:
+        self.require_skill(skill)
+        return self.events(skill)
+
+
+def open_registry(actor: str = "cli", reconcile: bool = True) -> tuple[Registry, list[str]]:
+    """Open the database and settle interrupted installs: what every command does first."""
+    reg = Registry(open_db(), actor=actor)
+    notes = reg.reconcile() if reconcile else []
+    return reg, notes

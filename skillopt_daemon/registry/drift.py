@@ -1,0 +1,110 @@
+"""Hand edits: files at a target that differ from what skillopt last wrote there.
+
+A hand edit wins. Before anything is written to a target its files are compared with the recorded hashes;
+a difference is imported as a `hand-edit` version (or `imported`, for a target skillopt never wrote), made
+active there, and the write is refused unless forced. So an edit is never lost, only superseded by choice.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from skillopt_daemon.registry.installers.base import InstallTarget
+from skillopt_daemon.registry.models import HandEdit, TargetState, Version
+from skillopt_daemon.registry.targets import Targets
+from skillopt_lib.errors import ConflictError, SkillFormatError
+from skillopt_lib.skill import SKILL_FILE, SkillBundle
+
+
+class Drift(Targets):
+    """Detecting hand edits at a target and recording them as versions."""
+
+    def check_drift(self, skill: str, target: InstallTarget) -> list[str] | None:
+        """Paths at `target` that differ from what skillopt last wrote there; None when nothing differs.
+
+        With no record for the target, anything present counts: skillopt never replaces files it did not
+        write without asking.
+        """
+        current = self.installer(target.tool).scan(target, skill)
+        ts = self.target_state(skill, target)
+        recorded = ts.installed if ts else {}
+        if current == recorded:
+            return None
+        return sorted(p for p in set(current) | set(recorded) if current.get(p) != recorded.get(p))
+
+    def _edited_folder(self, skill: str, target: InstallTarget, changed: list[str]) -> Path | None:
+        """The skill folder at `target` holding the changed files (else any with a SKILL.md), if one is left."""
+        folders = [loc.skill_dir(skill) for loc in self.installer(target.tool).locations(target)]
+        present = [d for d in folders if (d / SKILL_FILE).is_file()]
+        for d in present:
+            prefix = str(d) + os.sep
+            if any(p.startswith(prefix) for p in changed):
+                return d
+        return present[0] if present else None
+
+    def _import_drift(self, skill: str, target: InstallTarget, changed: list[str]) -> HandEdit:
+        """Record what is on disk at `target` as the skill's `hand-edit` version, active there."""
+        ts = self.ensure_target(skill, target)
+        folder = self._edited_folder(skill, target, changed)
+        if folder is None:
+            with self.db.conn:
+                self._audit(
+                    "hand-edit",
+                    skill=skill,
+                    target=target,
+                    message=f"{skill} was removed from {target} outside skillopt",
+                    detail={"changed": changed},
+                )
+            return HandEdit(target, changed, None)
+        try:
+            bundle = SkillBundle.from_path(folder)
+        except (SkillFormatError, OSError) as exc:
+            raise ConflictError(
+                f"{folder} was edited outside skillopt and cannot be read as a skill: {exc}",
+                hint="fix or remove the folder, then try again",
+            ) from None
+        rel_changed = [os.path.relpath(p, folder) if p.startswith(str(folder)) else p for p in changed]
+        v = self._record_found(ts, folder, bundle, rel_changed)
+        return HandEdit(target, rel_changed, v)
+
+    def _record_found(
+        self, ts: TargetState, folder: Path, bundle: SkillBundle, rel_changed: list[str]
+    ) -> Version:
+        """Make the bundle found in `folder` the active version at `ts` (a known version is reused)."""
+        skill, target = ts.skill, ts.target
+        tracked = bool(ts.active_version_id or ts.installed)
+        current = self.installer(target.tool).scan(target, skill)
+        with self.db.conn:
+            v = self._find_content(skill, bundle.content_hash)
+            if v is None:
+                evidence: dict[str, Any] = {"found_at": target.key}
+                if tracked:
+                    evidence["changed"] = rel_changed
+                issues = [str(i) for i in bundle.validate(folder_name=skill)]
+                if issues:
+                    evidence["issues"] = issues
+                v = self._insert_version(
+                    skill,
+                    bundle,
+                    origin="hand-edit" if tracked else "imported",
+                    state="approved",
+                    parent_id=ts.active_version_id,
+                    evidence=evidence,
+                    note=f"found in {folder}",
+                )
+            self._set_active(ts.id, v.id, current)
+            if tracked:
+                message = f"files at {target} differ from what skillopt installed; recorded as {v.label}"
+            else:
+                message = f"imported {v.label} from {folder}"
+            self._audit(
+                "hand-edit" if tracked else "import",
+                skill=skill,
+                version_id=v.id,
+                target=target,
+                message=message,
+                detail={"changed": rel_changed} if tracked else {"folder": str(folder)},
+            )
+        return v

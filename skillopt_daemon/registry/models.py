@@ -1,0 +1,287 @@
+"""What the registry hands out: versions, targets, events and the results of its operations.
+
+Each row type is built from a database row by column name (`from_row`), so a new column or a reordered
+query never shifts a value into the wrong field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from skillopt_daemon.registry.installers.base import InstallTarget
+
+Origin = Literal["imported", "hand-edit", "proposed", "trained"]
+State = Literal["proposed", "approved", "rejected"]
+ORIGINS: tuple[str, ...] = ("imported", "hand-edit", "proposed", "trained")
+
+# Columns of a version joined with its skill's name, as `Version.from_row` reads them.
+VERSION_SQL = (
+    "SELECT v.id, s.name AS skill, v.seq, v.content_hash, v.parent_id, v.origin, v.state, v.evidence, v.note, "
+    "v.created_at, v.decided_at, v.decision_reason FROM versions v JOIN skills s ON s.id = v.skill_id"
+)
+# Columns of a target joined with its skill's name, as `TargetState.from_row` reads them.
+TARGET_SQL = (
+    "SELECT t.id, s.name AS skill, t.tool, t.scope, t.project, t.enabled, t.active_version_id, t.installed, "
+    "t.baseline_backup, t.updated_at FROM targets t JOIN skills s ON s.id = t.skill_id"
+)
+
+
+class Evidence(BaseModel):
+    """Why a version was proposed. Known fields are typed; anything else a producer adds is kept.
+
+    `delta` is the candidate's score minus the baseline's on held-out tasks; `confidence` is how sure the
+    gate is that the candidate is better (0..1). The nightly cycle adds per-task outcomes under `tasks`.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    baseline_score: float | None = None
+    candidate_score: float | None = None
+    delta: float | None = None
+    confidence: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    task_ids: list[str | int] = []
+    gate: dict[str, Any] | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+    def score_change(self) -> float | None:
+        if self.delta is not None:
+            return self.delta
+        if self.baseline_score is not None and self.candidate_score is not None:
+            return self.candidate_score - self.baseline_score
+        return None
+
+
+@dataclass(frozen=True)
+class Version:
+    id: str
+    skill: str
+    seq: int
+    content_hash: str
+    parent_id: str | None
+    origin: str
+    state: str
+    evidence: dict[str, Any]
+    note: str | None
+    created_at: str
+    decided_at: str | None
+    decision_reason: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Version:
+        """A row of `VERSION_SQL`, by column name."""
+        return cls(
+            id=row["id"],
+            skill=row["skill"],
+            seq=int(row["seq"]),
+            content_hash=row["content_hash"],
+            parent_id=row["parent_id"],
+            origin=row["origin"],
+            state=row["state"],
+            evidence=json.loads(row["evidence"] or "{}"),
+            note=row["note"],
+            created_at=row["created_at"],
+            decided_at=row["decided_at"],
+            decision_reason=row["decision_reason"],
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.skill}@v{self.seq}"
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:8]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "skill": self.skill,
+            "version": self.seq,
+            "label": self.label,
+            "content_hash": self.content_hash,
+            "parent_id": self.parent_id,
+            "origin": self.origin,
+            "state": self.state,
+            "evidence": self.evidence,
+            "note": self.note,
+            "created_at": self.created_at,
+            "decided_at": self.decided_at,
+            "decision_reason": self.decision_reason,
+        }
+
+
+@dataclass(frozen=True)
+class TargetState:
+    id: int
+    skill: str
+    target: InstallTarget
+    enabled: bool
+    active_version_id: str | None
+    installed: dict[str, str]
+    baseline_backup: str | None
+    updated_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TargetState:
+        """A row of `TARGET_SQL`, by column name."""
+        return cls(
+            id=int(row["id"]),
+            skill=row["skill"],
+            target=InstallTarget.from_row(row["tool"], row["scope"], row["project"]),
+            enabled=bool(row["enabled"]),
+            active_version_id=row["active_version_id"],
+            installed=json.loads(row["installed"] or "{}"),
+            baseline_backup=row["baseline_backup"],
+            updated_at=row["updated_at"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target.key,
+            "tool": self.target.tool.value,
+            "scope": self.target.scope,
+            "project": self.target.project_str or None,
+            "enabled": self.enabled,
+            "active_version_id": self.active_version_id,
+            "files": self.installed,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    at: str
+    action: str
+    skill: str | None
+    version_id: str | None
+    target: str | None
+    actor: str
+    message: str
+    detail: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Event:
+        """A row of the `events` table, by column name."""
+        fields = {
+            k: row[k] for k in ("id", "at", "action", "skill", "version_id", "target", "actor", "message")
+        }
+        return cls(**fields, detail=json.loads(row["detail"] or "{}"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": self.at,
+            "action": self.action,
+            "skill": self.skill,
+            "version_id": self.version_id,
+            "target": self.target,
+            "actor": self.actor,
+            "message": self.message,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class InstallOutcome:
+    target: InstallTarget
+    version: Version
+    changed: bool
+    files: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target.key,
+            "version_id": self.version.id,
+            "label": self.version.label,
+            "changed": self.changed,
+            "files": sorted(self.files),
+        }
+
+
+@dataclass
+class HandEdit:
+    """Files at a target that differ from what skillopt last wrote there, and the version they became."""
+
+    target: InstallTarget
+    changed: list[str]
+    version: Version | None  # None when the skill's folder was deleted (nothing to import)
+
+    def describe(self) -> str:
+        if self.version is None:
+            return f"{self.target}: the skill's folder was removed by hand"
+        if not self.changed:
+            return (
+                f"{self.target}: the active version {self.version.label} is a hand edit "
+                "the proposal does not include"
+            )
+        return (
+            f"{self.target}: hand-edited ({', '.join(self.changed)}), "
+            f"imported as {self.version.label} ({self.version.short_id})"
+        )
+
+
+@dataclass
+class ApproveResult:
+    version: Version
+    installs: list[InstallOutcome] = field(default_factory=list)
+    hand_edits: list[HandEdit] = field(default_factory=list)
+    plans: list[list[str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version.to_dict(),
+            "installs": [i.to_dict() for i in self.installs],
+            "hand_edits": [h.describe() for h in self.hand_edits],
+            "plan": self.plans,
+        }
+
+
+@dataclass
+class ImportResult:
+    skill: str
+    status: Literal["new", "unchanged", "hand-edit", "invalid", "existing"]
+    source: str
+    target: InstallTarget | None = None
+    version: Version | None = None
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skill": self.skill,
+            "status": self.status,
+            "source": self.source,
+            "target": self.target.key if self.target else None,
+            "version_id": self.version.id if self.version else None,
+            "label": self.version.label if self.version else None,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class IntegrationTarget:
+    """A tool and scope where skillopt's integration is installed: where new skills are installed too.
+
+    `instructions`: installed with `--instructions` (a Copilot project then gets instruction files).
+    """
+
+    target: InstallTarget
+    instructions: bool
+    recorded_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> IntegrationTarget:
+        """A row of the `integration_targets` table, by column name."""
+        return cls(
+            target=InstallTarget.from_row(row["tool"], row["scope"], row["project"]),
+            instructions=bool(row["instructions"]),
+            recorded_at=row["recorded_at"],
+        )
