@@ -211,9 +211,10 @@ class RecordWriter:
             state = _SessionState(int(rows[0]["id"]), rows[0]["drop_reason"] is not None)
         else:
             now = utcnow_iso()
-            sessions = self.db.table("sessions")
-            sessions.insert({"tool": tool, "session_id": session_id, "first_seen_at": now, "updated_at": now})
-            state = _SessionState(int(sessions.last_pk), False)
+            sessions = self.db.table("sessions").insert(
+                {"tool": tool, "session_id": session_id, "first_seen_at": now, "updated_at": now}
+            )
+            state = _SessionState(int(sessions.last_rowid or 0), False)
             batch.new_sessions.add(state.pk)
         self._sessions[(tool, session_id)] = state
         return state
