@@ -65,6 +65,23 @@ class Batch:
 class _SessionState:
     pk: int
     dropped: bool
+    stored: dict[str, Any] | None = None  # the session row as this writer last read or wrote it
+
+
+# Every column a new row gets, so rows of one batch insert together whichever records made them.
+_NEW_ROW = {
+    "turns": {},
+    "tool_calls": {
+        "turn_key": None,
+        "name": None,
+        "input_summary": "",
+        "timestamp": None,
+        "exit_code": None,
+        "is_error": None,
+        "output_excerpt": None,
+        "result_at": None,
+    },
+}
 
 
 def merge_counts(old_json: str | None, new: Counter[str]) -> str:
@@ -82,12 +99,17 @@ class RecordWriter:
         self.settings = settings
         self._sessions: dict[tuple[str, str], _SessionState] = {}
         self._next_seq: dict[tuple[str, int], int] = {}
+        # New turns and tool calls of the current batch by (session pk, key), inserted by `finish`: one
+        # insert per table and batch instead of one per record.
+        self._pending: dict[str, dict[tuple[int, str], dict[str, Any]]] = {t: {} for t in _NEW_ROW}
         self._own_roots = [str(p) for p in (paths.workspaces_dir(), paths.data_dir())]
 
     def forget(self) -> None:
         """Drop caches after a rollback: they may name rows that were never committed."""
         self._sessions.clear()
         self._next_seq.clear()
+        for rows in self._pending.values():
+            rows.clear()
 
     # --- records ------------------------------------------------------------------------------------------
 
@@ -175,17 +197,29 @@ class RecordWriter:
         *,
         file_id_if_new: int | None = None,
     ) -> bool:
-        """Update the row (session `pk`, `key`) of `table` or insert it with the next seq; True if new."""
+        """Update the row (session `pk`, `key`) of `table`, or make it with the next seq; True if new.
+
+        A new row waits in `_pending` until `finish` inserts the batch's rows together; a later record
+        with the same key in the same batch updates it there.
+        """
+        pending = self._pending[table].get((pk, key))
+        if pending is not None:
+            pending.update(values)
+            return False
         row = self.db.execute(
             f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
         ).fetchone()
         if row is not None:
             self.db.table(table).update(row[0], values)
             return False
-        extra = {} if "file_id" in values else {"file_id": file_id_if_new}
-        self.db.table(table).insert(
-            {**values, **extra, "session_pk": pk, "key": key, "seq": self._seq(table, pk)}
-        )
+        self._pending[table][(pk, key)] = {
+            **_NEW_ROW[table],
+            "file_id": file_id_if_new,
+            **values,
+            "session_pk": pk,
+            "key": key,
+            "seq": self._seq(table, pk),
+        }
         return True
 
     def _seq(self, table: str, pk: int) -> int:
@@ -226,15 +260,23 @@ class RecordWriter:
     def _apply_session(self, tool: str, info: SessionInfo, batch: Batch) -> int:
         state = self._session(tool, info.session_id, batch)
         sessions = self.db.table("sessions")
-        row = sessions.get(state.pk)
+        if state.stored is None:
+            state.stored = sessions.get(state.pk)
+        row = state.stored
         sets: dict[str, Any] = {
             name: getattr(info, name) for name in _TEXT_COLUMNS if getattr(info, name) is not None
         }
         if info.is_automation is not None:
             sets["is_automation"] = int(info.is_automation)
-        if row["pinned_at"] is None:
-            # The repo state when the session was FIRST seen: a file read again later does not move it.
-            sets.update(_pin_columns(info))
+        pin = _pin_columns(info) if row["pinned_at"] is None else {}
+        if pin:
+            # The repo state when the session was FIRST seen: a file read again later does not move it
+            # (and the pipeline may have pinned it since this writer read the row).
+            row["pinned_at"] = self.db.execute(
+                "SELECT pinned_at FROM sessions WHERE id = ?", [state.pk]
+            ).fetchone()[0]
+            if row["pinned_at"] is None:
+                sets.update(pin)
         drop = self._drop_reason(info)
         if drop == "replay":
             sets["is_replay"] = 1
@@ -243,8 +285,10 @@ class RecordWriter:
             sets["extra_json"] = json.dumps(
                 {**json.loads(row["extra_json"] or "{}"), **extra}, sort_keys=True
             )
-        if sets:
-            sessions.update(state.pk, sets)
+        changed = {k: v for k, v in sets.items() if row.get(k) != v}
+        if changed:
+            sessions.update(state.pk, changed)
+            row.update(changed)
         for ts in (info.started_at, info.ended_at):
             self._note_time(state.pk, self._norm_time(ts, batch), batch)
         if drop and not state.dropped:
@@ -264,8 +308,10 @@ class RecordWriter:
 
     def _drop(self, state: _SessionState, reason: str) -> None:
         """Not user work: keep the row (so it is counted and not re-learned) but none of its content."""
-        self.db.execute("DELETE FROM turns WHERE session_pk = ?", [state.pk])
-        self.db.execute("DELETE FROM tool_calls WHERE session_pk = ?", [state.pk])
+        for table, rows in self._pending.items():
+            for pending_key in [k for k in rows if k[0] == state.pk]:
+                del rows[pending_key]
+            self.db.execute(f"DELETE FROM {table} WHERE session_pk = ?", [state.pk])
         self.db.table("sessions").update(
             state.pk, {"drop_reason": reason, "turn_count": 0, "tool_call_count": 0, "has_user_turn": 0}
         )
@@ -300,7 +346,12 @@ class RecordWriter:
     # --- counters -----------------------------------------------------------------------------------------
 
     def finish(self, batch: Batch, file_id: int | None = None) -> None:
-        """Fold the batch into the session counters (incrementally: cost independent of session length)."""
+        """Insert the batch's new rows and fold the batch into the session counters (incrementally: the
+        cost does not depend on how long the session already is)."""
+        for table, rows in self._pending.items():
+            if rows:
+                self.db.table(table).insert_all(list(rows.values()))
+                rows.clear()
         if file_id is not None:
             for pk in sorted(batch.touched):
                 self.db.execute(
