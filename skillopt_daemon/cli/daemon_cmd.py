@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
     @daemon_app.command("status")
     def status_cmd(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
         """Whether the daemon runs, and what it has ingested."""
-        from skillopt_daemon.ingest import pipeline as ingest
+        from skillopt_daemon import ingest
         from skillopt_daemon.service import daemon
 
         info = daemon.status()

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import re
+import time
+from datetime import datetime, timedelta, timezone
+
+# How far ahead of this machine's clock a logged moment may be and still be believed. Clocks drift and
+# zoneless local times are read as UTC (up to 14 h off), so the margin is generous; anything beyond it
+# (a year 2099 from a broken clock, a mangled field) is dropped rather than allowed to become a session's
+# start or end, which sorting, "recent" queries and mining windows all rely on.
+FUTURE_TOLERANCE = timedelta(hours=24)
+
+# The form `to_iso` writes; two values in this form compare correctly as text.
+CANONICAL_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
 
 def utcnow() -> datetime:
@@ -58,3 +69,29 @@ def local_display(iso: str | None) -> str:
         return "-"
     dt, _ = parse_iso(iso)
     return dt.astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+_limit_cache: tuple[float, str] = (-1e9, "")
+
+
+def _latest_plausible_iso() -> str:
+    """Now plus FUTURE_TOLERANCE as canonical text, recomputed at most every 30 s (against a 24 h margin)."""
+    global _limit_cache
+    now = time.monotonic()
+    if now - _limit_cache[0] > 30.0:
+        _limit_cache = (now, to_iso(utcnow() + FUTURE_TOLERANCE))
+    return _limit_cache[1]
+
+
+def plausible_timestamp(value: datetime | str) -> bool:
+    """The one rule for logged moments in the future: False when more than FUTURE_TOLERANCE ahead of now.
+
+    Sources drop such a timestamp (the record is kept without it) and the ingest pipeline applies the same
+    rule to whatever a source hands over, so both report the same values as "future-timestamp". A string
+    must be canonical (`to_iso`'s form): it is compared as text, without parsing, on the hot path.
+    """
+    if isinstance(value, str):
+        return value <= _latest_plausible_iso()
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value <= utcnow() + FUTURE_TOLERANCE

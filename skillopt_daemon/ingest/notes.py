@@ -1,8 +1,9 @@
 """Notes from agent hooks (`skillopt notify session-end|session-start`) for the daemon.
 
 The agent may exit before a slow hook finishes (and Ctrl+C skips SessionEnd), so this only drops a note
-in the inbox folder for the daemon and returns: no database, no heavy imports, well under 100 ms. The note
-is written under a temporary name and renamed, so the daemon never reads half of one. A malformed hook
+in the inbox folder for the daemon and returns: no database, no heavy imports (the standard library,
+`core.paths` and `skillopt_lib.fsio` only), well under 100 ms. The note is a private file written atomically
+(`fsio.write_private`: a hidden temporary name, then a rename), so the daemon never reads half of one. A malformed hook
 input is reported on stderr but never fails the hook: an agent session must not break because of us.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_daemon.core import paths
+from skillopt_lib.fsio import write_private
 
 # The hook fields the daemon needs; anything else in the hook's input is not kept.
 NOTE_FIELDS = ("session_id", "transcript_path", "cwd", "reason", "source", "hook_event_name")
@@ -33,13 +35,8 @@ def write_note(event: str, payload: dict[str, Any], tool: str = "claude-code") -
         value = payload.get(key)
         if isinstance(value, str) and value:
             note[key] = value
-    name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp = folder / f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(note, f)
-    final = folder / f"{name}.json"
-    os.replace(tmp, final)
+    final = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    write_private(final, json.dumps(note))
     return final
 
 

@@ -1,6 +1,6 @@
 """Following log files: identity, complete lines from a byte offset, root walks, and filesystem watches.
 
-Nothing here touches the database. The ingest pipeline (`ingest.py`) asks this module which files exist,
+Nothing here touches the database. The ingest pipeline (`pipeline.py`) asks this module which files exist,
 whether a file is still the one it read before, and for the next batch of complete lines after an offset;
 it then stores the records and the new offset in one transaction.
 

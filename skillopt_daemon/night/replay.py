@@ -21,7 +21,7 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_daemon.ingest.pipeline import load_dirty_diff
+from skillopt_daemon.ingest.pinning import load_dirty_diff
 from skillopt_lib.backends.base import ChatBackend
 from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits
 from skillopt_lib.envs.base import Item, ItemResult
@@ -54,7 +54,7 @@ def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = No
                     "repo": t["project_path"],
                     "commit": t["repo_commit"],
                     # The uncommitted changes the session started from, when they were kept (never when
-                    # they held a secret: see ingest.keep_dirty_diff).
+                    # they held a secret: see ingest.pinning.keep_dirty_diff).
                     "dirty_diff": load_dirty_diff(t.get("repo_diff_hash")) if t.get("repo_dirty") else None,
                     "checks": checks,
                     "rubric": rubric,

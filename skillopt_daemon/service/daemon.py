@@ -164,8 +164,8 @@ class Daemon:
     def run(self) -> int:
         from apscheduler.schedulers.background import BackgroundScheduler
 
+        from skillopt_daemon import ingest
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import pipeline as ingest
         from skillopt_daemon.ingest import tail
 
         lock = DaemonLock()
@@ -260,7 +260,7 @@ class Daemon:
     # --- work ---------------------------------------------------------------------------------------
 
     def _backfill(self, db: Any) -> None:
-        from skillopt_daemon.ingest import pipeline as ingest
+        from skillopt_daemon import ingest
 
         pipeline = self.pipeline
         files = pipeline.discover()
@@ -321,7 +321,7 @@ class Daemon:
 
 def handle_notes(pipeline: Any) -> int:
     """Ingest the transcripts named by hook notes at once, then remove the notes."""
-    from skillopt_daemon.ingest import pipeline as ingest
+    from skillopt_daemon import ingest
 
     done = 0
     for note in read_notes():
@@ -499,8 +499,8 @@ def status() -> dict[str, Any]:
         "log_file": str(daemon_log_file()),
     }
     if paths.db_path().exists():
+        from skillopt_daemon import ingest
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import pipeline as ingest
 
         db = open_db()
         try:

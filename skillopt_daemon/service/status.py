@@ -114,7 +114,7 @@ register_section("daemon", _daemon)
 
 
 def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
-    from skillopt_daemon.ingest.pipeline import status_section
+    from skillopt_daemon.ingest.status import status_section
 
     return status_section(db)
 

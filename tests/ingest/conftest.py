@@ -68,9 +68,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 @pytest.fixture
 def pipeline(env: Env):  # type: ignore[no-untyped-def]
     """A pipeline over every source, on this test's store."""
+    from skillopt_daemon import ingest
     from skillopt_daemon.core.config import load_settings
     from skillopt_daemon.core.store import open_db
-    from skillopt_daemon.ingest import pipeline as ingest
 
     settings = load_settings()
     db = open_db()

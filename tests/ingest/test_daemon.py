@@ -150,9 +150,9 @@ def test_sigterm_and_kill_9_mid_backfill_then_restart_equal_a_clean_run(env: Env
     clean_home = env.root / "clean"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SKILLOPT_HOME", str(clean_home))
+        from skillopt_daemon import ingest
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import pipeline as ingest
 
         settings = load_settings()
         db = open_db()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon.ingest import pipeline as ingest
+from skillopt_daemon import ingest
+from skillopt_daemon.ingest import pipeline as pipeline_module
 
 from .conftest import Env
 from .helpers import claude_line, claude_session_lines, dump, write_claude_session, write_codex_session
@@ -177,7 +178,7 @@ def test_unreadable_files_are_reported_once_and_retried(
         return real_open(file, *args, **kwargs)
 
     if os.geteuid() == 0:  # root reads any file: make the denial happen where the pipeline opens files
-        monkeypatch.setattr(ingest, "open", guarded_open, raising=False)
+        monkeypatch.setattr(pipeline_module, "open", guarded_open, raising=False)
     else:
         path.chmod(0)
     _ingest(pipeline)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon.ingest import pipeline as ingest
+from skillopt_daemon import ingest
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from skillopt_daemon.core import timeutil
+from skillopt_daemon.ingest.pinning import read_repo
 from skillopt_daemon.ingest.redact import Redactor, default_redactor
 from skillopt_lib.agents import AgentTool
 
@@ -58,7 +57,8 @@ class SessionInfo:
     # whole-document formats, the total of the last parse. Sum over a session's files for the session.
     redactions: int | None = None
     # Well-known keys: "skillopt_replay" (True: one of skillopt's own replays, not user work),
-    # "git_dirty" (bool), "git_pinned_at" (UTC ISO: when HEAD was read from the repo), "originator".
+    # "git_dirty" (bool), "git_pinned_at" (UTC ISO: when HEAD was read from the repo), "git_diff_hash"
+    # (the kept dirty diff, see `pinning`), "originator".
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,25 +109,72 @@ Record = SessionInfo | TurnRecord | ToolCallRecord | ToolResultRecord | SkipReco
 
 @runtime_checkable
 class Source(Protocol):
+    """What the ingest pipeline needs from one agent tool's log reader.
+
+    The pipeline discovers files under `roots()` that pass `is_transcript`, creates a `FileContext` for
+    each read (with the `state` it stored beside the file's offset), and hands the reader complete lines
+    (`line_oriented`) or the whole document. Everything a reader returns is stored as upserts by the
+    records' stable keys, in the same transaction as the offset the bytes end at.
+
+    Thread safety: the pipeline calls one source from one thread at a time; a source must not keep
+    per-file data anywhere but in `ctx.state` (several files are read interleaved, and a restarted process
+    only has what was stored). `BaseSource` implements the contracts below for the concrete readers.
+    """
+
     tool: ClassVar[AgentTool]
+    """Which agent tool wrote the logs; names the sessions' `tool` column."""
+
     line_oriented: ClassVar[bool]
-    # Highest tool version this reader was checked against, reported when a newer one is seen.
+    """True: `parse_line` is called once per complete line, resuming mid-file from the stored offset.
+    False: `parse_file` is called with the whole document each time it changes (the file's rows are then
+    replaced), and `parse_line` is never called."""
+
     known_version: ClassVar[str]
+    """Highest tool version this reader was checked against ("" when not known). A newer version seen in
+    a `SessionInfo.tool_version` is reported once; reading goes on and unknown records are skipped."""
 
     def roots(self) -> list[Path]:
-        """Folders to watch (may not exist yet: the tailer picks them up when they appear)."""
+        """Folders to watch for transcripts.
+
+        Returns: absolute paths, possibly not existing yet (the tailer picks them up when they appear).
+        Never raises; cheap (called when the pipeline is built, not per file).
+        """
         ...
 
-    def is_transcript(self, path: Path) -> bool: ...
+    def is_transcript(self, path: Path) -> bool:
+        """Whether `path` (a file under one of `roots()`) is a transcript this reader understands.
 
-    def context(self, path: Path, state: dict[str, Any] | None = None) -> FileContext: ...
+        Decides by the path alone (name, suffix, folder layout); must not open the file. Never raises.
+        """
+        ...
+
+    def context(self, path: Path, state: dict[str, Any] | None = None) -> FileContext:
+        """A fresh `FileContext` for reading `path`.
+
+        Params: `state` is the JSON-serializable state the previous read left in `ctx.state` (None or {}
+        for a file read from its start). Returns a context whose `session_key` is the session id as far as
+        the path tells. Never raises; does no I/O.
+        """
+        ...
 
     def parse_line(self, ctx: FileContext, line: bytes) -> list[Record]:
-        """One complete line (without its newline). Must not raise: bad input becomes a SkipRecord."""
+        """Records for one complete line (without its newline), line-oriented sources only.
+
+        Params: `ctx` from `context`, updated in place (its `state` is stored with the offset after the
+        batch commits); `line` the raw bytes, possibly invalid UTF-8 or not JSON. Returns records whose
+        texts are already redacted; may be empty. Must never raise: bad input becomes a `SkipRecord` (the
+        pipeline still guards against a reader bug, counting it as "parser-error"). Timestamps must be
+        canonical UTC ISO or None (`to_utc_iso` applies the shared future-timestamp rule).
+        """
         ...
 
     def parse_file(self, ctx: FileContext, data: bytes) -> list[Record]:
-        """Whole-document formats only."""
+        """Every record of a whole document, whole-document sources only (`line_oriented` False).
+
+        Params: `ctx` from `context` with empty state; `data` the file's bytes (at most
+        `ingest.max_document_bytes`). Returns all records the document holds now, redacted; what a
+        previous parse returned for this file is replaced by them. Must never raise (as `parse_line`).
+        """
         ...
 
 
@@ -142,8 +189,8 @@ REPLAY_MARKER_FILE = ".skillopt-replay"
 REPLAY_MARKER_TEXT = "<!-- skillopt-replay -->"
 REPLAY_ENV = "SKILLOPT_REPLAY"
 
-# Future timestamps beyond this tolerance (clock skew) are dropped rather than trusted.
-_FUTURE_TOLERANCE_S = 24 * 3600
+# How a source reports a timestamp `timeutil.plausible_timestamp` rejects.
+FUTURE_REASON = "timestamp in the future (ignored)"
 _TRUNCATED = "…[truncated]"
 
 
@@ -174,56 +221,37 @@ def decode_json_line(line: bytes) -> tuple[Any, bool]:
         raise SourceError("invalid json", "nested too deeply") from None
 
 
-_CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
-_future_cache: tuple[float, str] = (0.0, "")
-
-
-def _future_limit() -> str:
-    """Now plus the clock-skew tolerance, as canonical text (canonical timestamps compare as strings)."""
-    global _future_cache
-    now = time.monotonic()
-    if now - _future_cache[0] > 30.0:
-        limit = timeutil.utcnow().timestamp() + _FUTURE_TOLERANCE_S
-        _future_cache = (now, timeutil.to_iso(timeutil.from_epoch(limit)))
-    return _future_cache[1]
-
-
 def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     """A timestamp in any form the tools write (ISO with or without zone, epoch s or ms) as UTC ISO.
 
-    Zoneless values are taken as UTC; values more than a day in the future are dropped (None). Both are
-    reported through `notes` so `skillopt status` can show them.
+    Zoneless values are taken as UTC; values `timeutil.plausible_timestamp` rejects (too far in the future)
+    are dropped (None). Both are reported through `notes` so `skillopt status` can show them.
     """
-    if value is None or value == "":
+    if value is None or value == "" or isinstance(value, bool):
         return None
-    if isinstance(value, str) and _CANONICAL_TS.match(value):
+    if isinstance(value, str) and timeutil.CANONICAL_ISO.match(value):
         # What Claude Code and Codex write: already UTC ISO with milliseconds; only the future check remains.
-        if value <= _future_limit():
-            return value
-        if notes is not None:
-            notes.append(SkipRecord("timestamp in the future (ignored)", value[:40]))
-        return None
-    try:
-        if isinstance(value, bool):
+        iso = value
+    else:
+        try:
+            if isinstance(value, (int, float)):
+                dt = timeutil.from_epoch(float(value) / 1000.0 if value > 1e11 else float(value))
+            elif isinstance(value, str):
+                dt, had_zone = timeutil.parse_iso(value)
+                if not had_zone and notes is not None:
+                    notes.append(SkipRecord("timestamp without zone (taken as UTC)", value[:40]))
+            else:
+                return None
+            iso = timeutil.to_iso(dt)
+        except (ValueError, OverflowError, OSError):
+            if notes is not None:
+                notes.append(SkipRecord("unreadable timestamp", str(value)[:40]))
             return None
-        if isinstance(value, (int, float)):
-            secs = float(value) / 1000.0 if value > 1e11 else float(value)
-            dt = timeutil.from_epoch(secs)
-        elif isinstance(value, str):
-            dt, had_zone = timeutil.parse_iso(value)
-            if not had_zone and notes is not None:
-                notes.append(SkipRecord("timestamp without zone (taken as UTC)", value[:40]))
-        else:
-            return None
-    except (ValueError, OverflowError, OSError):
-        if notes is not None:
-            notes.append(SkipRecord("unreadable timestamp", str(value)[:40]))
-        return None
-    if (dt - timeutil.utcnow()).total_seconds() > _FUTURE_TOLERANCE_S:
-        if notes is not None:
-            notes.append(SkipRecord("timestamp in the future (ignored)", str(value)[:40]))
-        return None
-    return timeutil.to_iso(dt)
+    if timeutil.plausible_timestamp(iso):
+        return iso
+    if notes is not None:
+        notes.append(SkipRecord(FUTURE_REASON, str(value)[:40]))
+    return None
 
 
 def summarize_input(value: Any) -> str:
@@ -271,57 +299,6 @@ def exit_code_in(text: str) -> int | None:
     """An exit code stated in a tool's output text ("Exit code 3", "Process exited with code 0")."""
     m = _EXIT_RE.search(text[:2000])
     return int(m.group(1)) if m else None
-
-
-@dataclass(frozen=True)
-class RepoState:
-    commit: str
-    dirty: bool
-    branch: str | None
-
-
-_repo_cache: dict[str, tuple[float, RepoState | None]] = {}
-_REPO_CACHE_S = 30.0
-
-
-def read_repo_state(path: str | Path) -> RepoState | None:
-    """HEAD commit, dirtiness and branch of the git repo at `path`, or None (not a repo, no git, no HEAD).
-
-    Cached briefly per path: a backfill sees many sessions of one project in a row.
-    """
-    key = str(path)
-    now = time.monotonic()
-    hit = _repo_cache.get(key)
-    if hit is not None and now - hit[0] < _REPO_CACHE_S:
-        return hit[1]
-    state: RepoState | None = None
-    try:
-        if Path(path).is_dir():
-            head = subprocess.run(
-                ["git", "-C", key, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-            )
-            if head.returncode == 0 and head.stdout.strip():
-                status = subprocess.run(
-                    ["git", "-C", key, "status", "--porcelain", "--untracked-files=no"],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                )
-                branch = subprocess.run(
-                    ["git", "-C", key, "symbolic-ref", "--short", "-q", "HEAD"],
-                    capture_output=True,
-                    text=True,
-                    timeout=5,
-                )
-                state = RepoState(
-                    commit=head.stdout.strip(),
-                    dirty=bool(status.stdout.strip()) if status.returncode == 0 else False,
-                    branch=branch.stdout.strip() or None,
-                )
-    except (OSError, subprocess.SubprocessError):
-        state = None
-    _repo_cache[key] = (now, state)
-    return state
 
 
 def is_replay_cwd(cwd: str | None, workspaces: Path | None) -> bool:
@@ -456,10 +433,14 @@ class BaseSource:
             if is_replay_cwd(cwd, self.workspaces) or (first_text and REPLAY_MARKER_TEXT in first_text):
                 pinned["replay"] = True
             if self.pin_repo and cwd and not info.git_commit:
-                repo = read_repo_state(cwd)
-                if repo is not None:
+                repo = read_repo(cwd)
+                if repo.commit is not None:
                     pinned.update(
-                        commit=repo.commit, branch=repo.branch, dirty=repo.dirty, at=timeutil.utcnow_iso()
+                        commit=repo.commit,
+                        branch=repo.branch,
+                        dirty=repo.dirty,
+                        diff_hash=repo.diff_hash,
+                        at=timeutil.utcnow_iso(),
                     )
             ctx.state["first"] = pinned
             ctx.state["seen"] = True
@@ -471,6 +452,8 @@ class BaseSource:
             info.git_branch = info.git_branch or pinned.get("branch")
             info.extra["git_dirty"] = pinned.get("dirty")
             info.extra["git_pinned_at"] = pinned.get("at")
+            if pinned.get("diff_hash"):
+                info.extra["git_diff_hash"] = pinned["diff_hash"]
 
     def check_replay_text(self, ctx: FileContext, sid: str, text: str, out: list[Record]) -> None:
         if not ctx.state.get("replay") and REPLAY_MARKER_TEXT in text:

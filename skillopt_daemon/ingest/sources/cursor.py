@@ -85,6 +85,25 @@ class CursorSource(BaseSource):
             return parts[i - 1] if i > 0 else None
         return None
 
+    def _first_info(self, ctx: FileContext, obj: dict[str, Any], sid: str, mtime: str | None) -> SessionInfo:
+        """The session facts the first line tells: the workspace (from its text, else the folder's slug)."""
+        info = SessionInfo(session_id=sid, started_at=mtime, ended_at=mtime)
+        slug = self._slug(ctx.path)
+        cwd = None
+        text = (
+            text_of((obj.get("message") or {}).get("content")) if isinstance(obj.get("message"), dict) else ""
+        )
+        m = _WORKSPACE.search(text)
+        if m:
+            cwd = m.group(1)
+        elif slug:
+            cwd = unslug(slug)
+            if cwd is None:
+                info.extra["project_slug"] = slug
+        info.project_path = cwd
+        self.first_seen(ctx, info, cwd)
+        return info
+
     def line_records(self, ctx: FileContext, obj: Any) -> list[Record]:
         if not isinstance(obj, dict):
             raise SourceError("not a json object")
@@ -95,24 +114,7 @@ class CursorSource(BaseSource):
         except OSError:
             mtime = None
         if not ctx.state.get("seen"):
-            info = SessionInfo(session_id=sid, started_at=mtime, ended_at=mtime)
-            slug = self._slug(ctx.path)
-            cwd = None
-            text = (
-                text_of((obj.get("message") or {}).get("content"))
-                if isinstance(obj.get("message"), dict)
-                else ""
-            )
-            m = _WORKSPACE.search(text)
-            if m:
-                cwd = m.group(1)
-            elif slug:
-                cwd = unslug(slug)
-                if cwd is None:
-                    info.extra["project_slug"] = slug
-            info.project_path = cwd
-            self.first_seen(ctx, info, cwd)
-            out.append(info)
+            out.append(self._first_info(ctx, obj, sid, mtime))
         msg: dict[str, Any] = obj["message"] if isinstance(obj.get("message"), dict) else obj
         role = obj.get("role") or msg.get("role")
         content = msg.get("content")

@@ -62,29 +62,7 @@ class OpenClawSource(BaseSource):
 
     def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
         out: list[Record] = []
-        entries: list[dict[str, Any]] = []
-        header: dict[str, Any] = {}
-        for raw in data.split(b"\n"):
-            if not raw.strip():
-                continue
-            try:
-                obj, bad = decode_json_line(raw)
-            except SourceError as exc:
-                out.append(SkipRecord(exc.reason, exc.detail))
-                continue
-            if bad:
-                out.append(SkipRecord("invalid utf-8 (replaced)"))
-            if not isinstance(obj, dict):
-                out.append(SkipRecord("not a json object"))
-                continue
-            etype = obj.get("type")
-            if etype == "session" and not header:
-                header = obj
-                continue
-            if etype not in KNOWN_TYPES:
-                out.append(SkipRecord(f"unknown record type {etype}" if etype else "record without type"))
-                continue
-            entries.append(obj)
+        header, entries = _read_entries(data, out)
         sid = str(header.get("id") or ctx.session_key)
         ctx.state["sid"] = sid
         cwd = as_str(header.get("cwd"))
@@ -114,59 +92,96 @@ class OpenClawSource(BaseSource):
             if e.get("type") != "message":
                 continue
             msg = as_dict(e.get("message"))
-            role = msg.get("role")
             key = str(e.get("id") or f"entry-{len(out)}")
-            content = msg.get("content")
-            if role == "user":
-                text = text_of(content)
-                first_user = first_user or text
-                out.append(TurnRecord(sid, key, "user", text, timestamp=ts, parent_key=prev_key))
-            elif role == "assistant":
-                model = as_str(msg.get("model"))
-                usage = as_dict(msg.get("usage"))
-                turn = TurnRecord(
-                    sid, key, "assistant", text_of(content), timestamp=ts, parent_key=prev_key, model=model
-                )
-                turn.input_tokens = usage.get("input") if isinstance(usage.get("input"), int) else None
-                turn.output_tokens = usage.get("output") if isinstance(usage.get("output"), int) else None
-                out.append(turn)
-                if model:
-                    info.model = model
-                for i, block in enumerate(content if isinstance(content, list) else []):
-                    if isinstance(block, dict) and block.get("type") == "toolCall":
-                        out.append(
-                            ToolCallRecord(
-                                sid,
-                                str(block.get("id") or f"{key}-call{i}"),
-                                key,
-                                str(block.get("name") or "?"),
-                                summarize_input(block.get("arguments")),
-                                timestamp=ts,
-                            )
-                        )
-            elif role == "toolResult":
-                text = text_of(content)
-                is_error = msg.get("isError") if isinstance(msg.get("isError"), bool) else None
-                details = as_dict(msg.get("details"))
-                code = (
-                    details.get("exitCode")
-                    if isinstance(details.get("exitCode"), int)
-                    else exit_code_in(text)
-                )
-                out.append(
-                    ToolResultRecord(
-                        sid, str(msg.get("toolCallId") or ""), code, is_error, text, timestamp=ts
-                    )
-                )
-                out.append(TurnRecord(sid, key, "tool", "", timestamp=ts, parent_key=prev_key, is_meta=True))
-            else:
-                out.append(SkipRecord(f"unknown message role {role}"))
+            if not _message_records(sid, key, msg, ts, prev_key, info, out):
                 continue
+            if msg.get("role") == "user":
+                first_user = first_user or text_of(msg.get("content"))
             prev_key = key
         info.ended_at = last_ts
         self.first_seen(ctx, info, cwd, first_user)
         out.insert(0, info)
         return out
+
+
+def _read_entries(data: bytes, out: list[Record]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The session header and the known entries of a document; what cannot be used is noted in `out`."""
+    entries: list[dict[str, Any]] = []
+    header: dict[str, Any] = {}
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            obj, bad = decode_json_line(raw)
+        except SourceError as exc:
+            out.append(SkipRecord(exc.reason, exc.detail))
+            continue
+        if bad:
+            out.append(SkipRecord("invalid utf-8 (replaced)"))
+        if not isinstance(obj, dict):
+            out.append(SkipRecord("not a json object"))
+            continue
+        etype = obj.get("type")
+        if etype == "session" and not header:
+            header = obj
+            continue
+        if etype not in KNOWN_TYPES:
+            out.append(SkipRecord(f"unknown record type {etype}" if etype else "record without type"))
+            continue
+        entries.append(obj)
+    return header, entries
+
+
+def _message_records(
+    sid: str,
+    key: str,
+    msg: dict[str, Any],
+    ts: str | None,
+    prev_key: str | None,
+    info: SessionInfo,
+    out: list[Record],
+) -> bool:
+    """Records of one message entry, appended to `out`; False for a role this reader does not know."""
+    role = msg.get("role")
+    content = msg.get("content")
+    if role == "user":
+        out.append(TurnRecord(sid, key, "user", text_of(content), timestamp=ts, parent_key=prev_key))
+    elif role == "assistant":
+        model = as_str(msg.get("model"))
+        usage = as_dict(msg.get("usage"))
+        turn = TurnRecord(
+            sid, key, "assistant", text_of(content), timestamp=ts, parent_key=prev_key, model=model
+        )
+        turn.input_tokens = usage.get("input") if isinstance(usage.get("input"), int) else None
+        turn.output_tokens = usage.get("output") if isinstance(usage.get("output"), int) else None
+        out.append(turn)
+        if model:
+            info.model = model
+        for i, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                out.append(
+                    ToolCallRecord(
+                        sid,
+                        str(block.get("id") or f"{key}-call{i}"),
+                        key,
+                        str(block.get("name") or "?"),
+                        summarize_input(block.get("arguments")),
+                        timestamp=ts,
+                    )
+                )
+    elif role == "toolResult":
+        text = text_of(content)
+        is_error = msg.get("isError") if isinstance(msg.get("isError"), bool) else None
+        details = as_dict(msg.get("details"))
+        code = details.get("exitCode") if isinstance(details.get("exitCode"), int) else exit_code_in(text)
+        out.append(
+            ToolResultRecord(sid, str(msg.get("toolCallId") or ""), code, is_error, text, timestamp=ts)
+        )
+        out.append(TurnRecord(sid, key, "tool", "", timestamp=ts, parent_key=prev_key, is_meta=True))
+    else:
+        out.append(SkipRecord(f"unknown message role {role}"))
+        return False
+    return True
 
 
 def _branch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

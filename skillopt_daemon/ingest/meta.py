@@ -1,0 +1,16 @@
+"""Small facts about ingest kept in `ingest_meta`: when the daemon started, the last ingest, whether the
+first backfill finished, which newer tool versions were already reported."""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+
+def get_meta(db: sqlite_utils.Database, key: str) -> str | None:
+    row = db.execute("SELECT value FROM ingest_meta WHERE key = ?", [key]).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(db: sqlite_utils.Database, key: str, value: str) -> None:
+    """Set one key (call inside a transaction when it must commit with other rows)."""
+    db.table("ingest_meta").upsert({"key": key, "value": value}, pk="key")

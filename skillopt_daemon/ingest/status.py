@@ -1,0 +1,122 @@
+"""The sessions / ingest section of `skillopt status`: what was read, what is not user work, what failed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import sqlite_utils
+
+from skillopt_daemon.core.timeutil import humanize_age, to_iso, utcnow
+from skillopt_daemon.ingest.meta import get_meta
+
+_DROP_WORDS = {"replay": "skillopt replays", "automation": "automation runs"}
+
+
+@dataclass
+class _Counts:
+    """The numbers the section is made of, read in one place."""
+
+    per_tool: dict[str, int]
+    dropped: dict[str, int]
+    no_user: int
+    automation: int
+    redacted: int
+    files: int
+    bytes_read: int
+    failing: list[dict[str, Any]]
+    recent: dict[str, int]
+    latest: dict[str, Any] | None
+
+
+def _read_counts(db: sqlite_utils.Database) -> _Counts:
+    def scalar(sql: str, args: list[Any] | None = None) -> Any:
+        return db.execute(sql, args or []).fetchone()[0]
+
+    user_work = "drop_reason IS NULL AND has_user_turn = 1"
+    files = db.execute(
+        'SELECT COUNT(*) AS n, COALESCE(SUM("offset"), 0) AS bytes FROM ingest_files'
+    ).fetchone()
+    since = to_iso(utcnow() - timedelta(days=1))
+    latest = list(
+        db.table("ingest_errors").rows_where(
+            select="at, kind, level, path, message", order_by="id DESC", limit=1
+        )
+    )
+    return _Counts(
+        per_tool=dict(
+            db.execute(f"SELECT tool, COUNT(*) FROM sessions WHERE {user_work} GROUP BY tool ORDER BY tool")
+        ),
+        dropped=dict(
+            db.execute("SELECT drop_reason, COUNT(*) FROM sessions WHERE drop_reason IS NOT NULL GROUP BY 1")
+        ),
+        no_user=scalar("SELECT COUNT(*) FROM sessions WHERE drop_reason IS NULL AND has_user_turn = 0"),
+        automation=scalar(f"SELECT COUNT(*) FROM sessions WHERE {user_work} AND is_automation = 1"),
+        redacted=scalar("SELECT COALESCE(SUM(redaction_count), 0) FROM sessions"),
+        files=files[0],
+        bytes_read=files[1],
+        failing=[
+            {"path": r["path"], "problem": r["last_error"], "since": r["last_error_at"]}
+            for r in db.table("ingest_files").rows_where(
+                "last_error IS NOT NULL", select="path, last_error, last_error_at", order_by="path"
+            )
+        ],
+        recent=dict(
+            db.execute(
+                "SELECT kind, COUNT(*) FROM ingest_errors WHERE at >= ? GROUP BY kind ORDER BY kind", [since]
+            )
+        ),
+        latest=latest[0] if latest else None,
+    )
+
+
+def _lines(c: _Counts, last_ingest: str | None) -> list[str]:
+    total = sum(c.per_tool.values())
+    lines = [
+        f"{total} session{'' if total == 1 else 's'}"
+        + (" (" + ", ".join(f"{n} {tool}" for tool, n in c.per_tool.items()) + ")" if c.per_tool else "")
+        + (f", {c.automation} flagged as automation" if c.automation else "")
+        + f"; last ingest {humanize_age(last_ingest)}"
+    ]
+    not_counted = [f"{n} {_DROP_WORDS.get(k, k)}" for k, n in sorted(c.dropped.items())]
+    if c.no_user:
+        not_counted.append(f"{c.no_user} without a user turn")
+    if not_counted:
+        lines.append("not user work (not listed): " + ", ".join(not_counted))
+    lines.append(
+        f"{c.files} transcripts followed ({c.bytes_read / 1e6:.1f} MB read), {c.redacted} secrets redacted"
+    )
+    if c.failing:
+        lines.append(
+            f"{len(c.failing)} transcripts cannot be read now: "
+            + ", ".join(f"{f['path']} ({f['problem']})" for f in c.failing[:3])
+            + (" …" if len(c.failing) > 3 else "")
+        )
+    if c.recent:
+        lines.append("problems in the last 24h: " + ", ".join(f"{n} {k}" for k, n in c.recent.items()))
+        if c.latest:
+            lines.append(f"latest: {c.latest['message']}")
+    return lines
+
+
+def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
+    """The sessions / ingest part of `skillopt status`: sessions per tool, last ingest, current problems."""
+    if "sessions" not in db.table_names():
+        return {"sessions": {}, "lines": ["no sessions ingested yet"]}
+    c = _read_counts(db)
+    last_ingest = get_meta(db, "last_ingest_at")
+    return {
+        "sessions": c.per_tool,
+        "dropped": {**c.dropped, "no_user_turn": c.no_user},
+        "automation_flagged": c.automation,
+        "redactions": c.redacted,
+        "files": c.files,
+        "bytes_read": c.bytes_read,
+        "failing_files": c.failing,
+        "errors_24h": c.recent,
+        "latest_error": c.latest,
+        "last_ingest_at": last_ingest,
+        "backfill_done_at": get_meta(db, "backfill_done_at"),
+        "lines": _lines(c, last_ingest),
+    }
