@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from skillopt_lib.budget import LearningRate
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.gate import GateConfig
+from skillopt_lib.providers import key_env_candidates
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -247,8 +248,6 @@ class Redactor:
 
 def config_secrets(cfg: TrainConfig) -> list[str]:
     """Every secret value the config can reach: literal keys and the variables they are read from."""
-    from skillopt_lib.backends import key_env_candidates
-
     found: list[str] = []
     for role in (cfg.agent, cfg.optimizer):
         if role.api_key is not None:
