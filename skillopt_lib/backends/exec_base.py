@@ -27,6 +27,8 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
+from packaging.version import InvalidVersion, Version
+
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.backends.base import Usage
 from skillopt_lib.errors import ExternalToolError
@@ -428,14 +430,23 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 # Finding the CLI and checking its version
 # --------------------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# A release number ("2.1.197") with an optional pre-release tag ("-alpha.3", "rc1").
+_RELEASE = r"\d+(?:\.\d+)+"
+_VERSION_RE = re.compile(rf"({_RELEASE})(?:[-.]?[A-Za-z]+[.\d]*)?")
 _version_cache: dict[str, str | None] = {}
 _version_lock = threading.Lock()
 
 
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    m = _VERSION_RE.search(text)
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+def parse_version(text: str) -> Version | None:
+    """The first version number in a CLI's `--version` output ("2.1.197 (Claude Code)"); None when there is
+    none. A tag `packaging` cannot read is dropped, keeping the release number."""
+    for m in _VERSION_RE.finditer(text):
+        for candidate in (m.group(0).rstrip("."), m.group(1)):
+            try:
+                return Version(candidate)
+            except InvalidVersion:
+                continue
+    return None
 
 
 def find_cli(
@@ -475,7 +486,7 @@ def cli_version(exe: str, env: Mapping[str, str] | None = None) -> str | None:
         )
         text = (proc.stdout or "") + (proc.stderr or "")
         v = parse_version(text)
-        found = ".".join(map(str, v)) if v else None
+        found = str(v) if v else None
     except (OSError, subprocess.SubprocessError):
         found = None
     with _version_lock:
