@@ -491,9 +491,7 @@ def replay(
     Agent failures come back as the result's status; a workspace that cannot be prepared raises
     `SandboxError` (and leaves nothing behind).
     """
-    preflight = getattr(backend, "preflight", None)
-    if callable(preflight):
-        preflight()  # a missing CLI fails before any workspace is made
+    backend.preflight()  # a missing CLI fails before any workspace is made
     with config.slots:
         return _replay(task, backend, config, skill=skill, limits=limits, stage=on_stage or (lambda _s: None))
 

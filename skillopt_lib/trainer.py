@@ -22,7 +22,7 @@ from typing import Any
 from skillopt_lib.agents import TOOLS
 from skillopt_lib.aggregate import aggregate
 from skillopt_lib.backends import create_backend
-from skillopt_lib.backends.base import Usage
+from skillopt_lib.backends.base import ChatBackend, Usage
 from skillopt_lib.budget import budget_at
 from skillopt_lib.config import (
     Redactor,
@@ -40,7 +40,7 @@ from skillopt_lib.edits import (
     get_protected_region,
     set_protected_region,
 )
-from skillopt_lib.envs.base import Item, ItemResult, Split
+from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split
 from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_lib.executor import Executor, make_executor
 from skillopt_lib.gate import Gate, GateDecision, ScoreTable, item_score, mean_score
@@ -148,11 +148,11 @@ class Trainer:
     def __init__(
         self,
         config: TrainConfig,
-        env: Any,
+        env: Environment,
         run_dir: str | Path,
         *,
-        agent: Any = None,
-        optimizer: Any = None,
+        agent: AgentBackend | None = None,
+        optimizer: ChatBackend | None = None,
         executor: Executor | None = None,
         initial_skill: SkillBundle | None = None,
         on_event: EventHandler | None = None,
@@ -202,9 +202,9 @@ class Trainer:
         run_dir: str | Path,
         *,
         config: TrainConfig | None = None,
-        env: Any = None,
-        agent: Any = None,
-        optimizer: Any = None,
+        env: Environment | None = None,
+        agent: AgentBackend | None = None,
+        optimizer: ChatBackend | None = None,
         executor: Executor | None = None,
         on_event: EventHandler | None = None,
     ) -> Trainer:
@@ -724,7 +724,7 @@ def saved_config(run_dir: str | Path) -> dict[str, Any]:
 EXEC_BACKENDS = tuple(row.backend for row in TOOLS.values() if row.backend)
 
 
-def _check_agent_kind(env: Any, backend: str) -> None:
+def _check_agent_kind(env: Environment, backend: str) -> None:
     """A chat environment needs a chat model and an exec environment a real agent CLI: say so up front."""
     kind = getattr(env, "agent_kind", "chat")
     name = getattr(env, "name", str(env))
@@ -754,7 +754,12 @@ def _usage_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
 
 
 def evaluate_skill(
-    env: Any, skill: SkillBundle, agent: Any, split: Split = "val", repeats: int = 1, concurrency: int = 4
+    env: Environment,
+    skill: SkillBundle,
+    agent: AgentBackend,
+    split: Split = "val",
+    repeats: int = 1,
+    concurrency: int = 4,
 ) -> EvalResult:
     """Score a skill on one split without training (what `skillopt eval` runs)."""
     from skillopt_lib.executor import LocalExecutor
@@ -786,13 +791,13 @@ def evaluate_skill(
 
 
 def train(
-    env: Any,
+    env: Environment | str,
     config: TrainConfig | str | Path | None = None,
     *,
     run_dir: str | Path,
     overrides: list[str] | None = None,
-    agent: Any = None,
-    optimizer: Any = None,
+    agent: AgentBackend | None = None,
+    optimizer: ChatBackend | None = None,
     initial_skill: SkillBundle | None = None,
     on_event: EventHandler | None = None,
 ) -> TrainResult:

@@ -27,6 +27,7 @@ from skillopt_lib.cli.runconfig import (
     no_defaults,
 )
 from skillopt_lib.envs import load_env
+from skillopt_lib.envs.base import Split
 from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, evaluate_skill, saved_config
@@ -34,6 +35,7 @@ from skillopt_lib.trainer import Trainer, evaluate_skill, saved_config
 __all__ = ["DefaultsProvider", "TrainCommands", "register"]
 
 _NO_ENV_HINT = "pass --env NAME (e.g. --env house-style)"
+_SPLITS: dict[str, Split] = {"train": "train", "val": "val", "test": "test"}
 
 
 def register(
@@ -163,7 +165,8 @@ class TrainCommands:
     ) -> None:
         """Score a skill on one split of an environment, without training."""
         sets = benchmark_sets(sets, sample, data_dir, None)
-        if split not in ("train", "val", "test"):
+        chosen = _SPLITS.get(split)
+        if chosen is None:
             raise ConfigError(f"unknown split {split!r}", hint="use --split val or --split test")
         cfg = build_config(self.defaults(), config, sets, env, {})
         if not cfg.env:
@@ -173,7 +176,7 @@ class TrainCommands:
         prices = {k: v.model_dump() for k, v in cfg.prices.items()}
         agent = create_backend(cfg.agent, "agent", prices=prices)
         with err_console.status(f"running {split} split…"):
-            result = evaluate_skill(environment, bundle, agent, split, repeats, cfg.concurrency)  # type: ignore[arg-type]
+            result = evaluate_skill(environment, bundle, agent, chosen, repeats, cfg.concurrency)
         if json_out:
             print_json(
                 {"env": getattr(environment, "name", cfg.env), "skill": bundle.name, **result.to_dict()}

@@ -22,7 +22,7 @@ import yaml
 
 from skillopt_lib import userdir
 from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits, ExecResult, ExecStatus
-from skillopt_lib.envs.base import Item, ItemResult, Splits
+from skillopt_lib.envs.base import AgentBackend, Item, ItemResult, Splits
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.sandbox import DEFAULT_ENV_ALLOWLIST, ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle, SkillDoc
@@ -132,7 +132,7 @@ class ExecTasksEnvironment:
             return SkillBundle.from_path(self._seed_skill)
         return SkillBundle.from_doc(_DEFAULT_SEED)
 
-    def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult:
+    def run(self, item: Item, skill: SkillBundle, agent: AgentBackend) -> ItemResult:
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
                 "the exec-tasks environment needs an exec backend as the agent",
