@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from skillopt_lib.agents import TOOLS
 from skillopt_lib.aggregate import aggregate
 from skillopt_lib.backends import create_backend
@@ -27,6 +29,7 @@ from skillopt_lib.budget import budget_at
 from skillopt_lib.config import (
     Redactor,
     TrainConfig,
+    apply_overrides,
     config_secrets,
     load_config,
     masked_dump,
@@ -40,9 +43,10 @@ from skillopt_lib.edits import (
     get_protected_region,
     set_protected_region,
 )
+from skillopt_lib.envs import load_env
 from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split
 from skillopt_lib.errors import ConfigError, SkillOptError
-from skillopt_lib.executor import Executor, make_executor
+from skillopt_lib.executor import Executor, LocalExecutor, make_executor
 from skillopt_lib.gate import Gate, GateDecision, ScoreTable, item_score, mean_score
 from skillopt_lib.reflect import (
     OptimizerCaller,
@@ -218,8 +222,6 @@ class Trainer:
         if config is None:
             config = validate_config(saved_config(run_path))
         if env is None:
-            from skillopt_lib.envs import load_env
-
             if not config.env:
                 raise ConfigError("the run's config names no environment", hint="pass --env")
             env = load_env(config.env, **config.env_options)
@@ -557,8 +559,6 @@ class Trainer:
         self._checkpoint(state)
 
     def _slow_update(self, state: dict[str, Any]) -> None:
-        from pydantic import BaseModel
-
         class Guidance(BaseModel):
             reasoning: str = ""
             guidance: str = ""
@@ -611,8 +611,6 @@ class Trainer:
         )
 
     def _meta_notes(self, state: dict[str, Any]) -> None:
-        from pydantic import BaseModel
-
         class Notes(BaseModel):
             notes: str = ""
 
@@ -762,8 +760,6 @@ def evaluate_skill(
     concurrency: int = 4,
 ) -> EvalResult:
     """Score a skill on one split without training (what `skillopt eval` runs)."""
-    from skillopt_lib.executor import LocalExecutor
-
     items = list(env.splits().get(split))
     if not items:
         raise ConfigError(f"the environment's {split} split is empty")
@@ -809,14 +805,10 @@ def train(
     if isinstance(config, TrainConfig):
         cfg = config
         if overrides:
-            from skillopt_lib.config import apply_overrides
-
             cfg = validate_config(apply_overrides(config.model_dump(), overrides))
     else:
         cfg = load_config(config, overrides)
     if isinstance(env, str):
-        from skillopt_lib.envs import load_env
-
         cfg = cfg.model_copy(update={"env": env})
         env = load_env(env, **cfg.env_options)
     return Trainer(
