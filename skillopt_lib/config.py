@@ -191,7 +191,9 @@ _KEY_LIKE = re.compile(
 MASK = "****"
 
 
-def _secret_key(key: str) -> bool:
+def is_secret_key(key: str) -> bool:
+    """A key whose text value is a secret (`api_key`, `auth_token`), not a budget or a variable name
+    (`max_tokens`, `api_key_env`)."""
     low = key.lower()
     return any(m in low for m in SECRET_MARKERS) and not low.endswith(_NOT_SECRET_SUFFIXES)
 
@@ -205,7 +207,7 @@ def masked_dump(data: Any) -> Any:
     if isinstance(data, dict):
         out: dict[str, Any] = {}
         for k, v in data.items():
-            if _secret_key(str(k)) and isinstance(v, (str, SecretStr)) and v != "":
+            if is_secret_key(str(k)) and isinstance(v, (str, SecretStr)) and v != "":
                 out[k] = MASK
             else:
                 out[k] = masked_dump(v)
@@ -263,7 +265,7 @@ def config_secrets(cfg: TrainConfig) -> list[str]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, key)
-        elif isinstance(node, str) and _secret_key(key):
+        elif isinstance(node, str) and is_secret_key(key):
             found.append(node)
         elif isinstance(node, str) and key.lower().endswith("_env") and os.environ.get(node):
             found.append(os.environ[node])

@@ -21,7 +21,8 @@ from pydantic_settings import (
 
 from skillopt_daemon.core import paths
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.config import BackendConfig, Price
+from skillopt_lib.config import BackendConfig, Price, masked_dump
+from skillopt_lib.config import is_secret_key as is_secret_key
 from skillopt_lib.errors import ConfigError
 
 
@@ -219,28 +220,10 @@ def tool_home(tool: AgentTool, settings: Settings | None = None) -> Path:
     return configured.expanduser() if configured else paths.default_tool_home(tool)
 
 
-SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth")
-
-
-def is_secret_key(key: str) -> bool:
-    low = key.lower()
-    return any(m in low for m in SECRET_MARKERS) and not low.endswith(("_env", "_tokens", "tokens"))
-
-
 def masked(data: Any) -> Any:
-    """A copy with every value under a secret-looking key masked, whatever the key is called exactly."""
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for k, v in data.items():
-            if is_secret_key(str(k)) and isinstance(v, str):
-                # Only text can be a secret: `max_tokens = 2000000` is a budget, not a token.
-                out[k] = "****" if v else v
-            else:
-                out[k] = masked(v)
-        return out
-    if isinstance(data, list):
-        return [masked(v) for v in data]
-    return data
+    """A copy of settings data for display, with every value under a secret-looking key masked (the same rules
+    as everything the trainer writes: `skillopt_lib.config.masked_dump`)."""
+    return masked_dump(data)
 
 
 Scope = Literal["user", "project"]
