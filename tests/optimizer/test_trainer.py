@@ -17,8 +17,8 @@ from optimizer_support import ODD_SECRET, SECRET, overrides
 import skillopt_lib
 from skillopt_lib.edits import get_protected_region
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt_lib.testing.house_style import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
 from skillopt_lib.testing import Match, Rule, Script, Step
+from skillopt_lib.testing.house_style import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 
