@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from skillopt_lib.budget import LearningRate
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.gate import GateConfig
+from skillopt_lib.providers import key_env_candidates
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -190,7 +191,9 @@ _KEY_LIKE = re.compile(
 MASK = "****"
 
 
-def _secret_key(key: str) -> bool:
+def is_secret_key(key: str) -> bool:
+    """A key whose text value is a secret (`api_key`, `auth_token`), not a budget or a variable name
+    (`max_tokens`, `api_key_env`)."""
     low = key.lower()
     return any(m in low for m in SECRET_MARKERS) and not low.endswith(_NOT_SECRET_SUFFIXES)
 
@@ -204,7 +207,7 @@ def masked_dump(data: Any) -> Any:
     if isinstance(data, dict):
         out: dict[str, Any] = {}
         for k, v in data.items():
-            if _secret_key(str(k)) and isinstance(v, (str, SecretStr)) and v != "":
+            if is_secret_key(str(k)) and isinstance(v, (str, SecretStr)) and v != "":
                 out[k] = MASK
             else:
                 out[k] = masked_dump(v)
@@ -247,8 +250,6 @@ class Redactor:
 
 def config_secrets(cfg: TrainConfig) -> list[str]:
     """Every secret value the config can reach: literal keys and the variables they are read from."""
-    from skillopt_lib.backends import key_env_candidates
-
     found: list[str] = []
     for role in (cfg.agent, cfg.optimizer):
         if role.api_key is not None:
@@ -264,7 +265,7 @@ def config_secrets(cfg: TrainConfig) -> list[str]:
         elif isinstance(node, list):
             for v in node:
                 walk(v, key)
-        elif isinstance(node, str) and _secret_key(key):
+        elif isinstance(node, str) and is_secret_key(key):
             found.append(node)
         elif isinstance(node, str) and key.lower().endswith("_env") and os.environ.get(node):
             found.append(os.environ[node])

@@ -7,9 +7,12 @@ by `fn` propagate out of `map` (the first one, after every started call has fini
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar, runtime_checkable
+
+from skillopt_lib.errors import ConfigError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -76,10 +79,6 @@ def make_executor(kind: str, max_workers: int) -> Executor:
         return LocalExecutor(max_workers)
     kind = EXECUTORS.get(kind, kind)
     if ":" in kind:
-        import importlib
-
         module, _, cls = kind.partition(":")
         return getattr(importlib.import_module(module), cls)(max_workers=max_workers)  # type: ignore[no-any-return]
-    from skillopt_lib.errors import ConfigError
-
     raise ConfigError(f"unknown executor {kind!r}", hint="use 'local' or 'package.module:ExecutorClass'")

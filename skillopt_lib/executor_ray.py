@@ -27,7 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anthropic
+import openai
+
 from skillopt_lib.errors import ConfigError
+
+# Ray itself is an optional dependency (`skillopt-local[ray]`): it is imported where it is used, and a missing
+# Ray is a ConfigError with the install command.
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -76,20 +82,14 @@ def _client_settings(client: Any) -> dict[str, Any]:
 
 
 def _rebuild_openai(settings: dict[str, Any]) -> Any:
-    import openai
-
     return openai.OpenAI(**settings)
 
 
 def _rebuild_anthropic(settings: dict[str, Any]) -> Any:
-    import anthropic
-
     return anthropic.Anthropic(**settings)
 
 
 def _rebuild_azure(settings: dict[str, Any]) -> Any:
-    import openai
-
     return openai.AzureOpenAI(**settings)
 
 
@@ -119,25 +119,13 @@ def register_serializers() -> None:
 
         for lock_type in {type(threading.Lock()), type(threading.RLock()), _thread.LockType}:
             ray.util.register_serializer(lock_type, serializer=lambda _lock: None, deserializer=_new_lock)
-        try:
-            import openai
-
-            ray.util.register_serializer(
-                openai.OpenAI, serializer=_client_settings, deserializer=_rebuild_openai
-            )
-            ray.util.register_serializer(
-                openai.AzureOpenAI, serializer=_azure_settings, deserializer=_rebuild_azure
-            )
-        except ImportError:
-            pass
-        try:
-            import anthropic
-
-            ray.util.register_serializer(
-                anthropic.Anthropic, serializer=_client_settings, deserializer=_rebuild_anthropic
-            )
-        except ImportError:
-            pass
+        ray.util.register_serializer(openai.OpenAI, serializer=_client_settings, deserializer=_rebuild_openai)
+        ray.util.register_serializer(
+            openai.AzureOpenAI, serializer=_azure_settings, deserializer=_rebuild_azure
+        )
+        ray.util.register_serializer(
+            anthropic.Anthropic, serializer=_client_settings, deserializer=_rebuild_anthropic
+        )
         _registered = True
 
 

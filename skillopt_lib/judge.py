@@ -12,13 +12,12 @@ counts, so a user's own skill that already names its test command is not punishe
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from skillopt_lib.backends.base import ChatBackend, ChatMessage, Usage
+from skillopt_lib.jsonreply import parse_json_object
 
 _TOKEN = re.compile(r"[a-z0-9_]+|[^\sa-z0-9_]", re.IGNORECASE)
 
@@ -133,14 +132,11 @@ def judge_rubric(
 
 
 def _parse_verdict(text: str, n: int) -> list[bool] | None:
-    m = re.search(r"\{.*\}", text, re.DOTALL)
-    if not m:
-        return None
     try:
-        data: Any = json.loads(m.group(0))
+        data = parse_json_object(text)
     except ValueError:
         return None
-    items = data.get("items") if isinstance(data, dict) else None
+    items = data.get("items")
     if not isinstance(items, list):
         return None
     out = [False] * n

@@ -1,16 +1,15 @@
 """Talking to the optimizer model: prompts, structured answers, and the analysts that read rollouts.
 
 Every optimizer call asks for one JSON object validated by a pydantic model. Models answer in fences, with
-trailing commas, or with prose around the object; `parse_json_object` repairs what it can, and `call_json`
-re-asks with the parse error a bounded number of times. A call that still fails returns None and is recorded:
-a malformed answer costs one step's proposals, never the run.
+trailing commas, or with prose around the object; `parse_json_object` (`json_repair`) mends what it can, and
+`call_json` re-asks with the parse error a bounded number of times. A call that still fails returns None and
+is recorded: a malformed answer costs one step's proposals, never the run.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,8 +24,9 @@ from skillopt_lib.backends.base import ChatBackend, ChatMessage, Usage
 from skillopt_lib.budget import StepBudget
 from skillopt_lib.config import ReflectConfig
 from skillopt_lib.edits import Edit, Patch, SourceType, parse_edits
-from skillopt_lib.envs.base import Item, ItemResult
+from skillopt_lib.envs.base import Item, ItemResult, describe_item
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.jsonreply import parse_json_object
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
 PROMPT_NAMES = ("system", "analyst_failure", "analyst_success", "merge", "rank", "slow_update", "meta_skill")
@@ -62,67 +62,6 @@ class Prompts:
         if self.override_dir is None:
             return []
         return sorted(n for n in PROMPT_NAMES if (self.override_dir / f"{n}.md").is_file())
-
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-
-
-def _balanced_object(text: str) -> str | None:
-    start = text.find("{")
-    while start != -1:
-        depth, in_str, esc = 0, False, False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-        start = text.find("{", start + 1)
-    return None
-
-
-def _repairs(candidate: str) -> list[str]:
-    fixed = candidate.replace("\u201c", '"').replace("\u201d", '"').replace("\u2019", "'")
-    fixed = re.sub(r",\s*([}\]])", r"\1", fixed)
-    pythonish = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", fixed)))
-    return [candidate, fixed, pythonish]
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a model's answer, repairing fences, prose, smart quotes and trailing commas.
-
-    Raises ValueError (with the parser's message) when nothing parseable is found.
-    """
-    pieces = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    last_error = "no JSON object found"
-    for piece in pieces:
-        obj = _balanced_object(piece)
-        candidates = [obj] if obj else []
-        if "{" in piece and not obj:  # cut off: try closing it
-            tail = piece[piece.find("{") :]
-            candidates.append(tail + "}" * max(1, tail.count("{") - tail.count("}")))
-        for cand in candidates:
-            for attempt in _repairs(cand):
-                try:
-                    data = json.loads(attempt)
-                except ValueError as exc:
-                    last_error = str(exc)
-                    continue
-                if isinstance(data, dict):
-                    return data
-                last_error = "the answer is JSON but not an object"
-    raise ValueError(last_error)
 
 
 @dataclass
@@ -239,8 +178,6 @@ def render_edits(edits: Sequence[Edit], numbered: bool = False) -> str:
 
 
 def render_examples(env: Any, pairs: Sequence[tuple[Item, ItemResult]], max_trajectory: int) -> str:
-    from skillopt_lib.envs.base import describe_item
-
     blocks = []
     for item, res in pairs:
         traj = res.trajectory or ""

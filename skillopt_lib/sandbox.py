@@ -1,7 +1,7 @@
 """Sandboxed replay: run an agent CLI on a task from the task's original repository state, then check it.
 
 Each replay gets a run folder under skillopt's own workspaces folder (the caller passes it; the daemon uses
-`skillopt_daemon.core.paths.workspaces_dir()`), holding:
+`skillopt_lib.userdir.workspaces_dir()`), holding:
 
 - `repo/`  the workspace: a detached `git worktree` at the task's pinned commit (with the recorded dirty
   diff re-applied), else a copy of the project, else an empty folder. A `.skillopt-replay` marker at its root
@@ -491,9 +491,7 @@ def replay(
     Agent failures come back as the result's status; a workspace that cannot be prepared raises
     `SandboxError` (and leaves nothing behind).
     """
-    preflight = getattr(backend, "preflight", None)
-    if callable(preflight):
-        preflight()  # a missing CLI fails before any workspace is made
+    backend.preflight()  # a missing CLI fails before any workspace is made
     with config.slots:
         return _replay(task, backend, config, skill=skill, limits=limits, stage=on_stage or (lambda _s: None))
 

@@ -19,14 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from skillopt_lib.agents import TOOLS
 from skillopt_lib.aggregate import aggregate
 from skillopt_lib.backends import create_backend
-from skillopt_lib.backends.base import Usage
+from skillopt_lib.backends.base import ChatBackend, Usage
 from skillopt_lib.budget import budget_at
 from skillopt_lib.config import (
     Redactor,
     TrainConfig,
+    apply_overrides,
     config_secrets,
     load_config,
     masked_dump,
@@ -40,9 +43,10 @@ from skillopt_lib.edits import (
     get_protected_region,
     set_protected_region,
 )
-from skillopt_lib.envs.base import Item, ItemResult, Split
+from skillopt_lib.envs import load_env
+from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split
 from skillopt_lib.errors import ConfigError, SkillOptError
-from skillopt_lib.executor import Executor, make_executor
+from skillopt_lib.executor import Executor, LocalExecutor, make_executor
 from skillopt_lib.gate import Gate, GateDecision, ScoreTable, item_score, mean_score
 from skillopt_lib.reflect import (
     OptimizerCaller,
@@ -148,11 +152,11 @@ class Trainer:
     def __init__(
         self,
         config: TrainConfig,
-        env: Any,
+        env: Environment,
         run_dir: str | Path,
         *,
-        agent: Any = None,
-        optimizer: Any = None,
+        agent: AgentBackend | None = None,
+        optimizer: ChatBackend | None = None,
         executor: Executor | None = None,
         initial_skill: SkillBundle | None = None,
         on_event: EventHandler | None = None,
@@ -202,9 +206,9 @@ class Trainer:
         run_dir: str | Path,
         *,
         config: TrainConfig | None = None,
-        env: Any = None,
-        agent: Any = None,
-        optimizer: Any = None,
+        env: Environment | None = None,
+        agent: AgentBackend | None = None,
+        optimizer: ChatBackend | None = None,
         executor: Executor | None = None,
         on_event: EventHandler | None = None,
     ) -> Trainer:
@@ -218,8 +222,6 @@ class Trainer:
         if config is None:
             config = validate_config(saved_config(run_path))
         if env is None:
-            from skillopt_lib.envs import load_env
-
             if not config.env:
                 raise ConfigError("the run's config names no environment", hint="pass --env")
             env = load_env(config.env, **config.env_options)
@@ -557,8 +559,6 @@ class Trainer:
         self._checkpoint(state)
 
     def _slow_update(self, state: dict[str, Any]) -> None:
-        from pydantic import BaseModel
-
         class Guidance(BaseModel):
             reasoning: str = ""
             guidance: str = ""
@@ -611,8 +611,6 @@ class Trainer:
         )
 
     def _meta_notes(self, state: dict[str, Any]) -> None:
-        from pydantic import BaseModel
-
         class Notes(BaseModel):
             notes: str = ""
 
@@ -724,7 +722,7 @@ def saved_config(run_dir: str | Path) -> dict[str, Any]:
 EXEC_BACKENDS = tuple(row.backend for row in TOOLS.values() if row.backend)
 
 
-def _check_agent_kind(env: Any, backend: str) -> None:
+def _check_agent_kind(env: Environment, backend: str) -> None:
     """A chat environment needs a chat model and an exec environment a real agent CLI: say so up front."""
     kind = getattr(env, "agent_kind", "chat")
     name = getattr(env, "name", str(env))
@@ -754,11 +752,14 @@ def _usage_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
 
 
 def evaluate_skill(
-    env: Any, skill: SkillBundle, agent: Any, split: Split = "val", repeats: int = 1, concurrency: int = 4
+    env: Environment,
+    skill: SkillBundle,
+    agent: AgentBackend,
+    split: Split = "val",
+    repeats: int = 1,
+    concurrency: int = 4,
 ) -> EvalResult:
     """Score a skill on one split without training (what `skillopt eval` runs)."""
-    from skillopt_lib.executor import LocalExecutor
-
     items = list(env.splits().get(split))
     if not items:
         raise ConfigError(f"the environment's {split} split is empty")
@@ -786,13 +787,13 @@ def evaluate_skill(
 
 
 def train(
-    env: Any,
+    env: Environment | str,
     config: TrainConfig | str | Path | None = None,
     *,
     run_dir: str | Path,
     overrides: list[str] | None = None,
-    agent: Any = None,
-    optimizer: Any = None,
+    agent: AgentBackend | None = None,
+    optimizer: ChatBackend | None = None,
     initial_skill: SkillBundle | None = None,
     on_event: EventHandler | None = None,
 ) -> TrainResult:
@@ -804,14 +805,10 @@ def train(
     if isinstance(config, TrainConfig):
         cfg = config
         if overrides:
-            from skillopt_lib.config import apply_overrides
-
             cfg = validate_config(apply_overrides(config.model_dump(), overrides))
     else:
         cfg = load_config(config, overrides)
     if isinstance(env, str):
-        from skillopt_lib.envs import load_env
-
         cfg = cfg.model_copy(update={"env": env})
         env = load_env(env, **cfg.env_options)
     return Trainer(

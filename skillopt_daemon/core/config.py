@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,6 +21,8 @@ from pydantic_settings import (
 
 from skillopt_daemon.core import paths
 from skillopt_lib.agents import AgentTool
+from skillopt_lib.config import BackendConfig, Price, masked_dump
+from skillopt_lib.config import is_secret_key as is_secret_key
 from skillopt_lib.errors import ConfigError
 
 
@@ -40,20 +42,26 @@ class ToolSettings(_Section):
     )
 
 
-class BackendSettings(_Section):
-    """A model backend for one role. Keys are never stored here: `api_key_env` names the variable."""
+class BackendSettings(BackendConfig):
+    """A model backend for one role: the library's `BackendConfig`, so a setting means the same in
+    `config.toml` and in a training config. An empty `backend` means the role is not configured.
+
+    Keys are never stored here: `api_key_env` names the variable that holds one.
+    """
 
     backend: str = Field(
         default="", description="openai | azure | anthropic | claude-code | codex | a preset name"
     )
-    model: str = ""
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    azure_api_version: str | None = None
+
+    @field_validator("api_key")
+    @classmethod
+    def _no_literal_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            raise ValueError(
+                "keys are never stored in skillopt's settings; put the key in an environment variable "
+                "and name that variable in api_key_env"
+            )
+        return value
 
 
 class IngestSettings(_Section):
@@ -134,13 +142,6 @@ class UISettings(_Section):
     port: int = Field(default=8765, ge=0, le=65535, description="0 picks a free port")
 
 
-class Price(_Section):
-    """USD per million tokens."""
-
-    input: float = 0.0
-    output: float = 0.0
-
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SKILLOPT_",
@@ -185,16 +186,17 @@ _CONFIG_FILE_OVERRIDE: list[Path] = []
 def load_settings() -> Settings:
     """Load and validate; a mistake becomes a ConfigError naming the key and the file or variable."""
     # Locate the file first: SKILLOPT_HOME is set aside below (it is not a setting) but decides the path.
-    _CONFIG_FILE_OVERRIDE.append(paths.config_file())
+    config_file = paths.config_file()
+    _CONFIG_FILE_OVERRIDE.append(config_file)
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _NON_SETTING_ENV}
     try:
         return Settings()
     except ValidationError as exc:
         raise ConfigError(
-            _explain(exc), hint=f"fix it in {paths.config_file()} or with `skillopt config set`"
+            _explain(exc), hint=f"fix it in {config_file} or with `skillopt config set`"
         ) from None
     except (OSError, ValueError) as exc:  # TOML syntax errors are ValueErrors
-        raise ConfigError(f"cannot read {paths.config_file()}: {exc}") from None
+        raise ConfigError(f"cannot read {config_file}: {exc}") from None
     finally:
         os.environ.update(saved)
         _CONFIG_FILE_OVERRIDE.pop()
@@ -218,28 +220,10 @@ def tool_home(tool: AgentTool, settings: Settings | None = None) -> Path:
     return configured.expanduser() if configured else paths.default_tool_home(tool)
 
 
-SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth")
-
-
-def is_secret_key(key: str) -> bool:
-    low = key.lower()
-    return any(m in low for m in SECRET_MARKERS) and not low.endswith(("_env", "_tokens", "tokens"))
-
-
 def masked(data: Any) -> Any:
-    """A copy with every value under a secret-looking key masked, whatever the key is called exactly."""
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for k, v in data.items():
-            if is_secret_key(str(k)) and isinstance(v, str):
-                # Only text can be a secret: `max_tokens = 2000000` is a budget, not a token.
-                out[k] = "****" if v else v
-            else:
-                out[k] = masked(v)
-        return out
-    if isinstance(data, list):
-        return [masked(v) for v in data]
-    return data
+    """A copy of settings data for display, with every value under a secret-looking key masked (the same rules
+    as everything the trainer writes: `skillopt_lib.config.masked_dump`)."""
+    return masked_dump(data)
 
 
 Scope = Literal["user", "project"]

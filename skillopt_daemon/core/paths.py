@@ -1,7 +1,8 @@
 """Every folder and file skillopt writes, in one place.
 
 `SKILLOPT_HOME` relocates everything (config, database, skill store, runs, workspaces, logs) so tests and
-users can isolate a whole installation; without it the platform's standard folders are used.
+users can isolate a whole installation; without it the platform's standard folders are used. The user folder
+itself, and the folders the library shares (runs, workspaces, benchmarks), come from `skillopt_lib.userdir`.
 """
 
 from __future__ import annotations
@@ -9,26 +10,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 from skillopt_lib.agents import AgentTool, spec
 
-APP = "skillopt"
-
-
-def skillopt_home() -> Path | None:
-    value = os.environ.get("SKILLOPT_HOME")
-    return Path(value).expanduser().resolve() if value else None
-
-
-def config_dir() -> Path:
-    home = skillopt_home()
-    return home / "config" if home else Path(platformdirs.user_config_dir(APP))
-
-
-def data_dir() -> Path:
-    home = skillopt_home()
-    return home / "data" if home else Path(platformdirs.user_data_dir(APP))
+# The user folder and the folders the library shares are resolved in the library; re-exported here.
+from skillopt_lib.userdir import (
+    APP as APP,
+)
+from skillopt_lib.userdir import (
+    benchmarks_dir as benchmarks_dir,
+)
+from skillopt_lib.userdir import (
+    config_dir as config_dir,
+)
+from skillopt_lib.userdir import (
+    data_dir as data_dir,
+)
+from skillopt_lib.userdir import (
+    runs_dir as runs_dir,
+)
+from skillopt_lib.userdir import (
+    skillopt_home as skillopt_home,
+)
+from skillopt_lib.userdir import (
+    workspaces_dir as workspaces_dir,
+)
 
 
 def config_file() -> Path:
@@ -42,21 +47,6 @@ def db_path() -> Path:
 def skill_store_dir() -> Path:
     """Content-addressed copies of every skill version's files."""
     return data_dir() / "skills"
-
-
-def runs_dir() -> Path:
-    """Training runs and nightly cycles, one folder each."""
-    return data_dir() / "runs"
-
-
-def workspaces_dir() -> Path:
-    """Throwaway replay workspaces; sources ignore sessions whose cwd lies here."""
-    return data_dir() / "workspaces"
-
-
-def benchmarks_dir() -> Path:
-    """Official benchmark data a user downloaded, one folder per benchmark (`skillopt train --env NAME`)."""
-    return data_dir() / "benchmarks"
 
 
 def inbox_dir() -> Path:

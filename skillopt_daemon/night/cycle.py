@@ -226,17 +226,8 @@ class CycleReport:
 
 
 def _library_config(b: BackendSettings) -> BackendConfig:
-    return BackendConfig(
-        backend=b.backend,
-        model=b.model,
-        base_url=b.base_url,
-        api_key_env=b.api_key_env,
-        temperature=b.temperature,
-        max_tokens=b.max_tokens,
-        timeout_s=b.timeout_s,
-        max_retries=b.max_retries,
-        azure_api_version=b.azure_api_version,
-    )
+    # The settings section is a BackendConfig already; only its class differs (an unset role stays "").
+    return BackendConfig.model_validate(b.model_dump())
 
 
 _CHAT_CLI = {"claude-code-chat": AgentTool.CLAUDE_CODE, "codex-chat": AgentTool.CODEX}
@@ -246,7 +237,7 @@ def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
     cfg = _library_config(b)
     tool = _CHAT_CLI.get(b.backend)
     if tool is not None:
-        opts: dict[str, Any] = {"home": str(tool_home(tool, settings))}
+        opts: dict[str, Any] = {**b.options, "home": str(tool_home(tool, settings))}
         if settings.tool(tool).cli:
             opts["cli"] = settings.tool(tool).cli
         cfg = cfg.model_copy(update={"options": opts})

@@ -24,7 +24,7 @@ import sqlite_utils
 from skillopt_daemon.ingest.pinning import load_dirty_diff
 from skillopt_lib.backends.base import ChatBackend
 from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits
-from skillopt_lib.envs.base import Item, ItemResult
+from skillopt_lib.envs.base import AgentBackend, Item, ItemResult
 from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment, score
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.judge import judge_rubric
@@ -101,7 +101,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
         item.gold["rubric"] = list(t.get("rubric") or [])
         return item
 
-    def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult:
+    def run(self, item: Item, skill: SkillBundle, agent: AgentBackend) -> ItemResult:
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
                 "replays need an exec backend (claude-code, codex, copilot, cursor) as the agent"

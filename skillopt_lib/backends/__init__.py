@@ -11,41 +11,15 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.net import is_loopback_url
+from skillopt_lib.providers import PRESETS, key_env_candidates
 
-if TYPE_CHECKING:
-    from skillopt_lib.config import BackendConfig
+BackendFactory = Callable[[BackendConfig, dict[str, Any]], Any]
 
-BackendFactory = Callable[["BackendConfig", dict[str, Any]], Any]
-
-
-@dataclass(frozen=True)
-class Preset:
-    """An OpenAI-compatible server: where it listens and which variable usually holds its key."""
-
-    base_url: str
-    key_env: str | None
-    needs_key: bool = True
-
-
-PRESETS: dict[str, Preset] = {
-    "qwen": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
-    "dashscope": Preset("https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
-    "minimax": Preset("https://api.minimax.io/v1", "MINIMAX_API_KEY"),
-    "deepseek": Preset("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "ollama": Preset("http://127.0.0.1:11434/v1", None, needs_key=False),
-    "vllm": Preset("http://127.0.0.1:8000/v1", None, needs_key=False),
-}
-
-DEFAULT_KEY_ENV: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "azure": "AZURE_OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-}
 
 # name -> "module:factory"; imported lazily so that a missing optional SDK only matters when used.
 _BUILTIN: dict[str, str] = {
@@ -111,20 +85,6 @@ def resolve_preset(cfg: BackendConfig) -> BackendConfig:
     if not preset.needs_key:
         updates["options"] = {**cfg.options, "key_optional": True}
     return cfg.model_copy(update=updates)
-
-
-def key_env_candidates(cfg: BackendConfig) -> list[str]:
-    """The environment variables a key may come from, in order."""
-    names: list[str] = []
-    if cfg.api_key_env:
-        names.append(cfg.api_key_env)
-    preset = PRESETS.get(cfg.backend)
-    if preset is not None and preset.key_env and preset.key_env not in names:
-        names.append(preset.key_env)
-    default = DEFAULT_KEY_ENV.get(cfg.backend)
-    if default and not cfg.api_key_env and default not in names:
-        names.append(default)
-    return names
 
 
 def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:

@@ -85,11 +85,22 @@ class ChatResponse:
 
 @runtime_checkable
 class ChatBackend(Protocol):
-    """One model behind one API. Implementations retry transient failures themselves and raise
-    `skillopt_lib.errors.BackendError` with a plain message when they give up."""
+    """One model behind one API: the optimizer, the rubric judge, and the agent of chat environments.
+
+    Built from a `skillopt_lib.config.BackendConfig` by `skillopt_lib.backends.create_backend`; the trainer,
+    the reflection code and the environments see nothing but this protocol, so OpenAI, Azure, Anthropic, any
+    OpenAI-compatible server and an agent CLI used as a chat model are interchangeable.
+
+    Thread safety: one instance is shared by every rollout and optimizer call of a run, so `complete` is
+    called concurrently from several threads and must keep no per-call state on the instance (SDK clients
+    are thread-safe; anything else needs a lock).
+    """
 
     name: str
+    """The backend's registered name ("openai", "anthropic", "claude-code-chat", ...), recorded in history."""
+
     model: str
+    """The model answering; keys price lookups and the run's usage accounting."""
 
     def complete(
         self,
@@ -99,7 +110,34 @@ class ChatBackend(Protocol):
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool = False,
-    ) -> ChatResponse: ...
+    ) -> ChatResponse:
+        """Send one conversation and return the model's reply.
+
+        Parameters:
+            messages: the conversation so far, oldest first: `user` and `assistant` turns, and `system`
+                messages the backend places where its API wants them. Content may carry `ImagePart`s for a
+                multimodal model.
+            system: the system prompt (the skill under training, for a chat agent), or None.
+            temperature: sampling temperature; None means the configured value, else the API's default.
+            max_tokens: cap on the reply's tokens; None means the configured value, else the API's default.
+            json_mode: the caller wants one JSON object. Ask the server for JSON output where the API can
+                (`json_response_format`); the caller still parses and repairs the text, so a backend that
+                cannot enforce it just returns the text.
+
+        Returns:
+            A `ChatResponse` with the reply's `text` (may be empty, never None), `usage` with the tokens
+            of this call (cached and uncached input, output) and `cost_usd` priced by `cost_usd` with the
+            run's `prices`, `usage.calls == 1` per successful call, the `model` that answered and the
+            provider's `finish_reason`.
+
+        Raises:
+            BackendUnavailable: the endpoint cannot be used at all (refused key, unknown model, unreachable
+                host); environments let it propagate, since every other call would fail the same way.
+            BackendError: any other failure left after the backend's own retries of transient errors (rate
+                limits, time-outs, 5xx), with a plain message and a hint. Never an SDK exception, never a
+                key in the message.
+        """
+        ...
 
 
 class BackendUnavailable(BackendError):

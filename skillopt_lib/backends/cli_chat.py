@@ -12,8 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from skillopt_lib.backends import claude_code as claude_mod
+from skillopt_lib.backends import codex as codex_mod
 from skillopt_lib.backends.base import ChatMessage, ChatResponse
-from skillopt_lib.backends.exec_base import CliExecBackend, ExecStatus
+from skillopt_lib.backends.exec_base import CliExecBackend, ExecStatus, create_from_config
 from skillopt_lib.errors import BackendError
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
@@ -85,17 +87,12 @@ class CliChatBackend:
 
 
 def _create(tool: str, cfg: Any, context: dict[str, Any]) -> CliChatBackend:
-    from skillopt_lib.backends import codex as codex_mod
-    from skillopt_lib.backends.exec_base import create_from_config
-
     if tool == "codex":
         opts = dict(getattr(cfg, "options", {}) or {})
         opts.setdefault("sandbox", "read-only")
         cfg = cfg.model_copy(update={"options": opts})
         agent = create_from_config(codex_mod.CodexBackend, cfg, context)
     else:
-        from skillopt_lib.backends import claude_code as claude_mod
-
         agent = create_from_config(claude_mod.ClaudeCodeBackend, cfg, context)
     return CliChatBackend(
         agent, workspaces_root=context.get("workspaces_root"), model=getattr(cfg, "model", "")

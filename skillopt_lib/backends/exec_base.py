@@ -27,6 +27,8 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
+from packaging.version import InvalidVersion, Version
+
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.backends.base import Usage
 from skillopt_lib.errors import ExternalToolError
@@ -183,26 +185,97 @@ class ExecResult:
 
 @runtime_checkable
 class ExecBackend(Protocol):
-    """An agent CLI that can work on a task in a prepared workspace.
+    """An agent CLI (Claude Code, Codex, Copilot, Cursor) that works on a task in a prepared workspace.
 
-    The sandbox calls, in order: `install_skill` (put the candidate where the tool reads project skills),
-    `prepare_home` (an isolated config home carrying only credentials; returns the variables to add to the
-    scrubbed environment), then `run`. A backend never raises for an agent failure: a crash, a time-out or
-    garbage on stdout is an `ExecResult` with the matching status. It raises `ExternalToolError` only when
-    the CLI cannot be started at all.
+    The agent of exec environments and of the nightly replays. The sandbox (`skillopt_lib.sandbox.replay`)
+    calls, in order: `preflight` (once per replay; cheap after the first call), `install_skill`,
+    `prepare_home`, then `run`. Most CLIs subclass `CliExecBackend`, which implements all of it around
+    `build_argv`, `prepare_home` and `interpret`.
+
+    Thread safety: one instance serves every concurrent replay of a run. Methods must not keep per-run state
+    on the instance; everything a run needs arrives as arguments (its own workspace, home and environment).
     """
 
     name: str
+    """The backend's registered name ("claude-code", "codex", ...)."""
+
     tool: AgentTool
+    """Which agent tool this drives; its row in `skillopt_lib.agents.TOOLS` gives executables, skill folders
+    and tested versions."""
+
     limits: ExecLimits
+    """The limits a `run` without its own `limits` uses."""
 
-    def install_skill(self, workspace: Path, skill: SkillBundle) -> Path: ...
+    def preflight(self) -> list[str]:
+        """Check the CLI can be started, before any workspace is made.
 
-    def prepare_home(self, home: Path, workspace: Path) -> dict[str, str]: ...
+        Returns:
+            Warnings to show the user once (an untested CLI version; see `version_warning`); empty when
+            there are none. The result is cached, so calling it before every run costs nothing.
+
+        Raises:
+            ExternalToolError: the CLI is not installed or not executable, with a hint naming how to install
+                it or the setting that points at it. Never raises for anything else.
+        """
+        ...
+
+    def install_skill(self, workspace: Path, skill: SkillBundle) -> Path:
+        """Write `skill`'s files where the tool reads project skills inside `workspace`.
+
+        Parameters:
+            workspace: the throwaway replay workspace (never the user's project).
+            skill: the candidate skill; its `name` names the folder.
+
+        Returns:
+            The folder the skill was written to. Same-named copies the tool would also read are removed
+            from the workspace first, so nothing shadows the candidate.
+
+        Raises:
+            OSError only when the workspace cannot be written (the sandbox reports it as a broken replay).
+        """
+        ...
+
+    def prepare_home(self, home: Path, workspace: Path) -> dict[str, str]:
+        """Make `home` an isolated config home for the tool, carrying only the user's credentials.
+
+        Parameters:
+            home: an empty private folder the sandbox made for this run.
+            workspace: the run's workspace, for tools whose config names the project folder.
+
+        Returns:
+            The variables to add to the run's scrubbed environment (e.g. `CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+            provider keys found in the caller's environment). Keys are copied, never written to logs.
+
+        Raises:
+            Nothing for missing credentials (the run then fails with the tool's own message, reported in its
+            result); OSError only when `home` cannot be written.
+        """
+        ...
 
     def run(
         self, prompt: str, *, cwd: Path, env: Mapping[str, str], limits: ExecLimits | None = None
-    ) -> ExecResult: ...
+    ) -> ExecResult:
+        """Run the CLI headless on `prompt` in `cwd` and report what it did.
+
+        Parameters:
+            prompt: the task as the user would type it.
+            cwd: the workspace (the skill already installed).
+            env: the complete environment of the process (the sandbox's scrubbed allowlist plus
+                `prepare_home`'s variables); the backend adds nothing from its own process.
+            limits: turns, wall time, model, tools, permission mode and output bytes for this run; None
+                means `self.limits`.
+
+        Returns:
+            An `ExecResult`. Every agent failure is a result, not an exception: a crash, a time-out (the whole
+            process group is killed), too many turns, a denied permission or unreadable output each set the
+            matching `ExecStatus` with the reason in `error`. `usage` holds the tokens and cost the CLI
+            reported (`cost_reported` says whether it reported a cost); the sandbox fills `diff`,
+            `files_changed` and `checks` afterwards.
+
+        Raises:
+            ExternalToolError: only when the CLI cannot be started at all.
+        """
+        ...
 
 
 # --------------------------------------------------------------------------------------------------
@@ -428,14 +501,23 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 # Finding the CLI and checking its version
 # --------------------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# A release number ("2.1.197") with an optional pre-release tag ("-alpha.3", "rc1").
+_RELEASE = r"\d+(?:\.\d+)+"
+_VERSION_RE = re.compile(rf"({_RELEASE})(?:[-.]?[A-Za-z]+[.\d]*)?")
 _version_cache: dict[str, str | None] = {}
 _version_lock = threading.Lock()
 
 
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    m = _VERSION_RE.search(text)
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+def parse_version(text: str) -> Version | None:
+    """The first version number in a CLI's `--version` output ("2.1.197 (Claude Code)"); None when there is
+    none. A tag `packaging` cannot read is dropped, keeping the release number."""
+    for m in _VERSION_RE.finditer(text):
+        for candidate in (m.group(0).rstrip("."), m.group(1)):
+            try:
+                return Version(candidate)
+            except InvalidVersion:
+                continue
+    return None
 
 
 def find_cli(
@@ -475,7 +557,7 @@ def cli_version(exe: str, env: Mapping[str, str] | None = None) -> str | None:
         )
         text = (proc.stdout or "") + (proc.stderr or "")
         v = parse_version(text)
-        found = ".".join(map(str, v)) if v else None
+        found = str(v) if v else None
     except (OSError, subprocess.SubprocessError):
         found = None
     with _version_lock:

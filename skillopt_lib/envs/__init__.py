@@ -7,9 +7,11 @@ Built-in environments are registered by name here, in one place; any other envir
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from skillopt_lib.envs.base import Environment
 from skillopt_lib.errors import ConfigError
 
 # name -> "module:Class". Each built-in environment adds one line.
@@ -45,14 +47,12 @@ def resolve_env_class(spec: str) -> Any:
         raise ConfigError(f"module {module_name!r} has no environment class {class_name!r}") from None
 
 
-def load_env(spec: str, **kwargs: Any) -> Any:
+def load_env(spec: str, **kwargs: Any) -> Environment:
     """Instantiate an environment by built-in name or import path, passing keyword options through.
 
     An option the environment does not take (e.g. `--sample` for one that ships no sample) is a
     ConfigError naming the options it does take, not a traceback.
     """
-    import inspect
-
     cls = resolve_env_class(spec)
     params: Mapping[str, inspect.Parameter]
     try:

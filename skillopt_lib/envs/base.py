@@ -1,53 +1,13 @@
-"""The one protocol every environment implements.
+"""The one protocol every environment implements, and the types it speaks in.
 
 An environment is everything the trainer needs to know about a task set, and nothing else: which items
 belong to which split, how to run one item with a given skill and agent, how to score the outcome, and what
 feedback an optimizer may read about it. A public benchmark, a coding task suite and the nightly replay of a
 user's own recurring tasks are all environments; the trainer never knows which one it is driving.
 
-Implementing an environment
----------------------------
-Required members (the `Environment` protocol):
-
-`name: str`
-    Short, stable identifier; recorded in every run's history and summary.
-`agent_kind: "chat" | "exec"`
-    `chat`: `agent` is a `skillopt_lib.backends.base.ChatBackend` (one `complete()` per turn).
-    `exec`: `agent` is an exec backend (a real agent CLI in a sandbox, `skillopt_lib.backends.exec_base`); the
-    environment calls it itself. The trainer passes the agent object through untouched either way.
-`splits() -> Splits`
-    The items of each split. Splits must be deterministic (same data and options, same items in the same
-    order) and disjoint. The trainer draws training batches from `train`, gates on `val`, and touches
-    `test` only for the final report. Item ids must be unique across all splits: they key gate statistics,
-    histories and checkpoints.
-`seed_skill() -> SkillBundle`
-    The skill training starts from when the user gives none (may be a near-empty SKILL.md). Its
-    frontmatter `name` is kept for the whole run.
-`run(item, skill, agent) -> ItemResult`
-    Run the agent once on one item with the skill in front of it, and score the outcome.
-
-    - It is called concurrently from several threads (the executor's pool) and several times for the same
-      item and skill (the paired gate repeats runs of a stochastic agent), so keep it free of shared mutable
-      state, or lock it.
-    - It must not raise for an agent failure: a crash, time-out or garbled answer is a result with
-      `hard = 0` and the reason in `error`. Raise only for a broken environment (missing data), and let
-      `skillopt_lib.backends.base.BackendUnavailable` propagate (a refused key or unreachable endpoint is the
-      user's configuration to fix, not a score).
-    - `hard` is the pass/fail score in [0, 1] (1 means passed) that the gate and the failure/success
-      split use; `soft` a graded score in [0, 1] for partial credit (the gate can use it: `gate.metric`).
-    - `feedback` is what the optimizer reads about the outcome: say what went wrong in terms of the task.
-      Never paste hidden checks or gold answers verbatim when they would let the optimizer overfit (it must
-      not learn to write the grader's wording into the skill).
-    - `trajectory` is the agent's work as text (messages, tool calls, output), truncated by the trainer for
-      reflection; `answer` the final answer; `usage` the tokens and cost the agent spent on this item (the
-      trainer adds these up per role).
-
-Optional members, used when present:
-
-`describe(item) -> str`
-    The task as the optimizer should read it (default: the item's `data` as JSON).
-`close() -> None`
-    Release resources (sandboxes, servers) at the end of a run.
+To implement one, write a class with the members of `Environment` below (no base class is needed;
+`skillopt_lib.envs.bench.BenchmarkEnv` is a convenient one for datasets). Each member's docstring is its
+contract. `skillopt_lib.envs._template` is a starting point.
 
 Determinism: for a given seed and recorded model outputs a run must be reproducible, which is what makes
 `skillopt train --resume` continue exactly where it stopped. Use no randomness in `run` beyond the agent's
@@ -56,10 +16,12 @@ own, and derive any sampling in `splits()` from an explicit seed option.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from skillopt_lib.backends.base import Usage
+from skillopt_lib.backends.base import ChatBackend, Usage
+from skillopt_lib.backends.exec_base import ExecBackend
 from skillopt_lib.skill import SkillBundle
 
 Split = Literal["train", "val", "test"]
@@ -116,23 +78,85 @@ class Splits:
         return {"train": self.train, "val": self.val, "test": self.test}[split]
 
 
+AgentBackend: TypeAlias = ChatBackend | ExecBackend
+"""What plays the agent: a chat model for `chat` environments, an agent CLI for `exec` ones."""
+
+
 @runtime_checkable
 class Environment(Protocol):
+    """A task set the trainer can train and score a skill on.
+
+    Required: `name`, `agent_kind`, `splits`, `seed_skill`, `run`. Optional, used when present:
+    `describe(item) -> str` (the task as the optimizer should read it; default: the item's `data` as JSON,
+    see `describe_item`) and `close() -> None` (release sandboxes or servers at the end of a run).
+
+    Thread safety: `run` is called concurrently from the executor's threads (or Ray workers, which receive a
+    pickled copy), and several times for the same item and skill (the paired gate repeats runs of a
+    stochastic agent), so keep it free of shared mutable state, or lock it. `splits` and `seed_skill` are
+    called from one thread.
+    """
+
     name: str
+    """Short, stable identifier; recorded in every run's history and summary."""
+
     agent_kind: Literal["chat", "exec"]
+    """`chat`: the agent is a `ChatBackend` (one `complete()` per turn). `exec`: it is an `ExecBackend` (a real
+    agent CLI in a sandbox) that the environment calls itself. The trainer checks the configured backend
+    against this before the first rollout and passes the agent through untouched."""
 
-    def splits(self) -> Splits: ...
+    def splits(self) -> Splits:
+        """The items of each split.
 
-    def seed_skill(self) -> SkillBundle: ...
+        Returns:
+            Deterministic splits (same data and options: same items in the same order), disjoint, with item
+            ids unique across all three: they key gate statistics, histories and checkpoints. The trainer
+            draws batches from `train`, gates on `val` (both must be non-empty to train) and touches `test`
+            only for the final report.
 
-    def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult: ...
+        Raises:
+            ConfigError (or another `SkillOptError`) with a hint for a broken environment: data not
+            downloaded, a file in the wrong format. Never a bare exception for the user's mistake.
+        """
+        ...
+
+    def seed_skill(self) -> SkillBundle:
+        """The skill training starts from when the user gives none (may be a near-empty SKILL.md).
+
+        Returns:
+            A fresh bundle; its frontmatter `name` is kept for the whole run. Never raises for a valid
+            environment.
+        """
+        ...
+
+    def run(self, item: Item, skill: SkillBundle, agent: AgentBackend) -> ItemResult:
+        """Run the agent once on `item` with `skill` in front of it, and score the outcome.
+
+        Parameters:
+            item: one item of this environment's splits.
+            skill: the candidate skill (read-only; never modify it).
+            agent: a `ChatBackend` or an `ExecBackend`, as `agent_kind` says.
+
+        Returns:
+            An `ItemResult` for `item.id` with `hard`, the pass/fail score in [0, 1] (1 means passed) that
+            the gate and the failure/success split use, and `soft`, a graded score in [0, 1] for partial
+            credit (the gate can use it: `gate.metric`). `feedback` is what the optimizer reads: what went
+            wrong in terms of the task, never hidden checks or gold answers verbatim (the optimizer must not
+            learn to write the grader's wording into the skill). `trajectory` is the agent's work as text
+            (truncated by the trainer for reflection), `answer` the final answer, `usage` the tokens and cost
+            the agent spent on this item (the trainer adds these up per role).
+
+        Raises:
+            Never for an agent failure: a crash, time-out or garbled answer is a result with `hard = 0` and
+            the reason in `error`. `BackendUnavailable` propagates (a refused key or unreachable endpoint is
+            the user's configuration to fix, not a score), and a broken environment (missing data) raises a
+            `SkillOptError`.
+        """
+        ...
 
 
-def describe_item(env: Any, item: Item) -> str:
+def describe_item(env: Environment, item: Item) -> str:
     """The task text the optimizer reads: the environment's own `describe`, else the item's data as JSON."""
     describe = getattr(env, "describe", None)
     if callable(describe):
         return str(describe(item))
-    import json
-
     return json.dumps(item.data, ensure_ascii=False, indent=1, default=str)

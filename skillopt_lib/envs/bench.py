@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from skillopt_lib import userdir
 from skillopt_lib.backends.base import ChatMessage, ChatResponse, Usage
 from skillopt_lib.envs.base import Item, ItemResult, Splits
 from skillopt_lib.errors import ConfigError, SkillOptError
@@ -31,9 +32,7 @@ MANIFEST_FILE = "splits.json"
 
 def default_data_dir(name: str) -> Path:
     """Where `skillopt train --env NAME` looks for official data when `--data-dir` is not given."""
-    from skillopt_daemon.core import paths  # the library stays importable without the daemon's settings
-
-    return paths.benchmarks_dir() / name
+    return userdir.benchmarks_dir() / name
 
 
 @dataclass

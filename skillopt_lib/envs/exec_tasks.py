@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+from skillopt_lib import userdir
 from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits, ExecResult, ExecStatus
-from skillopt_lib.envs.base import Item, ItemResult, Splits
+from skillopt_lib.envs.base import AgentBackend, Item, ItemResult, Splits
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.sandbox import DEFAULT_ENV_ALLOWLIST, ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle, SkillDoc
@@ -32,16 +32,6 @@ _DEFAULT_SEED = SkillDoc.new(
     "How to work on tasks in this project: where things are, how to test, what to check before finishing.",
     "# Project workflow\n\nRun the project's tests before you say you are done.\n",
 )
-
-
-def default_workspaces_root() -> Path:
-    """skillopt's workspaces folder when the caller gives none (mirrors the daemon's layout)."""
-    home = os.environ.get("SKILLOPT_HOME")
-    if home:
-        return Path(home).expanduser().resolve() / "data" / "workspaces"
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("skillopt")) / "workspaces"
 
 
 def load_tasks(source: str | Path | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -100,7 +90,7 @@ class ExecTasksEnvironment:
         self._seed_skill = seed_skill
         self.limits = limits
         self.config = SandboxConfig(
-            root=Path(workspaces_root) if workspaces_root else default_workspaces_root(),
+            root=Path(workspaces_root) if workspaces_root else userdir.workspaces_dir(),
             env_allowlist=tuple(env_allowlist),
             keep=keep,
             max_parallel=max_parallel,
@@ -142,7 +132,7 @@ class ExecTasksEnvironment:
             return SkillBundle.from_path(self._seed_skill)
         return SkillBundle.from_doc(_DEFAULT_SEED)
 
-    def run(self, item: Item, skill: SkillBundle, agent: Any) -> ItemResult:
+    def run(self, item: Item, skill: SkillBundle, agent: AgentBackend) -> ItemResult:
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
                 "the exec-tasks environment needs an exec backend as the agent",

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+import yaml
+
 API_NAMES = ("anthropic", "chat", "responses")
 ApiName = Literal["anthropic", "chat", "responses"]
 
@@ -412,8 +414,6 @@ class Script:
     @classmethod
     def from_text(cls, text: str) -> Script:
         """Parse YAML (a superset of JSON) script text."""
-        import yaml
-
         return cls.from_dict(yaml.safe_load(text) or {})
 
     @classmethod

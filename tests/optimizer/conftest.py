@@ -1,5 +1,5 @@
 """Fixtures for the optimizer tests: an isolated SKILLOPT_HOME, the house-style environment and a scripted
-model server that plays both its agent and its optimizer (see skillopt_lib/envs/toy/demo.py)."""
+model server that plays both its agent and its optimizer (see skillopt_lib/testing/house_style.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from optimizer_support import SECRET
 
 from skillopt_lib.envs.toy import HouseStyleEnv
-from skillopt_lib.envs.toy.demo import demo_script
+from skillopt_lib.testing.house_style import demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 

@@ -2,7 +2,7 @@
 
 The scripted optimizer proposes a harmful edit, then a useless one, then the useful date rule (each only once
 the previous ones are in its rejected list); the scripted agent answers dates correctly only when the skill
-holds that rule. See skillopt_lib/envs/toy/demo.py.
+holds that rule. See skillopt_lib/testing/house_style.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from optimizer_support import ODD_SECRET, SECRET, overrides
 import skillopt_lib
 from skillopt_lib.edits import get_protected_region
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt_lib.envs.toy.demo import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
 from skillopt_lib.testing import Match, Rule, Script, Step
+from skillopt_lib.testing.house_style import GUIDANCE, HARMFUL, NOTES, USELESS, demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 

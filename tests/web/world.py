@@ -180,8 +180,8 @@ def evidence() -> dict[str, Any]:
 def build_world(root: Path) -> Iterator[World]:
     """Everything a user would have after a few days, in `root`; the environment is set while it lasts."""
     from skillopt_lib.envs.toy import HouseStyleEnv
-    from skillopt_lib.envs.toy.demo import demo_script
     from skillopt_lib.skill import SkillBundle
+    from skillopt_lib.testing.house_style import demo_script
     from skillopt_lib.testing.scripted_server import ScriptedServer
 
     home = root / "home"

@@ -18,8 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+from skillopt_lib import userdir
 from skillopt_lib.envs.base import Item, ItemResult
 from skillopt_lib.envs.bench import BenchmarkEnv
+from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.skill import SkillBundle
 
@@ -92,9 +94,7 @@ class CodingEnv(BenchmarkEnv):
         super().__init__(sample=sample or data_dir is None, data_dir=data_dir, seed=seed, **options)
         if not self.options.get("workspaces_root"):
             # Decided here, where the run starts: a Ray worker may not see this process's SKILLOPT_HOME.
-            from skillopt_lib.envs.exec_tasks import default_workspaces_root
-
-            self.options["workspaces_root"] = str(default_workspaces_root())
+            self.options["workspaces_root"] = str(userdir.workspaces_dir())
         self._exec: Any = None
 
     def load_items(self) -> list[Item]:
@@ -102,8 +102,6 @@ class CodingEnv(BenchmarkEnv):
 
     def _exec_env(self) -> Any:
         if self._exec is None:
-            from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment
-
             self._exec = ExecTasksEnvironment(
                 [],
                 seed_skill=self.seed_skill(),

@@ -30,6 +30,7 @@ def _plain(value: Any) -> Any:
 
 
 def main(book: str, out: str) -> int:
+    # Imported here, in the sandboxed child only: `formulas` takes seconds to load.
     import formulas
     import openpyxl
 

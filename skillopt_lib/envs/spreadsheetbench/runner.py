@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import openpyxl
+
 from skillopt_lib.envs.scoring import cells_match, parse_answer_position, range_cells
 
 # Variables a Python program needs to start and print text; nothing else crosses into the sandbox.
@@ -170,8 +172,6 @@ def compare_workbooks(
     Formulas in the output are recalculated (`recalculate`) before comparing; a formula the engine cannot
     compute falls back to the value cached in the file, if any, as the official evaluation reads files.
     """
-    import openpyxl
-
     try:
         got_wb = openpyxl.load_workbook(output, data_only=False)
         cached_wb = openpyxl.load_workbook(output, data_only=True)
@@ -218,8 +218,6 @@ def compare_workbooks(
 
 def preview_workbook(path: Path, rows: int = 10) -> str:
     """The first rows of every sheet as tab-separated text, with cell coordinates the model can refer to."""
-    import openpyxl
-
     wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
     parts = []
     try:

@@ -1,5 +1,8 @@
 """A scripted agent and optimizer for the `house-style` environment, for the scripted model server.
 
+It lives with the test doubles (the environment itself, `skillopt_lib.envs.toy`, knows nothing of it): the
+tests drive the trainer with it, and the documented demo serves it to `skillopt train`.
+
 The agent answers a date question correctly only when the skill in its system prompt states the
 `DD.MM.YYYY` rule, answers sums correctly unless the skill tells it to answer "UNKNOWN", and is otherwise
 deterministic. The optimizer proposes, one step after another, a harmful edit, then (once the harmful one is
@@ -8,7 +11,7 @@ enough to watch the whole loop work: two rejections buffered, one acceptance, a 
 
 Write the script for the server from a shell:
 
-    python -m skillopt_lib.envs.toy.demo > house-style-script.yaml
+    python -m skillopt_lib.testing.house_style > house-style-script.yaml
     python -m skillopt_lib.testing.scripted_server --script house-style-script.yaml --port 8123
 """
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+
+import yaml
 
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
 from skillopt_lib.testing.script import Match, Rule, Script, Step
@@ -140,8 +145,6 @@ def demo_script(env: HouseStyleEnv | None = None) -> Script:
 
 
 def main() -> None:
-    import yaml
-
     sys.stdout.write(
         yaml.safe_dump(demo_script().to_dict(), sort_keys=False, allow_unicode=True, width=10_000)
     )
