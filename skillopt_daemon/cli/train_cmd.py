@@ -16,6 +16,7 @@ import typer
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.runfiles import HISTORY_FILE, read_history
 
 _ROLE_KEYS = (
     "backend",
@@ -247,20 +248,14 @@ def train(
         t = summary["test"]
         console.print(f"test {t['initial']['score']:.3f} → {t['best']['score']:.3f}")
     console.print(f"best skill: {result.run_dir / 'best_skill.md'}")
-    console.print(f"history (per step, with the gate's reasons): {result.run_dir / 'history.jsonl'}")
+    console.print(f"history (per step, with the gate's reasons): {result.run_dir / HISTORY_FILE}")
 
 
 def _print_history(run_dir: Path) -> None:
     """One row per decision: what was tried, and the gate's verdict in its own words."""
-    import json
-
     rows = []
-    history = run_dir / "history.jsonl"
-    if not history.exists():
-        return
-    for line in history.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        if rec["kind"] not in ("step", "slow_update"):
+    for rec in read_history(run_dir):
+        if rec.get("kind") not in ("step", "slow_update"):
             continue
         if rec["kind"] == "step":
             edits = "; ".join(_short(e) for e in rec.get("applied", [])) or "-"
