@@ -70,7 +70,7 @@ def main() -> None:
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
         from skillopt_daemon.ingest import pipeline as ingest
-        from skillopt_daemon.web.server import DashboardServer
+        from skillopt_daemon.service.dashboard import DashboardServer
 
         settings = load_settings()
         db = open_db()
