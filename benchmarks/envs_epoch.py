@@ -89,9 +89,9 @@ def run_epoch(name: str, workers: int, latency: float, options: dict[str, Any]) 
 
 def run_coding_epoch(workers: int) -> dict[str, Any] | None:
     from skillopt_lib.backends.claude_code import ClaudeCodeBackend
-    from skillopt_lib.backends.exec_base import ExecLimits
     from skillopt_lib.config import validate_config
     from skillopt_lib.envs import load_env
+    from skillopt_lib.execution import ExecLimits
     from skillopt_lib.executor import LocalExecutor
     from skillopt_lib.testing import agent_clis as ac
     from skillopt_lib.trainer import Trainer

@@ -31,9 +31,9 @@ def main() -> None:
     os.environ["HOME"] = str(work / "home")
     try:
         from benchmarks.ingest_corpus import _claude_session, claude_line
+        from skillopt_daemon import ingest
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import pipeline as ingest
         from skillopt_lib.agents import AgentTool
 
         rng = random.Random(3)

@@ -78,9 +78,9 @@ def main() -> None:
             f"= {size / 1e6 / c_parse:.1f} MB/s (CPU)"
         )
 
+        from skillopt_daemon import ingest
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import pipeline as ingest
         from skillopt_lib.agents import AgentTool
 
         settings = load_settings()

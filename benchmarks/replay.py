@@ -22,7 +22,8 @@ from pathlib import Path
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.backends.codex import CodexBackend
-from skillopt_lib.backends.exec_base import CliExecBackend, ExecLimits
+from skillopt_lib.backends.exec_base import CliExecBackend
+from skillopt_lib.execution import ExecLimits
 from skillopt_lib.sandbox import (
     ReplayTask,
     SandboxConfig,

@@ -24,6 +24,7 @@ from skillopt_lib.config import Redactor
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
 STATE_VERSION = 1
+HISTORY_FILE = "history.jsonl"
 
 
 def utc_iso() -> str:
@@ -59,6 +60,32 @@ def bundle_from_json(data: dict[str, str]) -> SkillBundle:
     return SkillBundle(files={p: base64.b64decode(d) for p, d in data.items()})
 
 
+def read_history(run_dir: Path, *, complete_lines_only: bool = True) -> list[dict[str, Any]]:
+    """The records of `run_dir`'s history.jsonl, oldest first; [] when the run has written none yet.
+
+    A run appends to its history while others read it (the dashboard's live page, `skillopt train`'s table,
+    the night's evidence). With `complete_lines_only`, a last line without its newline is still being
+    written and is left for the next read. A line that is not a JSON object (torn by a crash) is skipped,
+    so a reader never fails on a run that was killed; the trainer drops such lines when it resumes.
+    """
+    try:
+        text = (Path(run_dir) / HISTORY_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    lines = text.split("\n")
+    if complete_lines_only or not lines[-1]:
+        lines.pop()  # the text after the last newline: empty, or a line being written
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
 class RunFiles:
     def __init__(self, run_dir: Path, redactor: Redactor) -> None:
         self.dir = _private_dir(Path(run_dir))
@@ -70,7 +97,7 @@ class RunFiles:
 
     @property
     def history_path(self) -> Path:
-        return self.dir / "history.jsonl"
+        return self.dir / HISTORY_FILE
 
     def write_json(self, name: str, data: Any) -> None:
         text = json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False, default=str) + "\n"
@@ -104,11 +131,7 @@ class RunFiles:
         write_private(self.history_path, "".join(kept))
 
     def history(self) -> list[dict[str, Any]]:
-        if not self.history_path.exists():
-            return []
-        return [
-            json.loads(line) for line in self.history_path.read_text(encoding="utf-8").splitlines() if line
-        ]
+        return read_history(self.dir, complete_lines_only=False)
 
     def write_skill(self, name: str, bundle: SkillBundle) -> None:
         """`name`.md is SKILL.md; a multi-file bundle is also written in full to the folder `name`/."""

@@ -32,16 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from skillopt_lib.backends.exec_base import (
-    REPLAY_ENV,
-    CheckResult,
-    ExecBackend,
-    ExecLimits,
-    ExecResult,
-    excerpt,
-    run_process,
-)
 from skillopt_lib.errors import ExternalToolError, SkillOptError
+from skillopt_lib.execution import REPLAY_ENV, CheckResult, ExecBackend, ExecLimits, ExecResult
+from skillopt_lib.process import excerpt, run_process
 from skillopt_lib.skill import SkillBundle
 
 MARKER = ".skillopt-replay"

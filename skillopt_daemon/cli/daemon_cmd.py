@@ -85,9 +85,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """Write a user service file that starts the daemon at login (it is not enabled for you)."""
-        from skillopt_daemon.service import daemon
+        from skillopt_daemon.service import service_files
 
-        svc = daemon.install_service(platform)
+        svc = service_files.install_service(platform)
         if as_json:
             print_json({"path": str(svc.path), "kind": svc.kind, "enable": svc.enable_hint})
             return

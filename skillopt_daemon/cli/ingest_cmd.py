@@ -24,9 +24,9 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     ) -> None:
         """Ingest new agent sessions now (the daemon does this continuously)."""
+        from skillopt_daemon import ingest
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import pipeline as ingest
         from skillopt_daemon.service import daemon
 
         try:

@@ -16,8 +16,9 @@ from skillopt_daemon.cli.output import console, err_console, print_json, print_t
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import load_settings, tool_home
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.backends.exec_base import CliExecBackend, ExecLimits, ExecResult
+from skillopt_lib.backends.exec_base import CliExecBackend
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.execution import ExecLimits, ExecResult
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
 

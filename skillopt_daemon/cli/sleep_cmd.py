@@ -1,4 +1,7 @@
-"""`skillopt sleep`: the nightly cycle, run now or on its schedule."""
+"""`skillopt sleep`: the nightly cycle, run now or on its schedule.
+
+The command keeps the name users know; in the code the cycle is "night" (`skillopt_daemon.night`).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +10,21 @@ import json
 import typer
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.core import fsio
+from skillopt_daemon.core.config import load_settings
+from skillopt_daemon.core.store import open_db
+from skillopt_daemon.core.timeutil import local_display
+from skillopt_daemon.night import cycle, runs, schedule
 
-sleep_app = typer.Typer(
+night_app = typer.Typer(
     help="The nightly cycle: mine, replay, train, and propose better skills.", no_args_is_help=True
 )
 schedule_app = typer.Typer(help="When the daemon runs the nightly cycle.", no_args_is_help=True)
-sleep_app.add_typer(schedule_app, name="schedule")
+night_app.add_typer(schedule_app, name="schedule")
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
 
-@sleep_app.command("run")
+@night_app.command("run")
 def run(
     now: bool = typer.Option(
         False, "--now", help="Run even when nothing new was ingested since the last night (else it skips)."
@@ -26,10 +34,7 @@ def run(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Run one nightly cycle here: catch up ingest, mine tasks, replay and train, register gated proposals."""
-    from skillopt_daemon.core.store import open_db
-    from skillopt_daemon.night import cycle as sleep
-
-    if not now and not skill and not sleep.new_since_last(open_db()):
+    if not now and not skill and not runs.new_since_last(open_db()):
         if json_out:
             print_json({"status": "skipped", "reason": "nothing new was ingested since the last night"})
         else:
@@ -37,7 +42,7 @@ def run(
         return
     status = err_console.status("starting the nightly cycle", spinner="dots")
     with status:
-        report = sleep.run_cycle(
+        report = cycle.run_cycle(
             trigger="manual", dry_run=dry_run, skill=skill, progress=lambda m: status.update(m)
         )
     if json_out:
@@ -81,11 +86,9 @@ def run(
         raise typer.Exit(1)
 
 
-@sleep_app.command("history")
+@night_app.command("history")
 def history(limit: int = typer.Option(20, "--limit"), json_out: bool = JSON_OPT) -> None:
     """Past nightly cycles, newest first."""
-    from skillopt_daemon.core.store import open_db
-
     db = open_db()
     rows = list(db.query("SELECT * FROM night_runs ORDER BY started_at DESC LIMIT ?", [limit]))
     for r in rows:
@@ -116,15 +119,11 @@ def history(limit: int = typer.Option(20, "--limit"), json_out: bool = JSON_OPT)
 @schedule_app.command("show")
 def schedule_show(json_out: bool = JSON_OPT) -> None:
     """The cron expression (local time) and the next time it fires."""
-    from skillopt_daemon.core import fsio
-    from skillopt_daemon.core.config import load_settings
-    from skillopt_daemon.night import schedule as scheduler
-
     s = load_settings().night
     data = {
         "schedule": s.schedule,
         "enabled": s.enabled,
-        "next": scheduler.next_fire(s.schedule) if s.enabled else None,
+        "next": schedule.next_fire(s.schedule) if s.enabled else None,
         "daemon_running": fsio.daemon_running(),
         "misfire_grace_s": s.misfire_grace_s,
     }
@@ -133,8 +132,6 @@ def schedule_show(json_out: bool = JSON_OPT) -> None:
         return
     console.print(f"schedule: {s.schedule} (local time){'' if s.enabled else ' — disabled'}")
     if data["next"]:
-        from skillopt_daemon.core.timeutil import local_display
-
         console.print(f"next run: {local_display(str(data['next']))}")
     if not data["daemon_running"]:
         console.print("the daemon is not running: nothing runs on schedule until `skillopt daemon start`")
@@ -144,13 +141,12 @@ def schedule_show(json_out: bool = JSON_OPT) -> None:
 def schedule_set(expr: str = typer.Argument(..., help="Five cron fields, e.g. '17 3 * * *'.")) -> None:
     """Change when the nightly cycle runs (takes effect when the daemon restarts)."""
     from skillopt_daemon.cli.config_cmd import set_cmd
-    from skillopt_daemon.night import schedule as scheduler
 
-    scheduler.trigger(expr)  # validate before writing
+    schedule.trigger(expr)  # validate before writing
     set_cmd("night.schedule", expr)
-    console.print(f"next run {scheduler.next_fire(expr)}")
+    console.print(f"next run {schedule.next_fire(expr)}")
     console.print("restart the daemon to apply it: skillopt daemon stop && skillopt daemon start")
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(sleep_app, name="sleep")
+    app.add_typer(night_app, name="sleep")

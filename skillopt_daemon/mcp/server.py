@@ -10,7 +10,6 @@ protocol.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +17,9 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from skillopt_daemon.night import cycle
+from skillopt_daemon.registry import open_registry
+from skillopt_daemon.service.status import collect_status
 from skillopt_lib import __version__
 from skillopt_lib.errors import SkillOptError
 
@@ -33,8 +35,6 @@ INSTRUCTIONS = (
 def _registry() -> Iterator[Any]:
     """A registry for one tool call; our errors become tool errors with the hint appended."""
     try:
-        from skillopt_daemon.registry import open_registry
-
         reg, _notes = open_registry(actor="mcp")
         try:
             yield reg
@@ -62,8 +62,6 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def status() -> dict[str, Any]:
     """The daemon, sessions ingested, active skills, pending proposals and the nightly cycle."""
-    from skillopt_daemon.service.status import collect_status
-
     with _registry() as reg:
         return {"sections": collect_status(reg.db)}
 
@@ -107,35 +105,32 @@ def rollback(skill: str, to: str = "", force: bool = False) -> dict[str, Any]:
         return {"installs": [o.to_dict() for o in outcomes]}
 
 
-def sleep(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
+def run_night(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
     """Run skillopt's improvement cycle now (mine sessions, replay, propose). Spends model tokens.
 
     Nothing is installed: the cycle only registers proposals for the user to review.
     """
-    try:
-        module = importlib.import_module("skillopt_daemon.night.cycle")
-    except ImportError:
-        return {"available": False, "message": "the improvement cycle is not available in this skillopt yet"}
-    run_cycle = getattr(module, "run_cycle", None)
-    if not callable(run_cycle):
-        return {"available": False, "message": "the improvement cycle is not available in this skillopt yet"}
-    try:
-        report = run_cycle(trigger="mcp", dry_run=dry_run, skill=skill or None)
-    except SkillOptError as exc:
-        raise ToolError(str(exc)) from None
-    result = report.to_dict() if hasattr(report, "to_dict") else {"report": str(report)}
-    return {"available": True, "result": result}
+    report = cycle.run_cycle(trigger="mcp", dry_run=dry_run, skill=skill or None)
+    return {"available": True, "result": report.to_dict()}
 
 
-TOOLS: tuple[Callable[..., Any], ...] = (status, diff, approve, reject, rollback, sleep)
+# Tool name -> function. `sleep` is the name users know from `skillopt sleep` and the slash commands.
+TOOLS: dict[str, Callable[..., Any]] = {
+    "status": status,
+    "diff": diff,
+    "approve": approve,
+    "reject": reject,
+    "rollback": rollback,
+    "sleep": run_night,
+}
 
 
 def build_server() -> MCPServer:
     server: MCPServer = MCPServer(
         name=SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    for fn in TOOLS:
-        server.add_tool(_guard(fn), name=fn.__name__, description=fn.__doc__)
+    for name, fn in TOOLS.items():
+        server.add_tool(_guard(fn), name=name, description=fn.__doc__)
     return server
 
 

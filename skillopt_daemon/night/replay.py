@@ -23,10 +23,10 @@ import sqlite_utils
 
 from skillopt_daemon.ingest.pinning import load_dirty_diff
 from skillopt_lib.backends.base import ChatBackend
-from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits
 from skillopt_lib.envs.base import AgentBackend, Item, ItemResult
 from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment, score
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.execution import ExecBackend, ExecLimits
 from skillopt_lib.judge import judge_rubric
 from skillopt_lib.sandbox import ReplayTask, replay
 from skillopt_lib.skill import SkillBundle

@@ -3,7 +3,7 @@
 A cron expression from config (local time, default 03:17), coalesced so a backlog of missed nights runs
 once, one instance at a time, and a misfire grace period so a laptop that slept through the night runs on
 wake. The job is skipped when nothing new was ingested since the last completed night. Manual runs and
-the scheduled job share one lock (`skillopt_daemon.night.cycle.night_lock`).
+the scheduled job share one lock (`skillopt_daemon.night.lock.night_lock`).
 """
 
 from __future__ import annotations

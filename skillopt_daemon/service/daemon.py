@@ -20,7 +20,6 @@ import contextlib
 import json
 import logging
 import os
-import plistlib
 import queue
 import signal
 import subprocess
@@ -33,19 +32,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from apscheduler.schedulers.background import BackgroundScheduler
 from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
+from skillopt_daemon import ingest
 from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.config import Settings, load_settings
+from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_daemon.night import schedule
+from skillopt_daemon.ingest import tail
+from skillopt_daemon.ingest.redact import redact
+from skillopt_daemon.night import cycle, schedule
+from skillopt_daemon.registry import Registry
+from skillopt_daemon.service.service_files import daemon_log_file, service_command
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.errors import DaemonError
+from skillopt_lib.errors import DaemonError, SkillOptError
 
 log = logging.getLogger("skillopt.daemon")
 
-SERVICE_NAME = "skillopt"
-LAUNCHD_LABEL = "dev.skillopt.daemon"
 LOOP_WAIT_S = 0.2
 IDLE_WAIT_S = 5.0
 START_WAIT_S = 15.0
@@ -54,10 +67,6 @@ SIGNALS_QUIET_S = 1.0
 SIGNALS_MAX_DELAY_S = 30.0
 ERROR_BACKOFF_S = 2.0
 BIG_CATCH_UP_BYTES = 50_000_000
-
-
-def daemon_log_file() -> Path:
-    return paths.log_dir() / "daemon.log"
 
 
 # --- the lock ---------------------------------------------------------------------------------------------
@@ -162,12 +171,6 @@ class Daemon:
         self._wake.set()
 
     def run(self) -> int:
-        from apscheduler.schedulers.background import BackgroundScheduler
-
-        from skillopt_daemon import ingest
-        from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.ingest import tail
-
         lock = DaemonLock()
         lock.acquire()
         watcher: tail.Watcher | None = None
@@ -184,8 +187,6 @@ class Daemon:
                 ingest.set_meta(db, "daemon_pid", str(os.getpid()))
             log.info("daemon started (pid %s), watching %d roots", os.getpid(), len(pipeline.roots))
             # An install killed mid-way (a crashed `skillopt approve`) is settled before anything else runs.
-            from skillopt_daemon.registry import Registry
-
             for note in Registry(db, actor="daemon").reconcile():
                 log.warning("%s", note)
             if not sources:
@@ -197,52 +198,9 @@ class Daemon:
             watcher.want([paths.inbox_dir()], recursive=False)
             watcher.start()
 
-            self.scheduler = BackgroundScheduler(timezone="UTC")
-            self.scheduler.add_job(
-                self._request_rescan,
-                "interval",
-                seconds=max(0.05, float(self.settings.ingest.rescan_interval_s)),
-                id="ingest-rescan",
-                coalesce=True,
-                max_instances=1,
-            )
-            schedule.add_jobs(self.scheduler, self.settings, nightly_job)
-            self.scheduler.start()
+            self.scheduler = self._start_scheduler()
             self.dashboard = start_dashboard(self.settings)
-
-            backfilled = False
-            first = True
-            while not self._stop.is_set():
-                if not first:
-                    # Events wake the loop at once; the timeout only paces signals of growing sessions.
-                    self._wake.wait(LOOP_WAIT_S if pipeline.stale_pending else IDLE_WAIT_S)
-                    self._wake.clear()
-                    if self._stop.is_set():
-                        break
-                first = False
-                try:
-                    if not backfilled:
-                        pipeline.pin_sessions(None)
-                        self._handle_notes()
-                        self._backfill(db)
-                        backfilled = True
-                        continue
-                    self._handle_notes()
-                    self._drain_queue()
-                    if self._rescan.is_set():
-                        self._rescan.clear()
-                        watcher.refresh()
-                        self._rescan_files()
-                    pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
-                except Exception as exc:
-                    # The store may be locked by a long writer, or a bug hit one pass: say so, keep running.
-                    # Work is retried: events are re-found by the next rescan, offsets were never advanced.
-                    from skillopt_daemon.ingest.redact import redact
-
-                    trace, _ = redact("".join(traceback.format_exception(exc)))
-                    log.error("ingest pass failed; retrying shortly:\n%s", trace)
-                    self._rescan.set()
-                    self._stop.wait(ERROR_BACKOFF_S)
+            self._loop(db, watcher)
             log.info("daemon stopping: offsets saved")
             return 0
         finally:
@@ -257,11 +215,59 @@ class Daemon:
                 watcher.stop()
             lock.release()
 
+    def _start_scheduler(self) -> Any:
+        """The rescan job, and the nightly job on the configured schedule (`night.schedule`)."""
+        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler.add_job(
+            self._request_rescan,
+            "interval",
+            seconds=max(0.05, float(self.settings.ingest.rescan_interval_s)),
+            id="ingest-rescan",
+            coalesce=True,
+            max_instances=1,
+        )
+        schedule.add_jobs(scheduler, self.settings, nightly_job)
+        scheduler.start()
+        return scheduler
+
+    def _loop(self, db: Any, watcher: tail.Watcher) -> None:
+        """Backfill once, then ingest what events, notes and rescans name until asked to stop."""
+        pipeline = self.pipeline
+        backfilled = False
+        first = True
+        while not self._stop.is_set():
+            if not first:
+                # Events wake the loop at once; the timeout only paces signals of growing sessions.
+                self._wake.wait(LOOP_WAIT_S if pipeline.stale_pending else IDLE_WAIT_S)
+                self._wake.clear()
+                if self._stop.is_set():
+                    break
+            first = False
+            try:
+                if not backfilled:
+                    pipeline.pin_sessions(None)
+                    self._handle_notes()
+                    self._backfill(db)
+                    backfilled = True
+                    continue
+                self._handle_notes()
+                self._drain_queue()
+                if self._rescan.is_set():
+                    self._rescan.clear()
+                    watcher.refresh()
+                    self._rescan_files()
+                pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
+            except Exception as exc:
+                # The store may be locked by a long writer, or a bug hit one pass: say so, keep running.
+                # Work is retried: events are re-found by the next rescan, offsets were never advanced.
+                trace, _ = redact("".join(traceback.format_exception(exc)))
+                log.error("ingest pass failed; retrying shortly:\n%s", trace)
+                self._rescan.set()
+                self._stop.wait(ERROR_BACKOFF_S)
+
     # --- work ---------------------------------------------------------------------------------------
 
     def _backfill(self, db: Any) -> None:
-        from skillopt_daemon import ingest
-
         pipeline = self.pipeline
         files = pipeline.discover()
         total = pipeline.pending_bytes(files)
@@ -301,8 +307,6 @@ class Daemon:
             self.pipeline.ingest_paths(todo, should_stop=self._stop.is_set, signals=False)
 
     def _walk(self, folder: Path) -> list[tuple[Any, Path]]:
-        from skillopt_daemon.ingest import tail
-
         out = []
         for source in self.pipeline.sources:
             for path in tail.walk_files(folder, source.is_transcript):
@@ -321,8 +325,6 @@ class Daemon:
 
 def handle_notes(pipeline: Any) -> int:
     """Ingest the transcripts named by hook notes at once, then remove the notes."""
-    from skillopt_daemon import ingest
-
     done = 0
     for note in read_notes():
         if note.transcript_path:
@@ -351,6 +353,7 @@ def start_dashboard(settings: Settings) -> Any:
     if not settings.ui.enabled:
         return None
     try:
+        # uvicorn and the web app load only when the dashboard is enabled.
         from skillopt_daemon.service.dashboard import DashboardServer
 
         server = DashboardServer(settings)
@@ -374,8 +377,6 @@ def stop_dashboard(server: Any) -> None:
 
 def nightly_job() -> None:
     """What the scheduler calls: skip when nothing new arrived, else one night, never raising."""
-    from skillopt_daemon.night import cycle
-
     try:
         report = cycle.run_scheduled()
         log.info("nightly cycle: %s", report.status if report else "skipped")
@@ -397,15 +398,6 @@ class progress_bar:
     def __enter__(self) -> Any:
         if not self.enabled:
             return lambda n: None
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -440,7 +432,7 @@ def start_background(*, wait_s: float = START_WAIT_S) -> int:
     fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "skillopt_daemon.service.daemon"],
+            service_command(),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -499,9 +491,6 @@ def status() -> dict[str, Any]:
         "log_file": str(daemon_log_file()),
     }
     if paths.db_path().exists():
-        from skillopt_daemon import ingest
-        from skillopt_daemon.core.store import open_db
-
         db = open_db()
         try:
             info["started_at"] = ingest.get_meta(db, "daemon_started_at") if running else None
@@ -512,108 +501,12 @@ def status() -> dict[str, Any]:
     return info
 
 
-# --- service files ------------------------------------------------------------------------------------------
-
-
-def service_command() -> list[str]:
-    return [sys.executable, "-m", "skillopt_daemon.service.daemon"]
-
-
-def systemd_unit_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(paths.user_home() / ".config")
-    return Path(base) / "systemd" / "user" / f"{SERVICE_NAME}.service"
-
-
-def launchd_plist_path() -> Path:
-    return paths.user_home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
-
-
-def _service_env() -> dict[str, str]:
-    env = {}
-    for key in ("SKILLOPT_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "OPENCLAW_STATE_DIR"):
-        if os.environ.get(key):
-            env[key] = os.environ[key]
-    return env
-
-
-def systemd_unit() -> str:
-    env_lines = "".join(f'Environment="{k}={v}"\n' for k, v in sorted(_service_env().items()))
-    command = " ".join(_systemd_quote(a) for a in service_command())
-    return (
-        "[Unit]\n"
-        "Description=skillopt daemon: ingests agent session logs and runs the nightly skill training\n"
-        "After=default.target\n\n"
-        "[Service]\n"
-        "Type=simple\n"
-        f"ExecStart={command}\n"
-        f"{env_lines}"
-        "Restart=on-failure\n"
-        "RestartSec=10\n"
-        "KillSignal=SIGTERM\n"
-        "TimeoutStopSec=60\n\n"
-        "[Install]\n"
-        "WantedBy=default.target\n"
-    )
-
-
-def _systemd_quote(arg: str) -> str:
-    return f'"{arg}"' if any(c.isspace() for c in arg) else arg
-
-
-def launchd_plist() -> bytes:
-    logfile = str(daemon_log_file())
-    data: dict[str, Any] = {
-        "Label": LAUNCHD_LABEL,
-        "ProgramArguments": service_command(),
-        "RunAtLoad": True,
-        "KeepAlive": {"SuccessfulExit": False},
-        "StandardOutPath": logfile,
-        "StandardErrorPath": logfile,
-        "ProcessType": "Background",
-    }
-    env = _service_env()
-    if env:
-        data["EnvironmentVariables"] = env
-    return plistlib.dumps(data)
-
-
-@dataclass
-class ServiceFile:
-    path: Path
-    kind: str  # systemd | launchd
-    enable_hint: str
-
-
-def install_service(platform: str | None = None) -> ServiceFile:
-    """Write (never enable) the user service file for this platform; returns where and how to enable it."""
-    platform = platform or ("macos" if sys.platform == "darwin" else "linux")
-    if platform == "linux":
-        path = systemd_unit_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write(path, systemd_unit().encode())
-        return ServiceFile(
-            path,
-            "systemd",
-            f"systemctl --user daemon-reload && systemctl --user enable --now {SERVICE_NAME}.service",
-        )
-    if platform == "macos":
-        path = launchd_plist_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write(path, launchd_plist())
-        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}")
-    raise DaemonError(
-        f"no service file for platform {platform!r}", hint="use --platform linux or --platform macos"
-    )
-
-
 def configure_logging(console: Console | None = None, stream: IO[str] | None = None) -> None:
     """Plain timestamped lines (the log file); on a terminal, rich lines on the caller's `console`, so they
     keep clear of the progress bar drawn on the same console."""
     handler: logging.Handler
     out = stream or sys.stderr
     if out.isatty():
-        from rich.logging import RichHandler
-
         handler = RichHandler(console=console or Console(stderr=True), show_path=False)
     else:
         handler = logging.StreamHandler(out)
@@ -625,8 +518,6 @@ def configure_logging(console: Console | None = None, stream: IO[str] | None = N
 
 def main() -> None:
     """`python -m skillopt_daemon.service.daemon`: the foreground daemon, as run by `start` and the service files."""
-    from skillopt_lib.errors import SkillOptError
-
     console = Console(stderr=True, highlight=False)
     configure_logging(console)
     try:

@@ -15,6 +15,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import humanize_age
+from skillopt_daemon.night import status as night_status
 
 SectionProvider = Callable[[sqlite_utils.Database], dict[str, Any]]
 
@@ -122,10 +123,4 @@ def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
 register_section("sessions", _sessions)
 
 
-def _night_section(db: sqlite_utils.Database) -> dict[str, Any]:
-    from skillopt_daemon.night.cycle import status_section
-
-    return status_section(db)
-
-
-register_section("nightly", _night_section)
+register_section("nightly", night_status.status_section)

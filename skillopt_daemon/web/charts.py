@@ -6,7 +6,7 @@ label is escaped. Colours come from CSS classes (`series-0`, `series-1`, ...) in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -84,30 +84,39 @@ def line_chart(
         f"{escape(x_label)}</text>"
     )
     for i, s in enumerate(series):
-        segment: list[str] = []
-        segments: list[list[str]] = []
-        for xv, yv in s.points:
-            if yv is None:
-                if segment:
-                    segments.append(segment)
-                segment = []
-                continue
-            segment.append(f"{px(xv):.1f},{py(yv):.1f}")
-        if segment:
-            segments.append(segment)
-        for seg in segments:
-            out.append(f'<polyline class="line series-{i}" fill="none" points="{" ".join(seg)}"/>')
-        for xv, yv in s.points:
-            if yv is not None:
-                out.append(
-                    f'<circle class="dot series-{i}" cx="{px(xv):.1f}" cy="{py(yv):.1f}" r="3">'
-                    f"<title>{escape(s.name)} at {xv:g}: {yv:.3f}</title></circle>"
-                )
+        out.extend(_series_svg(i, s, px, py))
     for x, cls in markers:
         out.append(
             f'<circle class="marker {escape(cls)}" cx="{px(x):.1f}" cy="{PAD_T + ih}" r="5">'
             f"<title>{escape(cls)} at step {x:g}</title></circle>"
         )
+    out.extend(_legend(series))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _series_svg(i: int, s: Series, px: Callable[[float], float], py: Callable[[float], float]) -> list[str]:
+    """One series as polylines (broken where a value is missing) and a dot with a tooltip per point."""
+    segments: list[list[str]] = [[]]
+    for xv, yv in s.points:
+        if yv is None:
+            segments.append([])
+        else:
+            segments[-1].append(f"{px(xv):.1f},{py(yv):.1f}")
+    out = [
+        f'<polyline class="line series-{i}" fill="none" points="{" ".join(seg)}"/>' for seg in segments if seg
+    ]
+    for xv, yv in s.points:
+        if yv is not None:
+            out.append(
+                f'<circle class="dot series-{i}" cx="{px(xv):.1f}" cy="{py(yv):.1f}" r="3">'
+                f"<title>{escape(s.name)} at {xv:g}: {yv:.3f}</title></circle>"
+            )
+    return out
+
+
+def _legend(series: Sequence[Series]) -> list[str]:
+    out = []
     legend_x = PAD_L + 8
     for i, s in enumerate(series):
         out.append(
@@ -115,8 +124,7 @@ def line_chart(
             f'<text class="legend" x="{legend_x + 14}" y="{PAD_T + 11}">{escape(s.name)}</text>'
         )
         legend_x += 14 + 8 * len(s.name) + 16
-    out.append("</svg>")
-    return Markup("".join(out))
+    return out
 
 
 def stacked_bars(

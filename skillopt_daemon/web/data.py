@@ -20,7 +20,10 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import to_iso, utcnow
+from skillopt_daemon.night.evidence import usage_spend
+from skillopt_daemon.night.runs import last_run
 from skillopt_lib.errors import NotFoundError
+from skillopt_lib.runfiles import HISTORY_FILE, read_history
 
 # A run whose history has not moved for this long, and that has no summary, was interrupted.
 RUN_QUIET_S = 15 * 60
@@ -63,8 +66,6 @@ def recent_ingest_errors(db: sqlite_utils.Database, limit: int = 20) -> list[dic
 
 def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
     """The last nightly cycle's spend against the budget in settings."""
-    from skillopt_daemon.night.cycle import last_run
-
     last = last_run(db)
     if last is None:
         return None
@@ -184,27 +185,10 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def read_history(folder: Path) -> list[dict[str, Any]]:
-    """history.jsonl's records; a line being written right now (no newline yet) is left for next time."""
-    try:
-        text = (folder / "history.jsonl").read_text(encoding="utf-8")
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
-
-
 def _run_info(folder: Path, root: Path) -> RunInfo:
     rel = folder.relative_to(root).as_posix()
     summary = _read_json(folder / "summary.json")
-    history = folder / "history.jsonl"
+    history = folder / HISTORY_FILE
     mtime = history.stat().st_mtime if history.exists() else folder.stat().st_mtime
     quiet = time.time() - mtime >= RUN_QUIET_S
     state = "finished" if summary else ("interrupted" if quiet else "running")
@@ -245,10 +229,10 @@ def list_runs() -> list[RunInfo]:
     for child in root.iterdir():
         if not child.is_dir():
             continue
-        if (child / "history.jsonl").exists():
+        if (child / HISTORY_FILE).exists():
             found.append(child)
         elif child.name.startswith("night-"):
-            found.extend(g for g in child.iterdir() if g.is_dir() and (g / "history.jsonl").exists())
+            found.extend(g for g in child.iterdir() if g.is_dir() and (g / HISTORY_FILE).exists())
     runs = [_run_info(f, root) for f in found]
     runs.sort(key=lambda r: r.updated or "", reverse=True)
     return runs
@@ -258,7 +242,7 @@ def resolve_run(run_id: str) -> Path:
     """The folder of `run_id`, which must lie inside the runs folder (a crafted id cannot leave it)."""
     root = paths.runs_dir().resolve()
     folder = (root / run_id).resolve()
-    if not folder.is_relative_to(root) or folder == root or not (folder / "history.jsonl").exists():
+    if not folder.is_relative_to(root) or folder == root or not (folder / HISTORY_FILE).exists():
         raise NotFoundError(f"no training run {run_id!r}", hint="the Training runs page lists them")
     return folder
 
@@ -269,63 +253,32 @@ def _short_edit(e: dict[str, Any], n: int = 160) -> str:
     return f"{op}: " + (text if len(text) <= n else text[: n - 1] + "…")
 
 
-def run_detail(run_id: str) -> dict[str, Any]:
-    """A run's summary, its steps as rows, chart series and tokens and cost per role."""
-    folder = resolve_run(run_id)
-    info = _run_info(folder, paths.runs_dir().resolve())
-    history = read_history(folder)
-    steps: list[dict[str, Any]] = []
-    train_pts: list[tuple[float, float | None]] = []
-    val_pts: list[tuple[float, float | None]] = []
-    accepted_marks: list[float] = []
-    test: dict[str, Any] = {}
-    usage_total: dict[str, Any] = {}
-    for rec in history:
-        kind = rec.get("kind")
-        usage_total = rec.get("usage_total") or usage_total
-        if kind == "baseline":
-            score = (rec.get("val") or {}).get("score")
-            if score is not None:
-                val_pts.append((0, float(score)))
-        elif kind in ("step", "slow_update"):
-            step = int(rec.get("step") or 0)
-            gate = rec.get("gate") or {}
-            stats = gate.get("stats") or {}
-            train = rec.get("train") or {}
-            val = (rec.get("val") or {}).get("incumbent")
-            if kind == "step" and train.get("hard") is not None:
-                train_pts.append((step, float(train["hard"])))
-            if val is not None:
-                val_pts.append((step, float(val)))
-            if rec.get("accepted"):
-                accepted_marks.append(step)
-            usage = rec.get("usage_step") or {}
-            steps.append(
-                {
-                    "kind": kind,
-                    "step": step,
-                    "epoch": rec.get("epoch"),
-                    "train": train.get("hard"),
-                    "val": val,
-                    "accepted": bool(rec.get("accepted")),
-                    "reason": rec.get("reason") or "",
-                    "stats": stats,
-                    "applied": [_short_edit(e) for e in rec.get("applied") or []]
-                    + ([f"guidance: {rec['guidance'][:160]}"] if rec.get("guidance") else []),
-                    "rejected": [_short_edit(e) for e in rec.get("rejected_edits") or []],
-                    "usage": usage,
-                    "tokens": sum(
-                        int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
-                        for u in usage.values()
-                        if isinstance(u, dict)
-                    ),
-                    "cost": sum(float(u.get("cost_usd", 0.0)) for u in usage.values() if isinstance(u, dict)),
-                }
-            )
-        elif kind == "test":
-            test = rec.get("test") or {}
-    usage = info.summary.get("usage") or usage_total
-    roles = [
+def _step_row(rec: dict[str, Any]) -> dict[str, Any]:
+    """One step (or slow update) of a run's history as a row of the run page's table."""
+    train = rec.get("train") or {}
+    usage = rec.get("usage_step") or {}
+    tokens, cost = usage_spend(usage)
+    return {
+        "kind": rec.get("kind"),
+        "step": int(rec.get("step") or 0),
+        "epoch": rec.get("epoch"),
+        "train": train.get("hard"),
+        "val": (rec.get("val") or {}).get("incumbent"),
+        "accepted": bool(rec.get("accepted")),
+        "reason": rec.get("reason") or "",
+        "stats": (rec.get("gate") or {}).get("stats") or {},
+        "applied": [_short_edit(e) for e in rec.get("applied") or []]
+        + ([f"guidance: {rec['guidance'][:160]}"] if rec.get("guidance") else []),
+        "rejected": [_short_edit(e) for e in rec.get("rejected_edits") or []],
+        "usage": usage,
+        "tokens": tokens,
+        "cost": cost,
+    }
+
+
+def _role_rows(usage: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tokens, calls and cost per role (agent, optimizer, judge), for the run page's spend table."""
+    return [
         {
             "role": role,
             "input_tokens": int(u.get("input_tokens", 0)),
@@ -336,6 +289,33 @@ def run_detail(run_id: str) -> dict[str, Any]:
         for role, u in sorted(usage.items())
         if isinstance(u, dict)
     ]
+
+
+def run_detail(run_id: str) -> dict[str, Any]:
+    """A run's summary, its steps as rows, chart series and tokens and cost per role."""
+    folder = resolve_run(run_id)
+    info = _run_info(folder, paths.runs_dir().resolve())
+    steps: list[dict[str, Any]] = []
+    train_pts: list[tuple[float, float | None]] = []
+    val_pts: list[tuple[float, float | None]] = []
+    test: dict[str, Any] = {}
+    usage_total: dict[str, Any] = {}
+    for rec in read_history(folder):
+        kind = rec.get("kind")
+        usage_total = rec.get("usage_total") or usage_total
+        if kind == "baseline":
+            score = (rec.get("val") or {}).get("score")
+            if score is not None:
+                val_pts.append((0, float(score)))
+        elif kind in ("step", "slow_update"):
+            row = _step_row(rec)
+            steps.append(row)
+            if kind == "step" and row["train"] is not None:
+                train_pts.append((row["step"], float(row["train"])))
+            if row["val"] is not None:
+                val_pts.append((row["step"], float(row["val"])))
+        elif kind == "test":
+            test = rec.get("test") or {}
     best_skill = ""
     try:
         best_skill = (folder / "best_skill.md").read_text(encoding="utf-8")
@@ -346,8 +326,8 @@ def run_detail(run_id: str) -> dict[str, Any]:
         "steps": steps,
         "train_points": train_pts,
         "val_points": val_pts,
-        "accepted_marks": accepted_marks,
+        "accepted_marks": [row["step"] for row in steps if row["accepted"]],
         "test": test or info.summary.get("test") or {},
-        "roles": roles,
+        "roles": _role_rows(info.summary.get("usage") or usage_total),
         "best_skill": best_skill,
     }

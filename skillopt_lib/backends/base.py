@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from skillopt_lib.errors import BackendError
+from skillopt_lib.usage import Usage
 
 Role = Literal["system", "user", "assistant"]
 
@@ -33,45 +34,6 @@ class ChatMessage:
         if isinstance(self.content, str):
             return self.content
         return "\n".join(p for p in self.content if isinstance(p, str))
-
-
-@dataclass
-class Usage:
-    """Tokens and money spent; added up per role (agent / optimizer / judge) by the trainer.
-
-    `input_tokens` counts every prompt token, cached or not; `cache_read_tokens` of them were read from the
-    provider's prompt cache and `cache_write_tokens` written to it (both priced differently from the rest).
-    """
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    calls: int = 0
-    cost_usd: float = 0.0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def add(self, other: Usage) -> Usage:
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.calls += other.calls
-        self.cost_usd += other.cost_usd
-        self.cache_read_tokens += other.cache_read_tokens
-        self.cache_write_tokens += other.cache_write_tokens
-        return self
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "calls": self.calls,
-            "cost_usd": round(self.cost_usd, 6),
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-        }
 
 
 @dataclass

@@ -15,8 +15,9 @@ from typing import Any
 from skillopt_lib.backends import claude_code as claude_mod
 from skillopt_lib.backends import codex as codex_mod
 from skillopt_lib.backends.base import ChatMessage, ChatResponse
-from skillopt_lib.backends.exec_base import CliExecBackend, ExecStatus, create_from_config
+from skillopt_lib.backends.exec_base import CliExecBackend, create_from_config
 from skillopt_lib.errors import BackendError
+from skillopt_lib.execution import ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
 JSON_REMINDER = "Answer with the JSON object only: no prose, no code fences, no tool use."

@@ -20,19 +20,13 @@ from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.base import Usage
 from skillopt_lib.backends.exec_base import (
     CliExecBackend,
-    ExecLimits,
-    ExecResult,
-    ExecStatus,
-    ProcessOutcome,
-    ToolCallRecord,
-    as_dict,
     copy_private,
     crashed_or_error,
     create_from_config,
-    excerpt,
-    parse_json_lines,
-    write_private,
 )
+from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus, ToolCallRecord
+from skillopt_lib.fsio import write_private
+from skillopt_lib.process import ProcessOutcome, as_dict, excerpt, parse_json_lines
 
 try:  # Python 3.11+
     import tomllib

@@ -16,20 +16,9 @@ from typing import Any
 
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.base import Usage
-from skillopt_lib.backends.exec_base import (
-    CliExecBackend,
-    ExecLimits,
-    ExecResult,
-    ExecStatus,
-    ProcessOutcome,
-    ToolCallRecord,
-    as_dict,
-    copy_private,
-    crashed_or_error,
-    create_from_config,
-    excerpt,
-    parse_json_lines,
-)
+from skillopt_lib.backends.exec_base import CliExecBackend, copy_private, crashed_or_error, create_from_config
+from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus, ToolCallRecord
+from skillopt_lib.process import ProcessOutcome, as_dict, excerpt, parse_json_lines
 
 DEFAULT_ALLOWED_TOOLS = ("write", "shell")
 DEFAULT_DENIED_TOOLS = ("shell(git push)", "shell(git push:*)", "shell(sudo:*)", "url")

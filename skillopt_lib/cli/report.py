@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from skillopt_lib.cli.output import console, print_table
+from skillopt_lib.runfiles import HISTORY_FILE, read_history
 from skillopt_lib.trainer import EvalResult, TrainResult
 
 
@@ -22,18 +22,14 @@ def print_training(result: TrainResult) -> None:
         t = summary["test"]
         console.print(f"test {t['initial']['score']:.3f} → {t['best']['score']:.3f}")
     console.print(f"best skill: {result.run_dir / 'best_skill.md'}")
-    console.print(f"history (per step, with the gate's reasons): {result.run_dir / 'history.jsonl'}")
+    console.print(f"history (per step, with the gate's reasons): {result.run_dir / HISTORY_FILE}")
 
 
 def print_history(run_dir: Path) -> None:
     """One row per decision: what was tried, and the gate's verdict in its own words."""
     rows = []
-    history = run_dir / "history.jsonl"
-    if not history.exists():
-        return
-    for line in history.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        if rec["kind"] not in ("step", "slow_update"):
+    for rec in read_history(run_dir):
+        if rec.get("kind") not in ("step", "slow_update"):
             continue
         if rec["kind"] == "step":
             edits = "; ".join(_short(e) for e in rec.get("applied", [])) or "-"

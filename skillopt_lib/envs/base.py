@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from skillopt_lib.backends.base import ChatBackend, Usage
-from skillopt_lib.backends.exec_base import ExecBackend
+from skillopt_lib.execution import ExecBackend
 from skillopt_lib.skill import SkillBundle
 
 Split = Literal["train", "val", "test"]

@@ -21,9 +21,9 @@ from typing import Any, Literal
 import yaml
 
 from skillopt_lib import userdir
-from skillopt_lib.backends.exec_base import ExecBackend, ExecLimits, ExecResult, ExecStatus
 from skillopt_lib.envs.base import AgentBackend, Item, ItemResult, Splits
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.execution import ExecBackend, ExecLimits, ExecResult, ExecStatus
 from skillopt_lib.sandbox import DEFAULT_ENV_ALLOWLIST, ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle, SkillDoc
 

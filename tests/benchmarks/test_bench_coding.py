@@ -121,7 +121,7 @@ def test_claude_code_fixes_a_repository_and_the_hidden_tests_score_it(
     claude_cli: Path, model_server: ScriptedServer, user_home: Path
 ) -> None:
     from skillopt_lib.backends.claude_code import ClaudeCodeBackend
-    from skillopt_lib.backends.exec_base import ExecLimits
+    from skillopt_lib.execution import ExecLimits
 
     model_server.set_script(_fix_script())
     backend = ClaudeCodeBackend(
@@ -151,7 +151,7 @@ def test_codex_fixes_a_repository_and_the_hidden_tests_score_it(
     codex_cli: Path, model_server: ScriptedServer, user_home: Path
 ) -> None:
     from skillopt_lib.backends.codex import CodexBackend
-    from skillopt_lib.backends.exec_base import ExecLimits
+    from skillopt_lib.execution import ExecLimits
 
     (user_home / ".codex" / "config.toml").write_text(
         'model = "gpt-5.5"\nmodel_provider = "scripted"\n'

@@ -132,7 +132,7 @@ def test_coding_replays_with_the_real_claude_cli_run_as_ray_tasks(
     from harness.agents import SCRIPTED_API_KEY
 
     from skillopt_lib.backends.claude_code import ClaudeCodeBackend
-    from skillopt_lib.backends.exec_base import ExecLimits
+    from skillopt_lib.execution import ExecLimits
     from skillopt_lib.testing import Match, Rule, Script, Step, bash
 
     home = tmp_path / "user"

@@ -229,9 +229,9 @@ def test_install_service_writes_unit_files(env: Env) -> None:
     assert "WantedBy=default.target" in text and "Restart=on-failure" in text
     assert "systemctl --user enable --now skillopt.service" in out["enable"]
 
-    from skillopt_daemon.service import daemon
+    from skillopt_daemon.service import service_files
 
-    plist_path = daemon.install_service("macos").path  # in process: the CLI path is covered above
+    plist_path = service_files.install_service("macos").path  # in process: the CLI path is covered above
     assert plist_path == env.home / "Library" / "LaunchAgents" / "dev.skillopt.daemon.plist"
     plist = plistlib.loads(plist_path.read_bytes())
     assert plist["ProgramArguments"] == [sys.executable, "-m", "skillopt_daemon.service.daemon"]

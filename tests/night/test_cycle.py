@@ -140,10 +140,10 @@ def test_with_nothing_configured_the_night_still_mines_and_says_what_is_missing(
 def test_manual_runs_and_the_schedule_share_one_lock(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skillopt_daemon.night import cycle as sleep
+    from skillopt_daemon.night.lock import night_lock
 
     monkeypatch.setenv("SKILLOPT_HOME", env["SKILLOPT_HOME"])
-    with sleep.night_lock():
+    with night_lock():
         proc = run(env, "sleep", "run", "--now", check=False)
     assert proc.returncode == 4
     assert "a nightly cycle is already running" in proc.stderr

@@ -11,8 +11,8 @@ from replay_helpers import skill
 
 from skillopt_lib.backends.copilot import CopilotBackend
 from skillopt_lib.backends.cursor import CursorBackend
-from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
 from skillopt_lib.errors import ExternalToolError
+from skillopt_lib.execution import ExecLimits, ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
 

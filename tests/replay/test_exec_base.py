@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.backends.exec_base import (
-    cli_version,
-    find_cli,
-    parse_json_lines,
-    run_process,
-    version_warning,
-)
+from skillopt_lib.backends.exec_base import cli_version, find_cli, version_warning
 from skillopt_lib.errors import ExternalToolError
+from skillopt_lib.process import parse_json_lines, run_process
 
 
 def _alive(pid: int) -> bool:

@@ -9,10 +9,10 @@ import pytest
 from replay_helpers import skill
 
 from skillopt_lib.backends.copilot import CopilotBackend
-from skillopt_lib.backends.exec_base import ExecLimits
 from skillopt_lib.envs import load_env
 from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.execution import ExecLimits
 
 
 def _env(tmp_path: Path, tasks: list[dict[str, object]]) -> ExecTasksEnvironment:
@@ -88,8 +88,8 @@ def test_run_needs_an_exec_backend(tmp_path: Path) -> None:
 def test_exec_backends_come_from_the_backend_registry(fake_copilot: str) -> None:
     from skillopt_lib.backends import create_backend
     from skillopt_lib.backends.claude_code import ClaudeCodeBackend
-    from skillopt_lib.backends.exec_base import ExecBackend
     from skillopt_lib.config import BackendConfig
+    from skillopt_lib.execution import ExecBackend
 
     cfg = BackendConfig(
         backend="claude-code",

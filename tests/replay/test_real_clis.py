@@ -17,7 +17,7 @@ from replay_helpers import repo_state, skill
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.backends.codex import CodexBackend
-from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.execution import ExecLimits, ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.testing import Fault, Match, Rule, Script, Step, bash, call, write_file
 from skillopt_lib.testing.scripted_server import ScriptedServer

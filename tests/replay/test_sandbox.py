@@ -13,7 +13,7 @@ from replay_helpers import git, repo_state, skill
 
 from skillopt_lib import sandbox
 from skillopt_lib.backends.copilot import CopilotBackend
-from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.execution import ExecLimits, ExecStatus
 from skillopt_lib.sandbox import MARKER, ReplayTask, SandboxConfig, SandboxError, replay, replay_many
 
 MakeRepo = Callable[..., tuple[Path, list[str]]]

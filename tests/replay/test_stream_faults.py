@@ -7,7 +7,7 @@ from pathlib import Path
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.backends.codex import CodexBackend
-from skillopt_lib.backends.exec_base import ExecLimits, ExecStatus
+from skillopt_lib.execution import ExecLimits, ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s1", "skills": []}

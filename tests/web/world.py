@@ -119,7 +119,7 @@ def _train_overrides(base_url_openai: str, url: str) -> list[str]:
 
 
 def evidence() -> dict[str, Any]:
-    """What the nightly cycle records for a proposal (see `sleep._evidence`)."""
+    """What the nightly cycle records for a proposal (see `night.evidence.evidence`)."""
     return {
         "baseline_score": 0.25,
         "candidate_score": 0.75,

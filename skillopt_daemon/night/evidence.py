@@ -1,0 +1,84 @@
+"""The evidence a night attaches to a proposal: scores, the gate's verdict, per-task runs and the spend.
+
+A reviewer decides from this alone (`skillopt diff`, the dashboard's proposal page), so it says what was
+measured on which tasks, how sure the gate was, and what it cost, in the registry's `Evidence` fields plus
+the per-task baseline and candidate runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillopt_daemon.night.budgets import NightBudget
+from skillopt_lib.agents import AgentTool
+from skillopt_lib.runfiles import read_history
+from skillopt_lib.skill import SkillBundle
+
+
+def last_accepted_gate(run_dir: Any) -> dict[str, Any] | None:
+    """The gate's record of the last step it accepted in a training run, or None when it accepted none."""
+    gate: dict[str, Any] | None = None
+    for rec in read_history(run_dir):
+        if rec.get("accepted") and rec.get("gate"):
+            gate = rec["gate"]
+    return gate
+
+
+def per_task_runs(
+    env: Any, incumbent: SkillBundle, best: SkillBundle, tasks: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each replayed task with its runs under the installed skill and under the candidate."""
+    base_runs = env.outcomes(incumbent.content_hash)
+    cand_runs = env.outcomes(best.content_hash)
+    by_id = {t["id"]: t for t in tasks}
+    return [
+        {
+            "task_id": iid,
+            "family": by_id.get(iid, {}).get("family"),
+            "prompt": str(by_id.get(iid, {}).get("prompt", ""))[:200],
+            "baseline": base_runs.get(iid, []),
+            "candidate": cand_runs.get(iid, []),
+        }
+        for iid in sorted(set(base_runs) | set(cand_runs))
+    ]
+
+
+def usage_spend(usage: dict[str, Any]) -> tuple[int, float]:
+    """(tokens, dollars) over every role of a run's usage record (`{role: {input_tokens, ...}}`)."""
+    roles = [u for u in usage.values() if isinstance(u, dict)]
+    tokens = sum(int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0)) for u in roles)
+    cost = sum(float(u.get("cost_usd", 0.0)) for u in roles)
+    return tokens, cost
+
+
+def evidence(
+    result: Any,
+    env: Any,
+    incumbent: SkillBundle,
+    best: SkillBundle,
+    tasks: list[dict[str, Any]],
+    budget: NightBudget,
+    tool: AgentTool,
+) -> dict[str, Any]:
+    """The proposal's evidence from a finished training `result` on the replay `env`."""
+    summary = result.summary
+    gate = last_accepted_gate(result.run_dir)
+    stats = (gate or {}).get("stats") or {}
+    tokens, cost = usage_spend(summary.get("usage") or {})
+    return {
+        "baseline_score": summary.get("initial_val"),
+        "candidate_score": summary.get("best_val"),
+        "delta": (summary.get("best_val") or 0.0) - (summary.get("initial_val") or 0.0),
+        "confidence": stats.get("confidence"),
+        "ci_low": stats.get("bound") if stats.get("bound") is not None else stats.get("lower_bound"),
+        "task_ids": [t["id"] for t in tasks],
+        "gate": gate,
+        "tokens": tokens,
+        "cost_usd": round(cost, 6),
+        "tasks": per_task_runs(env, incumbent, best, tasks),
+        "test": summary.get("test"),
+        "tool": tool.value,
+        "replays": budget.replays,
+        "wall_s": round(budget.wall_s(), 2),
+        "run_dir": str(result.run_dir),
+    }

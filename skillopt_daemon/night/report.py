@@ -1,0 +1,47 @@
+"""What a night reports: one outcome per skill it looked at, and the night as a whole.
+
+The same report is printed by `skillopt sleep run`, returned by the MCP tool, and stored as JSON in the
+night's `night_runs` row, where `skillopt status` and the dashboard read it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class SkillOutcome:
+    skill: str
+    status: str  # proposed | approved | no-improvement | leak | budget | too-few-tasks | error | dry-run
+    reason: str = ""
+    tasks: int = 0
+    proposal_id: str | None = None
+    run_dir: str | None = None
+    baseline: float | None = None
+    candidate: float | None = None
+
+
+@dataclass
+class CycleReport:
+    run_id: str
+    trigger: str
+    status: str  # completed | budget | failed | nothing-to-do | skipped
+    dry_run: bool
+    started_at: str
+    finished_at: str | None = None
+    resumed_from: str | None = None
+    start_note: str = ""
+    ingest: dict[str, Any] = field(default_factory=dict)
+    mining: dict[str, Any] = field(default_factory=dict)
+    skills: list[SkillOutcome] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    spend: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def proposals(self) -> list[str]:
+        return [s.proposal_id for s in self.skills if s.proposal_id]

@@ -1,0 +1,81 @@
+"""What a night tells the user: the nightly section of `skillopt status`, and a desktop notification when a
+night leaves proposals to review."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from typing import Any
+
+import sqlite_utils
+
+from skillopt_daemon.core import fsio
+from skillopt_daemon.core.config import Settings, load_settings
+from skillopt_daemon.core.timeutil import humanize_age, local_display
+from skillopt_daemon.night import schedule
+from skillopt_daemon.night.report import CycleReport
+from skillopt_daemon.night.runs import last_run
+from skillopt_lib.errors import SkillOptError
+
+
+def notify(report: CycleReport) -> None:
+    """A desktop notification where one is available; the status line is always there. Never raises."""
+    if not report.proposals:
+        return
+    title = "skillopt"
+    body = f"{len(report.proposals)} new skill proposal(s): run `skillopt status` to review"
+    cmd: list[str] | None = None
+    if shutil.which("notify-send"):
+        cmd = ["notify-send", title, body]
+    elif shutil.which("osascript"):
+        cmd = ["osascript", "-e", f'display notification "{body}" with title "{title}"']
+    if cmd is None or os.environ.get("SKILLOPT_NO_DESKTOP_NOTIFY"):
+        return
+    try:
+        subprocess.run(cmd, timeout=5, check=False, capture_output=True)
+    except (OSError, subprocess.SubprocessError):
+        pass
+
+
+def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """Fill `data` with the last night's result; returns its summary line."""
+    summary = json.loads(last.get("summary_json") or "{}")
+    data["last"] = {k: last[k] for k in ("id", "trigger", "status", "started_at", "finished_at", "error")}
+    data["last"]["proposals"] = [
+        s.get("proposal_id") for s in summary.get("skills", []) if s.get("proposal_id")
+    ]
+    data["last"]["skills"] = summary.get("skills", [])
+    data["missing"] = summary.get("missing") or []
+    text = f"last night: {last['status']} ({humanize_age(last['started_at'])})"
+    if data["last"]["proposals"]:
+        text += f", {len(data['last']['proposals'])} proposal(s)"
+    if last.get("error"):
+        text += f": {last['error']}"
+    return [text]
+
+
+def _next_line(settings: Settings, data: dict[str, Any]) -> str:
+    """When the next night runs, if it runs at all; fills `data["next"]`."""
+    if not settings.night.enabled:
+        return "next night: disabled (night.enabled = false)"
+    if not fsio.daemon_running():
+        return "next night: not running (start the daemon: skillopt daemon start)"
+    try:
+        data["next"] = schedule.next_fire(settings.night.schedule)
+    except SkillOptError as exc:
+        return f"next night: {exc.message}"
+    return f"next night: {local_display(data['next'])} ({settings.night.schedule})"
+
+
+def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
+    """The nightly section of `skillopt status`: last run's result, next run, what is missing."""
+    settings = load_settings()
+    last = last_run(db)
+    data: dict[str, Any] = {"last": None, "next": None, "missing": []}
+    lines = _last_lines(last, data) if last else ["last night: never run"]
+    lines.append(_next_line(settings, data))
+    lines.extend(f"missing for replays: {m}" for m in data["missing"])
+    data["lines"] = lines
+    return data
