@@ -958,11 +958,13 @@ def train(
     optimizer: Any = None,
     initial_skill: SkillBundle | None = None,
     on_event: EventHandler | None = None,
+    pending: PendingCandidate | None = None,
 ) -> TrainResult:
     """Train a skill in one call. `env` is an Environment or a name ("house-style", "pkg.mod:Class").
 
     `config` is a TrainConfig, a TOML/YAML path, or None for the defaults; `overrides` are dotted
-    `key=value` strings applied on top.
+    `key=value` strings applied on top. `pending` is an undecided candidate from an earlier run
+    (`TrainResult.pending`) to finish deciding on this run's validation items first.
     """
     if isinstance(config, TrainConfig):
         cfg = config
@@ -978,5 +980,12 @@ def train(
         cfg = cfg.model_copy(update={"env": env})
         env = load_env(env, **cfg.env_options)
     return Trainer(
-        cfg, env, run_dir, agent=agent, optimizer=optimizer, initial_skill=initial_skill, on_event=on_event
+        cfg,
+        env,
+        run_dir,
+        agent=agent,
+        optimizer=optimizer,
+        initial_skill=initial_skill,
+        on_event=on_event,
+        pending=pending,
     ).train()
