@@ -451,6 +451,14 @@ def _interleave(items: Sequence[str], rounds: int, offset: int = 0) -> list[Requ
     return out
 
 
+def evidence_figures(evidence: PairedEvidence, cfg: GateConfig) -> dict[str, Any]:
+    """The running figures of (possibly pending) evidence, for a status line: n, items better and worse, mean
+    difference, p-value, session and replays so far."""
+    stats = sequential_decision(evidence, cfg).stats
+    keep = ("n", "improved_items", "worsened_items", "mean_difference", "p_value", "session", "replays_total")
+    return {k: stats[k] for k in keep}
+
+
 def _integer_differences(evidence: PairedEvidence, exclude: Collection[str]) -> tuple[list[int], int]:
     """Item differences on an integer grid (for the exact test) and the grid's scale."""
     counts = {len(ps) for item, ps in evidence.pairs.items() if ps and item not in exclude}

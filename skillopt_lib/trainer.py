@@ -51,6 +51,7 @@ from skillopt_lib.gate import (
     PairedMeasure,
     Request,
     ScoreTable,
+    evidence_figures,
     item_score,
     mean_score,
     plan_gate,
@@ -859,13 +860,11 @@ def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, 
     if not data:
         return None
     pending = PendingCandidate.from_dict(data)
-    stats = sequential_decision(pending.evidence, cfg).stats
-    keep = ("n", "improved_items", "worsened_items", "mean_difference", "p_value", "session", "replays_total")
     return {
         "skill_hash": pending.skill.content_hash,
         "incumbent_hash": pending.incumbent_hash,
         "reason": pending.reason,
-        **{k: stats[k] for k in keep},
+        **evidence_figures(pending.evidence, cfg),
     }
 
 
