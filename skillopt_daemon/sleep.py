@@ -45,7 +45,7 @@ from skillopt_lib.backends.base import ChatMessage, ChatResponse, Usage
 from skillopt_lib.backends.exec_base import ExecLimits, ExecResult
 from skillopt_lib.config import BackendConfig, TrainConfig
 from skillopt_lib.errors import ConfigError, ConflictError, SkillOptError
-from skillopt_lib.gate import GateConfig
+from skillopt_lib.gate import GateConfig, PairedEvidence, evidence_figures
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.skill import SkillBundle
 
@@ -377,6 +377,11 @@ def night_dir(run_id: str) -> Path:
     return paths.runs_dir() / f"night-{run_id}"
 
 
+def pending_path(skill: str) -> Path:
+    """Where a skill's undecided candidate and its paired gate evidence wait for the next night."""
+    return paths.runs_dir() / "pending" / f"{skill}.json"
+
+
 def last_run(db: sqlite_utils.Database) -> dict[str, Any] | None:
     if "night_runs" not in db.table_names():
         return None
@@ -577,7 +582,7 @@ def _train_one(
     say: Progress,
 ) -> SkillOutcome:
     from skillopt_daemon.replay import ReplayEnvironment, tasks_for_skill
-    from skillopt_lib.trainer import Trainer
+    from skillopt_lib.trainer import PendingCandidate, Trainer
 
     tool_counts = Counter(t for f in fams for a in f.attempts for t in [a.tool])
     if not tool_counts:
@@ -630,8 +635,16 @@ def _train_one(
             shutil.copytree(prev, run_dir, dirs_exist_ok=True)
             trainer = Trainer.resume(run_dir, config=cfg, env=env, agent=agent, optimizer=optimizer)
         else:
-            trainer = Trainer(cfg, env, run_dir, agent=agent, optimizer=optimizer, initial_skill=incumbent)
+            carried = pending_path(name)
+            pending = (
+                PendingCandidate.from_dict(json.loads(carried.read_text())) if carried.is_file() else None
+            )
+            trainer = Trainer(
+                cfg, env, run_dir, agent=agent, optimizer=optimizer, initial_skill=incumbent, pending=pending
+            )
         result = trainer.train()
+        if not dry_run:
+            _store_pending(name, result.pending)
     except NightBudgetExceeded as exc:
         return SkillOutcome(
             name, "budget", exc.message + "; nothing was registered", tasks=len(tasks), run_dir=str(run_dir)
@@ -675,6 +688,32 @@ def _train_one(
         outcome.status = "approved"
         outcome.reason += " (auto-approved)"
     return outcome
+
+
+def _store_pending(skill: str, pending: Any) -> None:
+    path = pending_path(skill)
+    if pending is None:
+        path.unlink(missing_ok=True)
+        return
+    paths.ensure_private_dir(path.parent)
+    path.write_text(json.dumps(pending.to_dict()), encoding="utf-8")
+
+
+def _pending_lines() -> list[str]:
+    folder = paths.runs_dir() / "pending"
+    lines = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            s = evidence_figures(PairedEvidence.from_dict(data["evidence"]), GateConfig())
+        except (OSError, ValueError, KeyError):
+            continue
+        lines.append(
+            f"pending evidence: {path.stem}: {s['mean_difference']:+.3f} on {s['n']} task(s) "
+            f"({s['improved_items']} better, {s['worsened_items']} worse), p={s['p_value']:.3f}, "
+            f"night {s['session']}"
+        )
+    return lines
 
 
 def _bundle_text(bundle: SkillBundle) -> str:
@@ -852,5 +891,6 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
         lines.append("next night: not running (start the daemon: skillopt daemon start)")
     for m in data["missing"]:
         lines.append(f"missing for replays: {m}")
+    lines.extend(_pending_lines())
     data["lines"] = lines
     return data

@@ -114,6 +114,9 @@ class _Progress:
         self.task: Any = None
 
     def __call__(self, event: dict[str, Any]) -> None:
+        if event["event"] == "warning":  # shown with or without the progress bar
+            err_console.print(f"warning: {event['message']}", style="yellow", highlight=False)
+            return
         if not self.enabled:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
