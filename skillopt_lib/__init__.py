@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from skillopt_lib.trainer import Trainer, TrainResult, evaluate_skill, train
+    from skillopt_lib.trainer import PendingCandidate, Trainer, TrainResult, evaluate_skill, train
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that `import skillopt_lib` stays cheap for the daemon and the SDKs load only when training.
-    if name in ("Trainer", "TrainResult", "train", "evaluate_skill"):
+    if name in ("PendingCandidate", "Trainer", "TrainResult", "train", "evaluate_skill"):
         from skillopt_lib import trainer
 
         return getattr(trainer, name)
@@ -29,4 +29,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'skillopt' has no attribute {name!r}")
 
 
-__all__ = ["TrainConfig", "TrainResult", "Trainer", "evaluate_skill", "train", "__version__"]
+__all__ = [
+    "PendingCandidate",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "evaluate_skill",
+    "train",
+    "__version__",
+]

@@ -4,6 +4,11 @@ A skill is trained like weights: big steps early, small ones late. The budget of
 and a number of changed tokens (the published method only counted edits, so one "edit" could rewrite the
 whole skill). Both follow a schedule from `max_*` at the first step down to the floor `min_*` at the last, and
 the analysts are told the current budget (the published method told them a constant).
+
+A skill's total size is bounded too (`max_skill_tokens`, from the method's 300-2,000-token skills): a step's
+cap alone lets a skill grow without end, one small step at a time. And a candidate that loses more than half of
+the skill's content is refused unless the run allows it: a gate measures a handful of tasks, not everything the
+deleted text was there for.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from skillopt_lib.edits import Edit
+from skillopt_lib.edits import Edit, apply_edits, count_tokens, lost_tokens
+from skillopt_lib.skill import SkillBundle
 
 Schedule = Literal["constant", "linear", "cosine", "step"]
 
@@ -82,4 +88,49 @@ def fit_budget(edits: Sequence[Edit], budget: StepBudget) -> tuple[list[Edit], l
         else:
             kept.append(edit)
             spent += cost
+    return kept, dropped
+
+
+def skill_tokens(bundle: SkillBundle) -> int:
+    """A skill's size in the learning rate's token units: every text file, front matter included."""
+    return sum(count_tokens(text) for text in bundle.text_files().values())
+
+
+def size_problem(
+    incumbent: SkillBundle, candidate: SkillBundle, max_skill_tokens: int, allow_large_deletions: bool
+) -> str | None:
+    """Why `candidate` may not replace `incumbent` on size grounds, or None.
+
+    Over `max_skill_tokens` is refused unless the candidate is no larger than an incumbent that was already over
+    (a too-large seed skill can still be trained down). Losing more than half of the incumbent's tokens needs
+    `allow_large_deletions`.
+    """
+    size, before = skill_tokens(candidate), skill_tokens(incumbent)
+    if size > max_skill_tokens and size > before:
+        return f"the skill would have {size} tokens, over max_skill_tokens={max_skill_tokens}"
+    lost = lost_tokens(incumbent, candidate)
+    if not allow_large_deletions and before and lost * 2 > before:
+        return (
+            f"the candidate loses {lost} of the skill's {before} tokens (more than half); "
+            "set allow_large_deletions=true to permit it"
+        )
+    return None
+
+
+def fit_skill_size(
+    incumbent: SkillBundle, edits: Sequence[Edit], max_skill_tokens: int, allow_large_deletions: bool
+) -> tuple[list[Edit], list[tuple[Edit, str]]]:
+    """Keep edits, in their ranked order, while the edited skill stays within the size limits."""
+    kept: list[Edit] = []
+    dropped: list[tuple[Edit, str]] = []
+    for edit in edits:
+        candidate, applied, _ = apply_edits(incumbent, [*kept, edit])
+        if edit not in applied:
+            kept.append(edit)  # it will conflict anyway; apply_edits reports that later
+            continue
+        problem = size_problem(incumbent, candidate, max_skill_tokens, allow_large_deletions)
+        if problem:
+            dropped.append((edit, problem))
+        else:
+            kept.append(edit)
     return kept, dropped

@@ -81,6 +81,12 @@ class TrainConfig(_Model):
     epochs: int = Field(default=4, ge=1)
     batch_size: int = Field(default=40, ge=1)
     learning_rate: LearningRate = Field(default_factory=LearningRate)
+    max_skill_tokens: int = Field(
+        default=2000, ge=1, description="a skill's total size limit, checked at select and on slow updates"
+    )
+    allow_large_deletions: bool = Field(
+        default=False, description="accept candidates that lose more than half of the skill's content"
+    )
     gate: GateConfig = Field(default_factory=GateConfig)
     reflect: ReflectConfig = Field(default_factory=ReflectConfig)
     slow_update: bool = True

@@ -141,6 +141,18 @@ def changed_tokens(old: str, new: str) -> int:
     return total
 
 
+def lost_tokens(old: SkillBundle, new: SkillBundle) -> int:
+    """Tokens of `old` that `new` deletes or replaces (what the candidate loses, not what it adds)."""
+    old_text, new_text = old.text_files(), new.text_files()
+    lost = 0
+    for path, text in old_text.items():
+        a, b = _TOKEN_RE.findall(text), _TOKEN_RE.findall(new_text.get(path, ""))
+        for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+            if tag in ("delete", "replace"):
+                lost += i2 - i1
+    return lost
+
+
 def bundle_changed_tokens(old: SkillBundle, new: SkillBundle) -> int:
     total = 0
     old_text, new_text = old.text_files(), new.text_files()

@@ -25,7 +25,7 @@ from skillopt_lib.agents import TOOLS
 from skillopt_lib.aggregate import aggregate
 from skillopt_lib.backends import create_backend
 from skillopt_lib.backends.base import ChatBackend, Usage
-from skillopt_lib.budget import budget_at
+from skillopt_lib.budget import budget_at, fit_skill_size, size_problem
 from skillopt_lib.config import (
     Redactor,
     TrainConfig,
@@ -47,7 +47,21 @@ from skillopt_lib.envs import load_env
 from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split
 from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_lib.executor import Executor, LocalExecutor, make_executor
-from skillopt_lib.gate import Gate, GateDecision, ScoreTable, item_score, mean_score
+from skillopt_lib.gate import (
+    Arm,
+    Gate,
+    GateConfig,
+    GateDecision,
+    PairedEvidence,
+    PairedMeasure,
+    Request,
+    ScoreTable,
+    evidence_figures,
+    item_score,
+    mean_score,
+    plan_gate,
+    sequential_decision,
+)
 from skillopt_lib.reflect import (
     OptimizerCaller,
     Prompts,
@@ -66,10 +80,43 @@ META_NOTES_MAX = 2000
 
 
 @dataclass
+class PendingCandidate:
+    """A candidate the sequential gate neither accepted nor refuted, with its evidence so far.
+
+    Serialisable (`to_dict` / `from_dict`). Pass it as `Trainer(..., pending=...)` to a later run on the same
+    incumbent: that run first adds paired replays on its own validation items (new tasks of the family count)
+    and accepts, refutes or keeps it pending. A caller stores it between runs; nothing here keeps state.
+    """
+
+    skill: SkillBundle
+    incumbent_hash: str
+    evidence: PairedEvidence
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skill": bundle_to_json(self.skill),
+            "incumbent_hash": self.incumbent_hash,
+            "evidence": self.evidence.to_dict(),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PendingCandidate:
+        return cls(
+            skill=bundle_from_json(data["skill"]),
+            incumbent_hash=str(data["incumbent_hash"]),
+            evidence=PairedEvidence.from_dict(data["evidence"]),
+            reason=str(data.get("reason", "")),
+        )
+
+
+@dataclass
 class TrainResult:
     run_dir: Path
     best_skill: SkillBundle
     summary: dict[str, Any]
+    pending: PendingCandidate | None = None
 
     @property
     def initial_val(self) -> float:
@@ -128,6 +175,8 @@ def _new_state(cfg: TrainConfig, skill: SkillBundle) -> dict[str, Any]:
         "epoch_rejected": [],
         "usage": {"agent": Usage().to_dict(), "optimizer": Usage().to_dict()},
         "history_lines": 0,
+        "pending": None,
+        "warnings": [],
         "stopped": None,
         "started": utc_iso(),
     }
@@ -160,8 +209,10 @@ class Trainer:
         executor: Executor | None = None,
         initial_skill: SkillBundle | None = None,
         on_event: EventHandler | None = None,
+        pending: PendingCandidate | None = None,
     ) -> None:
         self.cfg = config
+        self._carried = pending
         self.env = env
         self.on_event = on_event or (lambda e: None)
         self.redactor = Redactor(config_secrets(config))
@@ -274,6 +325,21 @@ class Trainer:
     def _measure(self, skill: SkillBundle, repeats: int) -> ScoreTable:
         return self._scores(self._rollout(skill, self.val_items, repeats), self.val_items)
 
+    def _measure_pairs(self, candidate: SkillBundle, incumbent: SkillBundle) -> PairedMeasure:
+        """Interleaved single runs for the sequential gate, submitted in the gate's order (validation items only)."""
+        by_id = {item.id: item for item in self.val_items}
+        skills: dict[Arm, SkillBundle] = {"candidate": candidate, "incumbent": incumbent}
+
+        def measure(requests: Sequence[Request]) -> list[float]:
+            jobs = [(by_id[item], skills[arm]) for item, arm in requests]
+            env, agent = self.env, self.agent  # not `self`: a cluster executor ships this function to workers
+            results: list[ItemResult] = self.executor.map(lambda job: env.run(job[0], job[1], agent), jobs)
+            for res in results:
+                self.agent_usage.add(res.usage)
+            return [item_score(r.hard, r.soft, self.cfg.gate) for r in results]
+
+        return measure
+
     def _spent(self, state: dict[str, Any]) -> Usage:
         total = Usage()
         total.add(self.agent_usage).add(self.caller.usage)
@@ -337,6 +403,9 @@ class Trainer:
             self._initial_skill.require_valid()
             state = _new_state(self.cfg, self._initial_skill)
             self.files.write_json("config.json", masked_dump(self.cfg))
+            plan = plan_gate(len(self.val_items), self.cfg.gate)
+            if not plan.decidable:
+                state["warnings"].append(f"the validation split can never pass the gate: {plan.reason}")
         state["usage_base"] = {k: dict(v) for k, v in state["usage"].items()}
         if self._resumed_state is None:
             self._checkpoint(state)
@@ -347,7 +416,11 @@ class Trainer:
             epochs=self.cfg.epochs,
             step=state["step"],
             resumed=self._resumed_state is not None,
+            gate_plan=plan_gate(len(self.val_items), self.cfg.gate).to_dict(),
         )
+        if self._resumed_state is None:
+            for message in state.get("warnings", []):
+                self._emit("warning", message=message)
         if state["phase"] == "baseline":
             self._baseline(state)
         while state["phase"] != "done":
@@ -386,8 +459,40 @@ class Trainer:
             },
         )
         self.files.write_skill("best_skill", skill)
+        if self._carried is not None:
+            self._continue_pending(state, self._carried)
         self._checkpoint(state)
         self._emit("baseline_done", val=score)
+
+    def _continue_pending(self, state: dict[str, Any], pending: PendingCandidate) -> None:
+        """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
+        incumbent = bundle_from_json(state["incumbent"])
+        record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
+        if self.cfg.gate.kind != "sequential" or pending.incumbent_hash != incumbent.content_hash:
+            record.update(
+                accepted=False, gate=None, reason="the carried candidate was measured against another skill"
+            )
+            self._history(state, record)
+            return
+        evidence = PairedEvidence.from_dict(pending.evidence.to_dict())
+        test_ids = {item.id for item in self.test_items}
+        decision = self.gate.decide_paired(
+            self._measure_pairs(pending.skill, incumbent),
+            [item.id for item in self.val_items],
+            evidence,
+            exclude=test_ids,
+        )
+        record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
+        if decision.accepted:
+            cand_scores, _ = evidence.tables(test_ids)
+            state["_candidate_scores"] = cand_scores
+            self._accept(state, pending.skill, [], decision)
+        elif decision.pending:
+            state["pending"] = PendingCandidate(
+                pending.skill, incumbent.content_hash, evidence, decision.reason
+            ).to_dict()
+        self._history(state, record)
+        self._emit("pending", accepted=decision.accepted, outcome=decision.outcome, reason=decision.reason)
 
     def _batch(self, epoch: int, batch: int) -> list[Item]:
         order = list(self.train_items)
@@ -442,8 +547,11 @@ class Trainer:
         # 4. select
         sel = select_edits(self.caller, agg.candidates, budget, context)
 
-        # 5. update
-        candidate, applied, conflicts = apply_edits(incumbent, sel.selected)
+        # 5. update (within the skill's size limits)
+        sized, too_big = fit_skill_size(
+            incumbent, sel.selected, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
+        )
+        candidate, applied, conflicts = apply_edits(incumbent, sized)
         issues = candidate.validate() if applied else []
         record: dict[str, Any] = {
             "kind": "step",
@@ -462,7 +570,9 @@ class Trainer:
             "candidates": [e.model_dump() for e in agg.candidates],
             "selected": [e.model_dump() for e in sel.selected],
             "ranked_by": sel.ranked_by,
-            "dropped": [{"reason": why, "edit": e.model_dump()} for e, why in [*agg.dropped, *sel.dropped]],
+            "dropped": [
+                {"reason": why, "edit": e.model_dump()} for e, why in [*agg.dropped, *sel.dropped, *too_big]
+            ],
             "applied": [e.model_dump() for e in applied],
             "conflicts": [c.to_dict() for c in conflicts],
             "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
@@ -512,12 +622,40 @@ class Trainer:
         )
 
     def _decide(self, state: dict[str, Any], candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
+        if self.cfg.gate.kind == "sequential":
+            decision = self.gate.decide_paired(
+                self._measure_pairs(candidate, incumbent), [item.id for item in self.val_items]
+            )
+            assert decision.evidence is not None
+            cand_scores, inc_scores = decision.evidence.tables()
+            state["incumbent_val"] = mean_score(inc_scores)
+            state["_candidate_scores"] = cand_scores
+            if decision.pending:
+                self._keep_pending(state, candidate, incumbent, decision)
+            return decision
         cached = state["incumbent_scores"] if self.cfg.gate.kind == "strict" else None
         decision, cand_scores, inc_scores = self.gate.decide(self._measure, candidate, incumbent, cached)
         if self.cfg.gate.kind == "paired":
             state["incumbent_val"] = mean_score(inc_scores)
         state["_candidate_scores"] = cand_scores
         return decision
+
+    def _keep_pending(
+        self, state: dict[str, Any], candidate: SkillBundle, incumbent: SkillBundle, decision: GateDecision
+    ) -> None:
+        """Remember the most promising undecided candidate (lowest p) for a later run to finish deciding."""
+        assert decision.evidence is not None
+        held = state.get("pending")
+        if held is not None and held["incumbent_hash"] == incumbent.content_hash:
+            held_p = PendingCandidate.from_dict(held)
+            if (
+                sequential_decision(held_p.evidence, self.cfg.gate).stats["p_value"]
+                <= decision.stats["p_value"]
+            ):
+                return
+        state["pending"] = PendingCandidate(
+            candidate, incumbent.content_hash, decision.evidence, decision.reason
+        ).to_dict()
 
     def _accept(
         self, state: dict[str, Any], candidate: SkillBundle, applied: list[Edit], decision: GateDecision
@@ -528,6 +666,7 @@ class Trainer:
         state["incumbent_val"] = mean_score(cand_scores)
         state["accepted_steps"] += 1
         state["no_improve"] = 0
+        state["pending"] = None  # measured against the old incumbent: no longer comparable
         state["epoch_accepted"].extend(
             {"edit": e.model_dump(), "step": state["step"] + 1, "stats": decision.stats} for e in applied
         )
@@ -585,8 +724,13 @@ class Trainer:
                 candidate = None
                 record.update(accepted=False, reason=exc.message, gate=None)
             if candidate is not None:
+                problem = size_problem(
+                    incumbent, candidate, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
+                )
                 if candidate.content_hash == incumbent.content_hash:
                     record.update(accepted=False, reason="guidance unchanged", gate=None)
+                elif problem:
+                    record.update(accepted=False, reason=problem, gate=None)
                 else:
                     decision = self._decide(state, candidate, incumbent)
                     record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
@@ -669,14 +813,20 @@ class Trainer:
             "best_val": round(float(state["incumbent_val"] or 0.0), 6),
             "test": state.get("test") or {},
             "best_skill_hash": best.content_hash,
+            "warnings": list(state.get("warnings") or []),
+            "pending": _pending_summary(state.get("pending"), self.cfg.gate),
             "changed_tokens": bundle_changed_tokens(initial, best),
             "usage": self._usage_now(state),
             "started": state.get("started"),
             "finished": utc_iso(),
         }
+        pending = PendingCandidate.from_dict(state["pending"]) if state.get("pending") else None
+        if pending is not None:
+            self.files.write_skill("pending_skill", pending.skill)
+            self.files.write_json("pending.json", pending.to_dict())
         self.files.write_json("summary.json", summary)
         self._emit("done", summary=summary)
-        return TrainResult(self.files.dir, best, summary)
+        return TrainResult(self.files.dir, best, summary, pending)
 
     # ------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, skill: SkillBundle, split: Split = "val", repeats: int = 1) -> EvalResult:
@@ -702,6 +852,19 @@ class Trainer:
             results=flat,
             usage=used,
         )
+
+
+def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, Any] | None:
+    """The running figures of a pending candidate, for `status` and the summary."""
+    if not data:
+        return None
+    pending = PendingCandidate.from_dict(data)
+    return {
+        "skill_hash": pending.skill.content_hash,
+        "incumbent_hash": pending.incumbent_hash,
+        "reason": pending.reason,
+        **evidence_figures(pending.evidence, cfg),
+    }
 
 
 def saved_config(run_dir: str | Path) -> dict[str, Any]:
@@ -796,11 +959,13 @@ def train(
     optimizer: ChatBackend | None = None,
     initial_skill: SkillBundle | None = None,
     on_event: EventHandler | None = None,
+    pending: PendingCandidate | None = None,
 ) -> TrainResult:
     """Train a skill in one call. `env` is an Environment or a name ("house-style", "pkg.mod:Class").
 
     `config` is a TrainConfig, a TOML/YAML path, or None for the defaults; `overrides` are dotted
-    `key=value` strings applied on top.
+    `key=value` strings applied on top. `pending` is an undecided candidate from an earlier run
+    (`TrainResult.pending`) to finish deciding on this run's validation items first.
     """
     if isinstance(config, TrainConfig):
         cfg = config
@@ -812,5 +977,12 @@ def train(
         cfg = cfg.model_copy(update={"env": env})
         env = load_env(env, **cfg.env_options)
     return Trainer(
-        cfg, env, run_dir, agent=agent, optimizer=optimizer, initial_skill=initial_skill, on_event=on_event
+        cfg,
+        env,
+        run_dir,
+        agent=agent,
+        optimizer=optimizer,
+        initial_skill=initial_skill,
+        on_event=on_event,
+        pending=pending,
     ).train()

@@ -121,7 +121,7 @@ class NightSettings(_Section):
     epochs: int = Field(
         default=1, ge=1, description="training epochs over a skill's replayed tasks per night"
     )
-    gate: Literal["paired", "strict"] = "paired"
+    gate: Literal["sequential", "paired", "strict"] = "sequential"
     gate_repeats: int = Field(
         default=1, ge=1, description="replays per validation task and skill at the gate"
     )

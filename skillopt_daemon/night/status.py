@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
+from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import humanize_age, local_display
@@ -77,5 +78,6 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     lines = _last_lines(last, data) if last else ["last night: never run"]
     lines.append(_next_line(settings, data))
     lines.extend(f"missing for replays: {m}" for m in data["missing"])
+    lines.extend(pending_lines())
     data["lines"] = lines
     return data

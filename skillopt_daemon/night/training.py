@@ -25,6 +25,7 @@ from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudg
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
+from skillopt_daemon.night.pending import load_pending, store_pending
 from skillopt_daemon.night.runs import night_dir
 from skillopt_daemon.registry import Registry, Version
 from skillopt_lib.agents import AgentTool
@@ -214,8 +215,19 @@ def _train(
         shutil.copytree(prev, run_dir, dirs_exist_ok=True)
         trainer = Trainer.resume(run_dir, config=cfg, env=env, agent=agent, optimizer=ctx.optimizer)
     else:
-        trainer = Trainer(cfg, env, run_dir, agent=agent, optimizer=ctx.optimizer, initial_skill=incumbent)
-    return trainer.train()
+        trainer = Trainer(
+            cfg,
+            env,
+            run_dir,
+            agent=agent,
+            optimizer=ctx.optimizer,
+            initial_skill=incumbent,
+            pending=load_pending(name),
+        )
+    result = trainer.train()
+    if not ctx.dry_run:
+        store_pending(name, result.pending)
+    return result
 
 
 def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:

@@ -46,6 +46,8 @@ class Evidence(BaseModel):
     confidence: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    p_value: float | None = None  # the sequential gate's exact test, against `alpha`
+    alpha: float | None = None
     task_ids: list[str | int] = []
     gate: dict[str, Any] | None = None
     tokens: int | None = None

@@ -18,6 +18,9 @@ class TrainProgress:
         self.task: TaskID | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
+        if event["event"] == "warning":  # shown with or without the progress bar
+            err_console.print(f"warning: {event['message']}", style="yellow", highlight=False)
+            return
         if not self.enabled:
             return
         kind = event["event"]

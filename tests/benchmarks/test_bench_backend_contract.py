@@ -74,7 +74,7 @@ def test_failures_are_backend_errors(name: str) -> None:
 @pytest.mark.parametrize("name", CHAT_BACKENDS)
 def test_a_benchmark_item_scores_through_the_backend(name: str) -> None:
     env = load_env("searchqa", sample=True)
-    item = env.splits().val[0]
+    item = next(i for i in env.splits().val if i.id == "sqa-005")
     with ScriptedServer(
         Script(rules=[answer_rule("q", item.data["question"], "Answer: blue whale")])
     ) as server:

@@ -58,7 +58,7 @@ def test_eval_on_the_sample_and_the_missing_data_message(server: ScriptedServer,
     run = skillopt("eval", "--env", "livemath", "--sample", "--split", "test", "--json", *backend_sets(server),
                    home=tmp_path / "home")  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["n"] == 4
+    assert json.loads(run.stdout)["n"] == 2
     missing = skillopt("eval", "--env", "docvqa", *backend_sets(server), home=tmp_path / "home")
     assert missing.returncode == 6
     text = " ".join(missing.stderr.split())

@@ -49,7 +49,7 @@ def test_a_benchmark_copied_from_the_template_runs(tmp_path: Path, monkeypatch: 
         assert isinstance(env, Environment)
         assert env.root == pkg / "sample"
         sp = env.splits()
-        assert [len(sp.train), len(sp.val), len(sp.test)] == [2, 2, 2]
+        assert [len(sp.train), len(sp.val), len(sp.test)] == [2, 6, 2]
         assert env.seed_skill().validate() == []
         item = sp.val[1]  # 12 times 12
         with scripted_chat([answer_rule("q", item.data["question"], "Answer: 144")]) as (_server, agent):

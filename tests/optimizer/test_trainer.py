@@ -56,7 +56,7 @@ def test_useful_edit_accepted_others_rejected_buffered_and_no_secret_written(
     assert recs[3]["reason"] == "no edit to evaluate"
     # The gate's statistics are in the history for every decision.
     stats = recs[2]["gate"]["stats"]
-    assert stats["mean_difference"] == 0.5 and stats["lower_bound"] > 0 and stats["n"] == 12
+    assert stats["mean_difference"] == 0.5 and stats["p_value"] <= stats["alpha"] and stats["n"] == 12
     assert stats["repeats"] == 2 and stats["agent_runs"] == 48
     assert "worse" in recs[0]["reason"] and "ties" in recs[1]["reason"]
     assert recs[0]["rejected_edits"][0]["content"] == HARMFUL
