@@ -15,9 +15,9 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -155,31 +155,59 @@ class BudgetExhausted(SkillOptError):
     """The run's token, cost or step budget is used up (a normal way for a run to end)."""
 
 
-def _new_state(cfg: TrainConfig, skill: SkillBundle) -> dict[str, Any]:
-    return {
-        "version": STATE_VERSION,
-        "epoch": 0,
-        "batch": 0,
-        "step": 0,
-        "phase": "baseline",
-        "incumbent": bundle_to_json(skill),
-        "initial": bundle_to_json(skill),
-        "incumbent_scores": None,
-        "initial_val": None,
-        "incumbent_val": None,
-        "no_improve": 0,
-        "accepted_steps": 0,
-        "rejected": [],
-        "meta_notes": "",
-        "epoch_accepted": [],
-        "epoch_rejected": [],
-        "usage": {"agent": Usage().to_dict(), "optimizer": Usage().to_dict()},
-        "history_lines": 0,
-        "pending": None,
-        "warnings": [],
-        "stopped": None,
-        "started": utc_iso(),
-    }
+@dataclass
+class RunState:
+    """Where a training run stands: everything a checkpoint (`state.json`) holds to resume exactly.
+
+    Bundles are kept in their JSON form (`bundle_to_json`) so a checkpoint is written without re-encoding;
+    `usage` is the spend at the last checkpoint. Two fields live only in memory: `usage_base` (the spend a
+    resumed run started from, to which this process's spend is added) and `candidate_scores` (a candidate's
+    validation scores between the gate and the accept step).
+    """
+
+    incumbent: dict[str, str]
+    initial: dict[str, str]
+    version: int = STATE_VERSION
+    epoch: int = 0
+    batch: int = 0
+    step: int = 0
+    phase: str = "baseline"  # baseline → step → epoch_end → step ... → done
+    incumbent_scores: Any = None
+    initial_val: float | None = None
+    incumbent_val: float | None = None
+    no_improve: int = 0
+    accepted_steps: int = 0
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    meta_notes: str = ""
+    epoch_accepted: list[dict[str, Any]] = field(default_factory=list)
+    epoch_rejected: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {"agent": Usage().to_dict(), "optimizer": Usage().to_dict()}
+    )
+    history_lines: int = 0
+    pending: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    started: str = field(default_factory=utc_iso)
+    test: dict[str, Any] | None = None
+    usage_base: dict[str, dict[str, Any]] = field(default_factory=dict)
+    candidate_scores: Any = None
+
+    _TRANSIENT: ClassVar[tuple[str, ...]] = ("usage_base", "candidate_scores")
+
+    @classmethod
+    def new(cls, skill: SkillBundle) -> RunState:
+        return cls(incumbent=bundle_to_json(skill), initial=bundle_to_json(skill))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
+        """A checkpoint read back; unknown keys (from a newer patch release) are ignored."""
+        known = {f.name for f in fields(cls)} - set(cls._TRANSIENT)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `state.json` holds: every field but the in-memory ones."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self._TRANSIENT}
 
 
 def _usage_from(d: dict[str, Any]) -> Usage:
@@ -246,7 +274,7 @@ class Trainer:
         if config.max_steps:
             self.total_steps = min(self.total_steps, config.max_steps)
         self.agent_usage = Usage()
-        self._resumed_state: dict[str, Any] | None = None
+        self._resumed_state: RunState | None = None
         seed = initial_skill or env.seed_skill()
         self._initial_skill = seed
 
@@ -280,11 +308,11 @@ class Trainer:
             config, env, run_path, agent=agent, optimizer=optimizer, executor=executor, on_event=on_event
         )
         state = json.loads((run_path / "state.json").read_text(encoding="utf-8"))
-        if state.get("version") != STATE_VERSION:
+        if state.version != STATE_VERSION:
             raise ConfigError(
                 f"{run_path} was written by another skillopt version (state {state.get('version')})"
             )
-        trainer._resumed_state = state
+        trainer._resumed_state = RunState.from_dict(state)
         return trainer
 
     # ------------------------------------------------------------------------------------------ helpers
@@ -340,45 +368,42 @@ class Trainer:
 
         return measure
 
-    def _spent(self, state: dict[str, Any]) -> Usage:
+    def _spent(self, state: RunState) -> Usage:
         total = Usage()
         total.add(self.agent_usage).add(self.caller.usage)
-        total.add(_usage_from(state["usage_base"]["agent"])).add(
-            _usage_from(state["usage_base"]["optimizer"])
-        )
+        total.add(_usage_from(state.usage_base["agent"])).add(_usage_from(state.usage_base["optimizer"]))
         return total
 
-    def _budget_left(self, state: dict[str, Any]) -> str | None:
+    def _budget_left(self, state: RunState) -> str | None:
         spent = self._spent(state)
         if self.cfg.max_tokens is not None and spent.total_tokens >= self.cfg.max_tokens:
             return f"token budget used ({spent.total_tokens} >= {self.cfg.max_tokens})"
         if self.cfg.max_cost_usd is not None and spent.cost_usd >= self.cfg.max_cost_usd:
             return f"cost budget used (${spent.cost_usd:.4f} >= ${self.cfg.max_cost_usd})"
-        if self.cfg.max_steps is not None and state["step"] >= self.cfg.max_steps:
-            return f"step budget used ({state['step']} steps)"
+        if self.cfg.max_steps is not None and state.step >= self.cfg.max_steps:
+            return f"step budget used ({state.step} steps)"
         return None
 
-    def _usage_now(self, state: dict[str, Any]) -> dict[str, Any]:
-        agent = _usage_from(state["usage_base"]["agent"]).add(self.agent_usage)
-        opt = _usage_from(state["usage_base"]["optimizer"]).add(self.caller.usage)
+    def _usage_now(self, state: RunState) -> dict[str, Any]:
+        agent = _usage_from(state.usage_base["agent"]).add(self.agent_usage)
+        opt = _usage_from(state.usage_base["optimizer"]).add(self.caller.usage)
         return {"agent": agent.to_dict(), "optimizer": opt.to_dict()}
 
-    def _checkpoint(self, state: dict[str, Any]) -> None:
-        state["usage"] = self._usage_now(state)
-        state["history_lines"] = self.files.history_lines()
-        stored = {k: v for k, v in state.items() if k != "usage_base"}
-        self.files.write_json("state.json", stored)
+    def _checkpoint(self, state: RunState) -> None:
+        state.usage = self._usage_now(state)
+        state.history_lines = self.files.history_lines()
+        self.files.write_json("state.json", state.to_dict())
 
-    def _history(self, state: dict[str, Any], record: dict[str, Any]) -> None:
+    def _history(self, state: RunState, record: dict[str, Any]) -> None:
         record.setdefault("time", utc_iso())
         record["usage_total"] = self._usage_now(state)
         self.files.append_history(record)
 
-    def _context(self, state: dict[str, Any], skill: SkillBundle) -> dict[str, Any]:
+    def _context(self, state: RunState, skill: SkillBundle) -> dict[str, Any]:
         return {
             "skill": render_skill(skill),
-            "meta_notes": state["meta_notes"] or "(none yet)",
-            "rejected": render_rejected(state["rejected"]),
+            "meta_notes": state.meta_notes or "(none yet)",
+            "rejected": render_rejected(state.rejected),
         }
 
     # ------------------------------------------------------------------------------------------ the loop
@@ -394,19 +419,19 @@ class Trainer:
     def _train(self) -> TrainResult:
         if self._resumed_state is not None:
             state = self._resumed_state
-            self.files.truncate_history(int(state.get("history_lines", 0)))
+            self.files.truncate_history(state.history_lines)
         else:
             if self.files.state_path.exists():
                 raise ConfigError(
                     f"{self.files.dir} already holds a run", hint=f"resume it with --resume {self.files.dir}"
                 )
             self._initial_skill.require_valid()
-            state = _new_state(self.cfg, self._initial_skill)
+            state = RunState.new(self._initial_skill)
             self.files.write_json("config.json", masked_dump(self.cfg))
             plan = plan_gate(len(self.val_items), self.cfg.gate)
             if not plan.decidable:
-                state["warnings"].append(f"the validation split can never pass the gate: {plan.reason}")
-        state["usage_base"] = {k: dict(v) for k, v in state["usage"].items()}
+                state.warnings.append(f"the validation split can never pass the gate: {plan.reason}")
+        state.usage_base = {k: dict(v) for k, v in state.usage.items()}
         if self._resumed_state is None:
             self._checkpoint(state)
         self._emit(
@@ -414,41 +439,42 @@ class Trainer:
             run_dir=str(self.files.dir),
             total_steps=self.total_steps,
             epochs=self.cfg.epochs,
-            step=state["step"],
+            step=state.step,
             resumed=self._resumed_state is not None,
             gate_plan=plan_gate(len(self.val_items), self.cfg.gate).to_dict(),
         )
         if self._resumed_state is None:
-            for message in state.get("warnings", []):
+            for message in state.warnings:
                 self._emit("warning", message=message)
-        if state["phase"] == "baseline":
+        if state.phase == "baseline":
             self._baseline(state)
-        while state["phase"] != "done":
-            if state["phase"] == "epoch_end":
+        while state.phase != "done":
+            if state.phase == "epoch_end":
                 self._epoch_end(state)
                 continue
             reason = self._stop_reason(state)
             if reason:
-                state["stopped"] = reason
-                state["phase"] = "done"
+                state.stopped = reason
+                state.phase = "done"
                 self._checkpoint(state)
                 break
             self._step(state)
         return self._finish(state)
 
-    def _stop_reason(self, state: dict[str, Any]) -> str | None:
-        if state["epoch"] >= self.cfg.epochs:
+    def _stop_reason(self, state: RunState) -> str | None:
+        if state.epoch >= self.cfg.epochs:
             return f"completed {self.cfg.epochs} epoch(s)"
-        if self.cfg.patience is not None and state["no_improve"] >= self.cfg.patience:
-            return f"early stop: {state['no_improve']} step(s) without an accepted edit"
+        if self.cfg.patience is not None and state.no_improve >= self.cfg.patience:
+            return f"early stop: {state.no_improve} step(s) without an accepted edit"
         return self._budget_left(state)
 
-    def _baseline(self, state: dict[str, Any]) -> None:
-        skill = bundle_from_json(state["incumbent"])
+    def _baseline(self, state: RunState) -> None:
+        skill = bundle_from_json(state.incumbent)
         self._emit("baseline", n=len(self.val_items), repeats=self.gate.repeats)
         table = self._measure(skill, self.gate.repeats)
         score = mean_score(table)
-        state.update(incumbent_scores=table, initial_val=score, incumbent_val=score, phase="step")
+        state.incumbent_scores, state.initial_val, state.incumbent_val = table, score, score
+        state.phase = "step"
         self._history(
             state,
             {
@@ -464,9 +490,9 @@ class Trainer:
         self._checkpoint(state)
         self._emit("baseline_done", val=score)
 
-    def _continue_pending(self, state: dict[str, Any], pending: PendingCandidate) -> None:
+    def _continue_pending(self, state: RunState, pending: PendingCandidate) -> None:
         """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
-        incumbent = bundle_from_json(state["incumbent"])
+        incumbent = bundle_from_json(state.incumbent)
         record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
         if self.cfg.gate.kind != "sequential" or pending.incumbent_hash != incumbent.content_hash:
             record.update(
@@ -485,10 +511,10 @@ class Trainer:
         record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
         if decision.accepted:
             cand_scores, _ = evidence.tables(test_ids)
-            state["_candidate_scores"] = cand_scores
+            state.candidate_scores = cand_scores
             self._accept(state, pending.skill, [], decision)
         elif decision.pending:
-            state["pending"] = PendingCandidate(
+            state.pending = PendingCandidate(
                 pending.skill, incumbent.content_hash, evidence, decision.reason
             ).to_dict()
         self._history(state, record)
@@ -500,9 +526,9 @@ class Trainer:
         size = self.cfg.batch_size
         return order[batch * size : (batch + 1) * size]
 
-    def _step(self, state: dict[str, Any]) -> None:
-        step, epoch, batch_index = state["step"], state["epoch"], state["batch"]
-        incumbent = bundle_from_json(state["incumbent"])
+    def _step(self, state: RunState) -> None:
+        step, epoch, batch_index = state.step, state.epoch, state.batch
+        incumbent = bundle_from_json(state.incumbent)
         budget = budget_at(self.cfg.learning_rate, step, self.total_steps)
         usage_before = self._usage_now(state)
         self._emit("step_start", step=step + 1, epoch=epoch + 1, total_steps=self.total_steps)
@@ -523,8 +549,8 @@ class Trainer:
             pairs,
             incumbent,
             budget,
-            state["rejected"],
-            state["meta_notes"],
+            state.rejected,
+            state.meta_notes,
             self.cfg.reflect,
             rng,
             self._parallel,
@@ -533,7 +559,7 @@ class Trainer:
 
         # 3. aggregate
         context = self._context(state, incumbent)
-        rejected_keys = {Edit.model_validate(r["edit"]).key() for r in state["rejected"]}
+        rejected_keys = {Edit.model_validate(r["edit"]).key() for r in state.rejected}
         agg = aggregate(
             self.caller,
             reflection.failure_patches,
@@ -586,7 +612,7 @@ class Trainer:
             record["gate"] = None
             record["accepted"] = False
             record["reason"] = "invalid skill after edits" if issues else "no edit to evaluate"
-            state["no_improve"] += 1
+            state.no_improve += 1
         else:
             decision = self._decide(state, candidate, incumbent)
             record["gate"] = decision.to_dict()
@@ -597,16 +623,16 @@ class Trainer:
                 self._accept(state, candidate, applied, decision)
             else:
                 self._reject(state, applied, step, decision.reason)
-                state["no_improve"] += 1
+                state.no_improve += 1
         record["rejected_edits"] = [e.model_dump() for e in applied] if not record["accepted"] else []
-        record["val"] = {"incumbent": state["incumbent_val"]}
-        record["skill_hash"] = bundle_from_json(state["incumbent"]).content_hash
+        record["val"] = {"incumbent": state.incumbent_val}
+        record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
         record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
 
-        state["step"] = step + 1
-        state["batch"] = batch_index + 1
-        if state["batch"] >= self.batches_per_epoch:
-            state["phase"] = "epoch_end"
+        state.step = step + 1
+        state.batch = batch_index + 1
+        if state.batch >= self.batches_per_epoch:
+            state.phase = "epoch_end"
         self._history(state, record)
         self._checkpoint(state)
         self._emit(
@@ -616,36 +642,36 @@ class Trainer:
             total_steps=self.total_steps,
             accepted=record["accepted"],
             reason=record["reason"],
-            val=state["incumbent_val"],
+            val=state.incumbent_val,
             train=train_hard,
             spent=self._usage_now(state),
         )
 
-    def _decide(self, state: dict[str, Any], candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
+    def _decide(self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
         if self.cfg.gate.kind == "sequential":
             decision = self.gate.decide_paired(
                 self._measure_pairs(candidate, incumbent), [item.id for item in self.val_items]
             )
             assert decision.evidence is not None
             cand_scores, inc_scores = decision.evidence.tables()
-            state["incumbent_val"] = mean_score(inc_scores)
-            state["_candidate_scores"] = cand_scores
+            state.incumbent_val = mean_score(inc_scores)
+            state.candidate_scores = cand_scores
             if decision.pending:
                 self._keep_pending(state, candidate, incumbent, decision)
             return decision
-        cached = state["incumbent_scores"] if self.cfg.gate.kind == "strict" else None
+        cached = state.incumbent_scores if self.cfg.gate.kind == "strict" else None
         decision, cand_scores, inc_scores = self.gate.decide(self._measure, candidate, incumbent, cached)
         if self.cfg.gate.kind == "paired":
-            state["incumbent_val"] = mean_score(inc_scores)
-        state["_candidate_scores"] = cand_scores
+            state.incumbent_val = mean_score(inc_scores)
+        state.candidate_scores = cand_scores
         return decision
 
     def _keep_pending(
-        self, state: dict[str, Any], candidate: SkillBundle, incumbent: SkillBundle, decision: GateDecision
+        self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle, decision: GateDecision
     ) -> None:
         """Remember the most promising undecided candidate (lowest p) for a later run to finish deciding."""
         assert decision.evidence is not None
-        held = state.get("pending")
+        held = state.pending
         if held is not None and held["incumbent_hash"] == incumbent.content_hash:
             held_p = PendingCandidate.from_dict(held)
             if (
@@ -653,57 +679,57 @@ class Trainer:
                 <= decision.stats["p_value"]
             ):
                 return
-        state["pending"] = PendingCandidate(
+        state.pending = PendingCandidate(
             candidate, incumbent.content_hash, decision.evidence, decision.reason
         ).to_dict()
 
     def _accept(
-        self, state: dict[str, Any], candidate: SkillBundle, applied: list[Edit], decision: GateDecision
+        self, state: RunState, candidate: SkillBundle, applied: list[Edit], decision: GateDecision
     ) -> None:
-        cand_scores = state.pop("_candidate_scores")
-        state["incumbent"] = bundle_to_json(candidate)
-        state["incumbent_scores"] = cand_scores
-        state["incumbent_val"] = mean_score(cand_scores)
-        state["accepted_steps"] += 1
-        state["no_improve"] = 0
-        state["pending"] = None  # measured against the old incumbent: no longer comparable
-        state["epoch_accepted"].extend(
-            {"edit": e.model_dump(), "step": state["step"] + 1, "stats": decision.stats} for e in applied
+        cand_scores, state.candidate_scores = state.candidate_scores, None
+        state.incumbent = bundle_to_json(candidate)
+        state.incumbent_scores = cand_scores
+        state.incumbent_val = mean_score(cand_scores)
+        state.accepted_steps += 1
+        state.no_improve = 0
+        state.pending = None  # measured against the old incumbent: no longer comparable
+        state.epoch_accepted.extend(
+            {"edit": e.model_dump(), "step": state.step + 1, "stats": decision.stats} for e in applied
         )
         self.files.write_skill("best_skill", candidate)
 
-    def _reject(self, state: dict[str, Any], applied: list[Edit], step: int, reason: str) -> None:
-        state.pop("_candidate_scores", None)
+    def _reject(self, state: RunState, applied: list[Edit], step: int, reason: str) -> None:
+        state.candidate_scores = None
         for e in applied:
-            entry = {"edit": e.model_dump(), "step": step + 1, "epoch": state["epoch"] + 1, "reason": reason}
-            state["rejected"].append(entry)
-            state["epoch_rejected"].append(entry)
+            entry = {"edit": e.model_dump(), "step": step + 1, "epoch": state.epoch + 1, "reason": reason}
+            state.rejected.append(entry)
+            state.epoch_rejected.append(entry)
 
-    def _epoch_end(self, state: dict[str, Any]) -> None:
-        epoch = state["epoch"]
+    def _epoch_end(self, state: RunState) -> None:
+        epoch = state.epoch
         self._emit("epoch_end", epoch=epoch + 1)
-        if self.cfg.slow_update and state["epoch_accepted"] and not self._budget_left(state):
+        if self.cfg.slow_update and state.epoch_accepted and not self._budget_left(state):
             self._slow_update(state)
         if (
             self.cfg.meta_skill
-            and (state["epoch_accepted"] or state["epoch_rejected"])
+            and (state.epoch_accepted or state.epoch_rejected)
             and not self._budget_left(state)
         ):
             self._meta_notes(state)
-        state["epoch"] = epoch + 1
-        state["batch"] = 0
-        state["epoch_accepted"] = []
-        state["epoch_rejected"] = []
-        state["phase"] = "step"
+        state.epoch = epoch + 1
+        state.batch = 0
+        state.epoch_accepted = []
+        state.epoch_rejected = []
+        state.phase = "step"
         self._checkpoint(state)
 
-    def _slow_update(self, state: dict[str, Any]) -> None:
+    def _slow_update(self, state: RunState) -> None:
         class Guidance(BaseModel):
             reasoning: str = ""
             guidance: str = ""
 
-        incumbent = bundle_from_json(state["incumbent"])
-        accepted = [Edit.model_validate(a["edit"]) for a in state["epoch_accepted"]]
+        incumbent = bundle_from_json(state.incumbent)
+        accepted = [Edit.model_validate(a["edit"]) for a in state.epoch_accepted]
         usage_before = self._usage_now(state)
         answer, call = self.caller.call_json(
             "slow_update",
@@ -711,9 +737,9 @@ class Trainer:
             skill=render_skill(incumbent),
             guidance=get_protected_region(incumbent, GUIDANCE_REGION) or "(none yet)",
             accepted=render_edits(accepted),
-            rejected=render_rejected(state["epoch_rejected"]),
+            rejected=render_rejected(state.epoch_rejected),
         )
-        record: dict[str, Any] = {"kind": "slow_update", "epoch": state["epoch"] + 1, "step": state["step"]}
+        record: dict[str, Any] = {"kind": "slow_update", "epoch": state.epoch + 1, "step": state.step}
         record["optimizer_calls"] = [call.to_dict()]
         if answer is None or not answer.guidance.strip():
             record.update(accepted=False, reason="no usable guidance returned", gate=None)
@@ -745,49 +771,47 @@ class Trainer:
                     if decision.accepted:
                         self._accept(state, candidate, [], decision)
                     else:
-                        self._reject(state, [guidance_edit], state["step"] - 1, decision.reason)
-        record["val"] = {"incumbent": state["incumbent_val"]}
-        record["skill_hash"] = bundle_from_json(state["incumbent"]).content_hash
+                        self._reject(state, [guidance_edit], state.step - 1, decision.reason)
+        record["val"] = {"incumbent": state.incumbent_val}
+        record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
         record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
         self._history(state, record)
-        self._emit(
-            "slow_update", epoch=state["epoch"] + 1, accepted=record["accepted"], reason=record["reason"]
-        )
+        self._emit("slow_update", epoch=state.epoch + 1, accepted=record["accepted"], reason=record["reason"])
 
-    def _meta_notes(self, state: dict[str, Any]) -> None:
+    def _meta_notes(self, state: RunState) -> None:
         class Notes(BaseModel):
             notes: str = ""
 
         accepted_lines = [
             f"- {Edit.model_validate(a['edit']).short(160)} (gate: {json.dumps(a.get('stats', {}))[:200]})"
-            for a in state["epoch_accepted"]
+            for a in state.epoch_accepted
         ]
         answer, call = self.caller.call_json(
             "meta_skill",
             Notes,
-            meta_notes=state["meta_notes"] or "(none yet)",
+            meta_notes=state.meta_notes or "(none yet)",
             accepted="\n".join(accepted_lines) or "(none)",
-            rejected=render_rejected(state["epoch_rejected"]),
+            rejected=render_rejected(state.epoch_rejected),
         )
         if answer is not None and answer.notes.strip():
-            state["meta_notes"] = answer.notes.strip()[:META_NOTES_MAX]
+            state.meta_notes = answer.notes.strip()[:META_NOTES_MAX]
         self._history(
             state,
             {
                 "kind": "meta_notes",
-                "epoch": state["epoch"] + 1,
-                "step": state["step"],
-                "notes": state["meta_notes"],
+                "epoch": state.epoch + 1,
+                "step": state.step,
+                "notes": state.meta_notes,
                 "optimizer_calls": [call.to_dict()],
             },
         )
 
-    def _finish(self, state: dict[str, Any]) -> TrainResult:
-        best = bundle_from_json(state["incumbent"])
-        initial = bundle_from_json(state["initial"])
+    def _finish(self, state: RunState) -> TrainResult:
+        best = bundle_from_json(state.incumbent)
+        initial = bundle_from_json(state.initial)
         self.files.write_skill("best_skill", best)
         test: dict[str, Any] = {}
-        if self.cfg.evaluate_test and self.test_items and not state.get("test"):
+        if self.cfg.evaluate_test and self.test_items and not state.test:
             self._emit("test_start", n=len(self.test_items))
             for label, skill in (("initial", initial), ("best", best)):
                 ev = self.evaluate(skill, "test")
@@ -796,31 +820,31 @@ class Trainer:
                     "hard": round(ev.hard, 6),
                     "soft": round(ev.soft, 6),
                 }
-            state["test"] = test
-            self._history(state, {"kind": "test", "step": state["step"], "test": test})
+            state.test = test
+            self._history(state, {"kind": "test", "step": state.step, "test": test})
             self._checkpoint(state)
         summary = {
             "env": getattr(self.env, "name", str(self.env)),
             "run_dir": str(self.files.dir),
             "skill_name": best.name,
-            "steps": state["step"],
-            "epochs_completed": min(state["epoch"], self.cfg.epochs),
-            "accepted_steps": state["accepted_steps"],
-            "rejected_edits": len(state["rejected"]),
-            "stopped": state["stopped"],
+            "steps": state.step,
+            "epochs_completed": min(state.epoch, self.cfg.epochs),
+            "accepted_steps": state.accepted_steps,
+            "rejected_edits": len(state.rejected),
+            "stopped": state.stopped,
             "gate": self.cfg.gate.kind,
-            "initial_val": round(float(state["initial_val"] or 0.0), 6),
-            "best_val": round(float(state["incumbent_val"] or 0.0), 6),
-            "test": state.get("test") or {},
+            "initial_val": round(float(state.initial_val or 0.0), 6),
+            "best_val": round(float(state.incumbent_val or 0.0), 6),
+            "test": state.test or {},
             "best_skill_hash": best.content_hash,
-            "warnings": list(state.get("warnings") or []),
-            "pending": _pending_summary(state.get("pending"), self.cfg.gate),
+            "warnings": list(state.warnings or []),
+            "pending": _pending_summary(state.pending, self.cfg.gate),
             "changed_tokens": bundle_changed_tokens(initial, best),
             "usage": self._usage_now(state),
-            "started": state.get("started"),
+            "started": state.started,
             "finished": utc_iso(),
         }
-        pending = PendingCandidate.from_dict(state["pending"]) if state.get("pending") else None
+        pending = PendingCandidate.from_dict(state.pending) if state.pending else None
         if pending is not None:
             self.files.write_skill("pending_skill", pending.skill)
             self.files.write_json("pending.json", pending.to_dict())

@@ -11,11 +11,11 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.night import schedule
+from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.runs import last_run
 from skillopt_lib.errors import SkillOptError

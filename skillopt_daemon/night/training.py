@@ -23,9 +23,9 @@ from skillopt_daemon.core.config import Settings
 from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
+from skillopt_daemon.night.pending import load_pending, store_pending
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.night.pending import load_pending, store_pending
 from skillopt_daemon.night.runs import night_dir
 from skillopt_daemon.registry import Registry, Version
 from skillopt_lib.agents import AgentTool

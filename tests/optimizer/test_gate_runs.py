@@ -15,7 +15,7 @@ import skillopt_lib
 from skillopt_lib.budget import skill_tokens
 from skillopt_lib.edits import Edit, apply_edits
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt_lib.envs.toy.demo import demo_script
+from skillopt_lib.testing.house_style import demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_lib.trainer import PendingCandidate
 
