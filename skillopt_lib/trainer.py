@@ -308,7 +308,7 @@ class Trainer:
             config, env, run_path, agent=agent, optimizer=optimizer, executor=executor, on_event=on_event
         )
         state = json.loads((run_path / "state.json").read_text(encoding="utf-8"))
-        if state.version != STATE_VERSION:
+        if state.get("version") != STATE_VERSION:
             raise ConfigError(
                 f"{run_path} was written by another skillopt version (state {state.get('version')})"
             )
