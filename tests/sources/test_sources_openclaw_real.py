@@ -60,6 +60,7 @@ def test_ingest_reads_openclaw_sessions_from_its_database(tmp_path: Path) -> Non
         "HOME": str(home),
         "SKILLOPT_HOME": str(tmp_path / "skillopt-home"),
         "LANG": "C.UTF-8",
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),  # the checkout under test, not another install
     }
     with ScriptedServer(SCRIPT, expected_key=ac.DEFAULT_API_KEY) as server:
         oenv = openclaw_env(home, server.base_url_openai, project, node_dir=clis.node24)
