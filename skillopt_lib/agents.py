@@ -98,7 +98,7 @@ TOOLS: dict[AgentTool, ToolSpec] = {
     AgentTool.COPILOT: ToolSpec(
         tool=AgentTool.COPILOT,
         executables=("copilot",),
-        tested_versions=("1.0.0", "1.0.99"),
+        tested_versions=("1.0.0", "1.0.102"),
         install_hint="npm install -g @github/copilot",
         home_env="COPILOT_HOME",
         home_default=".copilot",
@@ -141,7 +141,7 @@ TOOLS: dict[AgentTool, ToolSpec] = {
     AgentTool.OPENCLAW: ToolSpec(
         tool=AgentTool.OPENCLAW,
         executables=("openclaw",),
-        tested_versions=None,
+        tested_versions=("2026.9.6", "2026.9.6"),
         install_hint="npm install -g openclaw",
         home_env="OPENCLAW_STATE_DIR",
         home_default=".openclaw",

