@@ -470,7 +470,7 @@ class BaseSource:
             return head[:limit] + _TRUNCATED, n
         half = max(limit // 2, 1)
         head, n1 = self.redactor.redact(text[: half + margin])
-        tail, n2 = self.redactor.redact(text[-(half + margin) :])
+        tail, n2 = self.redactor.redact_tail(text, half + margin)
         return head[:half] + "\n" + _TRUNCATED + "\n" + tail[-half:], n1 + n2
 
     def _redact(self, record: Record) -> int:
