@@ -37,7 +37,7 @@ from skillopt_daemon.ingest import pinning, signals, tail
 from skillopt_daemon.ingest.meta import get_meta, set_meta
 from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record_problem
 from skillopt_daemon.ingest.redact import redact
-from skillopt_daemon.ingest.sources import all_sources
+from skillopt_daemon.ingest.sources import all_sources, redactor_for
 from skillopt_daemon.ingest.sources.base import Record, SessionInfo, SkipRecord, Source
 from skillopt_daemon.ingest.writer import Batch, RecordWriter, merge_counts
 from skillopt_lib.agents import AgentTool
@@ -142,6 +142,7 @@ class Pipeline:
         self.sources = list(sources)
         self.settings = settings
         self.writer = RecordWriter(db, settings)
+        self.redactor = redactor_for(settings)  # for dirty diffs, with the user's own patterns
         self._roots: list[tuple[Path, Source]] = []
         for source in self.sources:
             for root in source.roots():
@@ -435,7 +436,7 @@ class Pipeline:
             self.writer.forget()
             raise
         if batch.new_sessions:
-            pinning.pin_sessions(self.db, sorted(batch.new_sessions))
+            pinning.pin_sessions(self.db, sorted(batch.new_sessions), self.redactor)
         return row_id
 
     def _ingest_lines(
@@ -530,7 +531,7 @@ class Pipeline:
             self.writer.forget()
             raise
         if batch.new_sessions:
-            pinning.pin_sessions(self.db, sorted(batch.new_sessions))
+            pinning.pin_sessions(self.db, sorted(batch.new_sessions), self.redactor)
         if on_bytes:
             on_bytes(ident.size)
         self._seen[str(path)] = (ident.device, ident.inode, ident.size, ident.mtime_ns)
@@ -558,7 +559,7 @@ class Pipeline:
 
     def pin_sessions(self, pks: Sequence[int] | None = None) -> int:
         """Record the repo state of sessions not pinned yet (all of them when `pks` is None)."""
-        return pinning.pin_sessions(self.db, pks)
+        return pinning.pin_sessions(self.db, pks, self.redactor)
 
     @property
     def stale_pending(self) -> bool:

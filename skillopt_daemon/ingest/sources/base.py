@@ -433,11 +433,12 @@ class BaseSource:
             if is_replay_cwd(cwd, self.workspaces) or (first_text and REPLAY_MARKER_TEXT in first_text):
                 pinned["replay"] = True
             if self.pin_repo and cwd and not info.git_commit:
-                repo = read_repo(cwd)
+                repo = read_repo(cwd, self.redactor)
                 if repo.commit is not None:
+                    # Kept in the file's stored state: redacted like the session's own branch column.
                     pinned.update(
                         commit=repo.commit,
-                        branch=repo.branch,
+                        branch=self.redactor.redact(repo.branch)[0] if repo.branch else None,
                         dirty=repo.dirty,
                         diff_hash=repo.diff_hash,
                         at=timeutil.utcnow_iso(),
