@@ -191,6 +191,7 @@ REPLAY_ENV = "SKILLOPT_REPLAY"
 
 # How a source reports a timestamp `timeutil.plausible_timestamp` rejects.
 FUTURE_REASON = "timestamp in the future (ignored)"
+EARLY_REASON = "timestamp before any agent tool existed (ignored)"
 _TRUNCATED = "…[truncated]"
 
 
@@ -224,8 +225,8 @@ def decode_json_line(line: bytes) -> tuple[Any, bool]:
 def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     """A timestamp in any form the tools write (ISO with or without zone, epoch s or ms) as UTC ISO.
 
-    Zoneless values are taken as UTC; values `timeutil.plausible_timestamp` rejects (too far in the future)
-    are dropped (None). Both are reported through `notes` so `skillopt status` can show them.
+    Zoneless values are taken as UTC; values `timeutil.plausible_timestamp` rejects (too far in the future,
+    or from before any agent tool existed) are dropped (None). Both are reported through `notes` so `skillopt status` can show them.
     """
     if value is None or value == "" or isinstance(value, bool):
         return None
@@ -250,7 +251,8 @@ def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     if timeutil.plausible_timestamp(iso):
         return iso
     if notes is not None:
-        notes.append(SkipRecord(FUTURE_REASON, str(value)[:40]))
+        reason = EARLY_REASON if timeutil.too_early(iso) else FUTURE_REASON
+        notes.append(SkipRecord(reason, str(value)[:40]))
     return None
 
 
