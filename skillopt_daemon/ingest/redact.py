@@ -182,32 +182,34 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     # MAX_TOKENS=100000 stays. The match starts at that word: MYSQL_ROOT_PASSWORD=1 matches from PASSWORD.
     _p(
         "secret-assignment",
-        r"(?i)(?<![A-Za-z0-9])((?:passw(?:or)?d|pass|pwd|passphrase|secret|token|key|pin)"
+        r"(?i)(?<![A-Za-z0-9])((?:passw(?:or)?d|pass|pwd|passphrase|secret|token|key)"
         r"(?:_[A-Za-z0-9]{1,30}){0,3}=[\"']?)(\d{4,64})(?=[\s\"'`,;&)}\]]|$)",
-        ["pass", "pwd", "secret", "token", "key", "pin"],
+        ["pass", "pwd", "secret", "token", "key"],
         group=2,
     ),
     # The MySQL clients take the password glued to -p (`-P` is the port); sshpass takes it after -p.
+    # Triggers are shared with other patterns where possible: each distinct trigger costs a scan of the text.
     _p(
         "password-flag",
-        r"(?<![\w\-])((?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb)\b"
+        r"(?<![\w\-])((?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck)\b"
         r"[^\n|;&]*?\s-p[\"']?)([^\s\"'`;|&]+)",
-        ["mysql", "mariadb"],
+        ["mysql"],
         group=2,
     ),
     _p(
         "password-flag",
         r"(?<![\w\-])(sshpass\b[^\n|;&]*?\s-p\s*[\"']?)([^\s\"'`;|&]+)",
-        ["sshpass"],
+        ["pass"],
         group=2,
+        back=3,
     ),
     # A password in a URL's query string: ?password=..., &key=..., ?access_token=...
     _p(
         "url-query-secret",
-        r"(?i)([?&](?:password|passwd|pass|pwd|pw|passphrase|secret|client_secret|key|api_?key|apikey"
-        r"|access_?key|token|access_token|auth_?token|refresh_token|id_token|auth)=)(?!\[REDACTED)"
+        r"(?i)([?&](?:password|passwd|pass|pwd|passphrase|secret|client_secret|key|api_?key|apikey"
+        r"|access_?key|token|access_token|auth_?token|refresh_token|id_token)=)(?!\[REDACTED)"
         r"([^&#\s\"'<>\[\]]{3,})",
-        ["pass", "pw", "secret", "key", "token", "auth"],
+        ["pass", "pwd", "secret", "key", "token"],
         group=2,
         back=9,
     ),
