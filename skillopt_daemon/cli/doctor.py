@@ -1,8 +1,9 @@
 """`skillopt doctor`: what is set up, what is missing, and what to do about it.
 
-Checks only read: paths and their permissions, the database, the configuration, the agent CLIs on PATH and
-which API key variables are set (never their values). Exits 5 when the database is unusable, 6 when the
-configuration is, 0 otherwise (warnings do not fail it).
+Checks paths and their permissions, the database, the configuration, whether every transcript can be read,
+the agent CLIs on PATH and which API key variables are set (never their values). They only read, except
+for the one repair every command makes first: an interrupted install is settled (and said so). Exits 5
+when the database is unusable, 6 when the configuration is, 0 otherwise (warnings do not fail it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import typer
 
 from skillopt_daemon.cli.output import console, print_json, print_table
 from skillopt_daemon.core import paths
+from skillopt_daemon.core.config import Settings
+from skillopt_daemon.ingest.readable import unreadable_transcripts
+from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import TOOLS, spec
 from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 
@@ -51,6 +55,22 @@ def _path_check(name: str, path: Path, private: bool) -> Check:
             "paths", name, "warn", f"{path} is readable by others (mode {mode:o}); chmod go-rwx {path}"
         )
     return Check("paths", name, "ok", f"{path} (mode {mode:o})")
+
+
+MAX_LISTED = 20  # unreadable paths listed one by one; the rest are counted
+
+
+def _transcript_checks(settings: Settings) -> list[Check]:
+    """A warning per transcript or folder under the tools' roots that cannot be read (they are not ingested)."""
+    count, problems = unreadable_transcripts(settings)
+    if not problems:
+        return [Check("transcripts", "readable", "ok", f"{count} transcripts, all readable")]
+    checks = [
+        Check("transcripts", p.kind, "warn", f"{p.message}: not ingested") for p in problems[:MAX_LISTED]
+    ]
+    if len(problems) > MAX_LISTED:
+        checks.append(Check("transcripts", "more", "warn", f"{len(problems) - MAX_LISTED} more not readable"))
+    return checks
 
 
 def run_checks() -> tuple[list[Check], int]:
@@ -95,15 +115,15 @@ def run_checks() -> tuple[list[Check], int]:
                     f"{len(applied)}/{SCHEMA_VERSION} migrations, journal {mode}",
                 )
             )
-        pending = db.execute("SELECT count(*) FROM installs WHERE state = 'intent'").fetchone()[0]
-        if pending:
-            checks.append(
-                Check("database", "installs", "warn", f"{pending} interrupted install(s) to settle")
-            )
+        for note in Registry(db, actor="doctor").reconcile():
+            checks.append(Check("database", "installs", "warn", f"settled: {note}"))
         db.conn.close()
     except SkillOptError as exc:
         checks.append(Check("database", "open", "error", exc.message))
         exit_code = exit_code or exc.exit_code
+
+    if settings is not None:
+        checks.extend(_transcript_checks(settings))
 
     for tool, row in TOOLS.items():
         exe = row.executable

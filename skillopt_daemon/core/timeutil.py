@@ -12,6 +12,11 @@ from datetime import datetime, timedelta, timezone
 # start or end, which sorting, "recent" queries and mining windows all rely on.
 FUTURE_TOLERANCE = timedelta(hours=24)
 
+# The earliest logged moment believed. No agent tool that writes transcripts existed before this, so an
+# earlier value is a mangled field or a clock reset (a number such as 12345 read as epoch seconds, the
+# year 1 a tool writes for "unset") and is dropped like one too far ahead.
+EARLIEST_PLAUSIBLE = "2010-01-01T00:00:00.000Z"
+
 # The form `to_iso` writes; two values in this form compare correctly as text.
 CANONICAL_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
@@ -83,15 +88,23 @@ def _latest_plausible_iso() -> str:
     return _limit_cache[1]
 
 
+def too_early(value: datetime | str) -> bool:
+    """True for a moment before EARLIEST_PLAUSIBLE (a string must be canonical, as for `plausible_timestamp`)."""
+    if isinstance(value, str):
+        return value < EARLIEST_PLAUSIBLE
+    return to_iso(value) < EARLIEST_PLAUSIBLE
+
+
 def plausible_timestamp(value: datetime | str) -> bool:
-    """The one rule for logged moments in the future: False when more than FUTURE_TOLERANCE ahead of now.
+    """The one rule for logged moments: False before EARLIEST_PLAUSIBLE or more than FUTURE_TOLERANCE ahead.
 
     Sources drop such a timestamp (the record is kept without it) and the ingest pipeline applies the same
-    rule to whatever a source hands over, so both report the same values as "future-timestamp". A string
-    must be canonical (`to_iso`'s form): it is compared as text, without parsing, on the hot path.
+    rule to whatever a source hands over, so both report the same values ("future-timestamp" or
+    "implausible-timestamp"). A string must be canonical (`to_iso`'s form): it is compared as text, without
+    parsing, on the hot path.
     """
     if isinstance(value, str):
-        return value <= _latest_plausible_iso()
+        return EARLIEST_PLAUSIBLE <= value <= _latest_plausible_iso()
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
-    return value <= utcnow() + FUTURE_TOLERANCE
+    return not too_early(value) and value <= utcnow() + FUTURE_TOLERANCE

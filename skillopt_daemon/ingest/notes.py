@@ -62,7 +62,8 @@ def notify_event(event: str, tool: str) -> None:
         sys.stderr.write(f"skillopt notify: cannot write the note: {exc}\n")
 
 
-EVENTS = ("session-end", "session-start")
+SESSION_START = "session-start"  # sent before the agent writes its transcript: it may not exist yet
+EVENTS = ("session-end", SESSION_START)
 
 
 def fast_main(argv: list[str]) -> int | None:

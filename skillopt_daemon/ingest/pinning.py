@@ -30,11 +30,36 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_daemon.ingest.redact import Redactor
+from skillopt_daemon.ingest.redact import Redactor, default_redactor
 from skillopt_lib.fsio import sha256_bytes, write_private
 
 PIN_TIMEOUT_S = 10.0
 CACHE_S = 5.0
+
+# Files that hold secrets by their very name: their changes are never part of a kept diff, whatever the
+# redactor finds in them (a key file's body need not look like any known kind of secret).
+SECRET_FILE_GLOBS = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "credentials",
+    "credentials.*",
+    "*credentials.json",
+    ".netrc",
+    ".pgpass",
+    ".htpasswd",
+)
+_EXCLUDE_SECRET_FILES = tuple(f":(exclude,glob)**/{g}" for g in SECRET_FILE_GLOBS)
 
 
 @dataclass(frozen=True)
@@ -52,10 +77,12 @@ _cache: dict[str, tuple[float, RepoPin]] = {}
 _cache_lock = threading.Lock()
 
 
-def read_repo(project: str | Path) -> RepoPin:
+def read_repo(project: str | Path, redactor: Redactor | None = None) -> RepoPin:
     """HEAD, branch, dirtiness and dirty diff of the repo holding `project`; never raises.
 
-    Failures (no folder, not a repo, no commit yet, no git, timeout) come back as `RepoPin.error`.
+    `redactor` (the built-in patterns when None) decides whether the dirty diff may be kept: pass the one
+    built from the user's settings so their own patterns count too. Failures (no folder, not a repo, no
+    commit yet, no git, timeout) come back as `RepoPin.error`.
     """
     key = os.path.abspath(project)
     now = time.monotonic()
@@ -63,13 +90,13 @@ def read_repo(project: str | Path) -> RepoPin:
         hit = _cache.get(key)
     if hit is not None and now - hit[0] < CACHE_S:
         return hit[1]
-    pin = _read_repo(Path(key))
+    pin = _read_repo(Path(key), redactor or default_redactor())
     with _cache_lock:
         _cache[key] = (now, pin)
     return pin
 
 
-def _read_repo(folder: Path) -> RepoPin:
+def _read_repo(folder: Path, redactor: Redactor) -> RepoPin:
     if not folder.is_dir():
         return RepoPin(error="project folder no longer exists")
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
@@ -92,10 +119,10 @@ def _read_repo(folder: Path) -> RepoPin:
         dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
         diff_hash = None
         if dirty:
-            diff = git("diff", "HEAD", "--binary")
+            diff = git("diff", "HEAD", "--binary", "--", ".", *_EXCLUDE_SECRET_FILES)
             if diff.returncode == 0:
                 diff_hash = sha256_bytes(diff.stdout + status.stdout)
-                keep_dirty_diff(diff_hash, diff.stdout)
+                keep_dirty_diff(diff_hash, diff.stdout, redactor)
         return RepoPin(
             commit=head.stdout.decode().strip(), branch=branch or None, dirty=dirty, diff_hash=diff_hash
         )
@@ -111,17 +138,19 @@ def dirty_diff_path(diff_hash: str) -> Path:
     return paths.data_dir() / "diffs" / f"{diff_hash}.patch"
 
 
-def keep_dirty_diff(diff_hash: str, diff: bytes) -> bool:
+def keep_dirty_diff(diff_hash: str, diff: bytes, redactor: Redactor | None = None) -> bool:
     """Keep the uncommitted changes a session started from, so a replay can start from the same tree.
 
+    The patch goes through the same redactor as every transcript text (the user's patterns included).
     A patch cannot be redacted and still apply, so one in which the redactor finds any secret is not kept
-    at all (the replay then starts from the commit and says so). Kept patches are private (0600) files,
-    written atomically so a replay never applies half of one.
+    at all (the replay then starts from the commit and says so); files secret by name never reach it (see
+    `SECRET_FILE_GLOBS`). Kept patches are private (0600) files, written atomically so a replay never
+    applies half of one.
     """
     target = dirty_diff_path(diff_hash)
     if target.exists() or not diff.strip():
         return target.exists()
-    if Redactor().redact(diff.decode("utf-8", errors="replace"))[1]:
+    if (redactor or default_redactor()).redact(diff.decode("utf-8", errors="replace"))[1]:
         return False
     paths.ensure_private_dir(target.parent)
     write_private(target, diff)
@@ -138,7 +167,9 @@ def load_dirty_diff(diff_hash: str | None) -> str | None:
         return None
 
 
-def pin_sessions(db: sqlite_utils.Database, pks: Sequence[int] | None = None) -> int:
+def pin_sessions(
+    db: sqlite_utils.Database, pks: Sequence[int] | None = None, redactor: Redactor | None = None
+) -> int:
     """Record the repo state of sessions not pinned yet (all of them when `pks` is None); returns how many.
 
     Runs outside the ingest transaction (git can be slow), one short transaction per session; a crash
@@ -151,7 +182,7 @@ def pin_sessions(db: sqlite_utils.Database, pks: Sequence[int] | None = None) ->
         args.append(json.dumps(list(pks)))
     rows = list(db.table("sessions").rows_where(where, args, select="id, project_path, repo_commit"))
     for row in rows:
-        pin = read_repo(row["project_path"])
+        pin = read_repo(row["project_path"], redactor)
         values: dict[str, object] = {"pinned_at": utcnow_iso(), "pin_error": pin.error}
         if row["repo_commit"]:
             # The log says where the session started; the tree's dirtiness only means something if the

@@ -23,6 +23,7 @@ import os
 import sqlite3
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,7 +38,7 @@ from skillopt_daemon.ingest import pinning, signals, tail
 from skillopt_daemon.ingest.meta import get_meta, set_meta
 from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record_problem
 from skillopt_daemon.ingest.redact import redact
-from skillopt_daemon.ingest.sources import all_sources
+from skillopt_daemon.ingest.sources import all_sources, redactor_for
 from skillopt_daemon.ingest.sources.base import Record, SessionInfo, SkipRecord, Source
 from skillopt_daemon.ingest.writer import Batch, RecordWriter, merge_counts
 from skillopt_lib.agents import AgentTool
@@ -142,6 +143,7 @@ class Pipeline:
         self.sources = list(sources)
         self.settings = settings
         self.writer = RecordWriter(db, settings)
+        self.redactor = redactor_for(settings)  # for dirty diffs, with the user's own patterns
         self._roots: list[tuple[Path, Source]] = []
         for source in self.sources:
             for root in source.roots():
@@ -173,8 +175,10 @@ class Pipeline:
             if not root.exists():
                 continue
             for path in tail.walk_files(root, source.is_transcript, problems):
-                if str(path) not in seen:
-                    seen.add(str(path))
+                quick = tail.quick_stat(path)
+                ident = f"{quick[0]}:{quick[1]}" if quick else str(path)  # one file, however reached
+                if str(path) not in seen and ident not in seen:
+                    seen.update((str(path), ident))
                     found.append((source, path))
             for p in problems:
                 self.report_once(p.kind, p.message, path=p.path, tool=source.tool.value)
@@ -247,6 +251,16 @@ class Pipeline:
         with self.db.conn:
             self.db.execute("UPDATE ingest_files SET missing = 1 WHERE path = ? AND missing = 0", [str(path)])
 
+    def _find_alias(self, path: Path, ident: tail.FileIdentity) -> FileRow | None:
+        """The row of this very file under another path that still leads to it, if there is one."""
+        for values in self.db.table("ingest_files").rows_where(
+            "device = ? AND inode = ? AND path != ? AND missing = 0", [ident.device, ident.inode, str(path)]
+        ):
+            quick = tail.quick_stat(Path(values["path"]))
+            if quick is not None and quick[:2] == (ident.device, ident.inode):
+                return FileRow.of(values)
+        return None
+
     def _find_moved(self, ident: tail.FileIdentity) -> FileRow | None:
         for values in self.db.table("ingest_files").rows_where(
             "device = ? AND inode = ? AND head_hash IS NOT NULL", [ident.device, ident.inode]
@@ -287,12 +301,30 @@ class Pipeline:
         if batch.last_session is not None:
             values["session_pk"] = batch.last_session
         old = files.get(row_id)
+        if read is not None and read.start == 0 and (old["lines"] or old["records"]):
+            # Read again from its start (truncated or replaced): the counts start over, and what the file's
+            # earlier reading added to its session's skip counts is taken back before this batch adds its own.
+            self._take_back_skips(old["session_pk"], old["skipped_json"])
+            old = {**old, "lines": 0, "records": 0, "skipped_json": "{}"}
+            values["skipped_json"] = "{}"
         values["lines"] = old["lines"] + (1 if read is None else len(read.lines))
         values["records"] = old["records"] + records
         if batch.skipped:
             values["skipped_json"] = merge_counts(old["skipped_json"], batch.skipped)
         files.update(row_id, values)
         record_counts(self.db, batch.problems, path=str(path), tool=source.tool.value)
+
+    def _take_back_skips(self, session_pk: int | None, skipped_json: str | None) -> None:
+        gone = Counter(json.loads(skipped_json or "{}"))
+        if session_pk is None or not gone:
+            return
+        row = self.db.execute("SELECT skipped_json FROM sessions WHERE id = ?", [session_pk]).fetchone()
+        if row is None:
+            return
+        left = Counter(json.loads(row[0] or "{}"))
+        left.subtract(gone)
+        kept = {k: n for k, n in sorted(left.items()) if n > 0}
+        self.db.execute("UPDATE sessions SET skipped_json = ? WHERE id = ?", [json.dumps(kept), session_pk])
 
     def _check_versions(self, source: Source, path: Path, records: Sequence[Record]) -> None:
         """A newer tool version than the reader was checked against: say so once, keep reading."""
@@ -365,6 +397,8 @@ class Pipeline:
         ident = tail.identify(f)
         key = str(path)
         row = self._load(key)
+        if row is None and self._find_alias(path, ident) is not None:
+            return None, ident, tail.ALIAS
         if row is None:
             moved = self._find_moved(ident)
             if moved is not None:
@@ -435,7 +469,7 @@ class Pipeline:
             self.writer.forget()
             raise
         if batch.new_sessions:
-            pinning.pin_sessions(self.db, sorted(batch.new_sessions))
+            pinning.pin_sessions(self.db, sorted(batch.new_sessions), self.redactor)
         return row_id
 
     def _ingest_lines(
@@ -448,7 +482,7 @@ class Pipeline:
     ) -> FileOutcome:
         row, ident, change = self._start(source, path, f)
         outcome = FileOutcome(str(path), source.tool.value, change=change)
-        if change == tail.UNCHANGED:
+        if change in (tail.UNCHANGED, tail.ALIAS):
             self._seen[str(path)] = (ident.device, ident.inode, ident.size, ident.mtime_ns)
             return outcome
         row_id = row.id if row else None
@@ -496,6 +530,8 @@ class Pipeline:
     ) -> FileOutcome:
         row, ident, change = self._start(source, path, f)
         outcome = FileOutcome(str(path), source.tool.value, change=change)
+        if change == tail.ALIAS:
+            return outcome
         if row is not None and (
             change == tail.UNCHANGED
             or (row.size == ident.size and row.mtime_ns == ident.mtime_ns and row.offset == ident.size)
@@ -530,7 +566,7 @@ class Pipeline:
             self.writer.forget()
             raise
         if batch.new_sessions:
-            pinning.pin_sessions(self.db, sorted(batch.new_sessions))
+            pinning.pin_sessions(self.db, sorted(batch.new_sessions), self.redactor)
         if on_bytes:
             on_bytes(ident.size)
         self._seen[str(path)] = (ident.device, ident.inode, ident.size, ident.mtime_ns)
@@ -558,7 +594,7 @@ class Pipeline:
 
     def pin_sessions(self, pks: Sequence[int] | None = None) -> int:
         """Record the repo state of sessions not pinned yet (all of them when `pks` is None)."""
-        return pinning.pin_sessions(self.db, pks)
+        return pinning.pin_sessions(self.db, pks, self.redactor)
 
     @property
     def stale_pending(self) -> bool:

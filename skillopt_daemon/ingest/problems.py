@@ -19,7 +19,14 @@ MAX_ERROR_ROWS = 10_000
 FILE_PROBLEMS = {"permission-denied", "symlink-loop", "unreadable", "too-large", "not-a-file"}
 
 # Kinds shown as warnings: the data was kept (or read again), only something about it was odd.
-WARNINGS = {"timestamp-without-zone", "future-timestamp", "truncated", "replaced", "newer-version"}
+WARNINGS = {
+    "timestamp-without-zone",
+    "future-timestamp",
+    "implausible-timestamp",
+    "truncated",
+    "replaced",
+    "newer-version",
+}
 
 _EXPLAINED = {
     "invalid-utf8": "lines with invalid UTF-8 (undecodable bytes replaced)",
@@ -27,6 +34,7 @@ _EXPLAINED = {
     "line-too-long": "lines longer than ingest.max_line_bytes (skipped without being loaded)",
     "timestamp-without-zone": "timestamps without a time zone (taken as UTC)",
     "future-timestamp": "timestamps too far in the future (ignored)",
+    "implausible-timestamp": "timestamps from before any agent tool existed (ignored)",
     "bad-timestamp": "timestamps that could not be read (ignored)",
     "invalid-json": "lines that are not JSON (skipped)",
 }
@@ -96,6 +104,8 @@ def problem_of_skip(reason: str) -> str | None:
         return "timestamp-without-zone"
     if "future" in low:
         return "future-timestamp"
+    if "before any agent tool" in low:
+        return "implausible-timestamp"
     if "unreadable timestamp" in low:
         return "bad-timestamp"
     if "reader error" in low or "parser-error" in low:

@@ -12,6 +12,8 @@ transcript contain no trigger at all and cost a handful of substring scans.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import re
 from collections.abc import Iterable, Sequence
@@ -175,7 +177,78 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         group=2,
         back=3,
     ),
+    # A number is a password too when the variable says so: DB_PASSWORD=123456. Only NAME=value with no
+    # spaces (an env assignment) and a part of the name (between underscores) that is exactly the word, so
+    # MAX_TOKENS=100000 stays. The match starts at that word: MYSQL_ROOT_PASSWORD=1 matches from PASSWORD.
+    _p(
+        "secret-assignment",
+        r"(?i)(?<![A-Za-z0-9])((?:passw(?:or)?d|pass|pwd|passphrase|secret|token|key)"
+        r"(?:_[A-Za-z0-9]{1,30}){0,3}=[\"']?)(\d{4,64})(?=[\s\"'`,;&)}\]]|$)",
+        ["pass", "pwd", "secret", "token", "key"],
+        group=2,
+    ),
+    # The MySQL clients take the password glued to -p (`-P` is the port); sshpass takes it after -p.
+    # Triggers are shared with other patterns where possible: each distinct trigger costs a scan of the text.
+    _p(
+        "password-flag",
+        r"(?<![\w\-])((?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck)\b"
+        r"[^\n|;&]*?\s-p[\"']?)([^\s\"'`;|&]+)",
+        ["mysql"],
+        group=2,
+    ),
+    _p(
+        "password-flag",
+        r"(?<![\w\-])(sshpass\b[^\n|;&]*?\s-p\s*[\"']?)([^\s\"'`;|&]+)",
+        ["pass"],
+        group=2,
+        back=3,
+    ),
+    # A password in a URL's query string: ?password=..., &key=..., ?access_token=...
+    _p(
+        "url-query-secret",
+        r"(?i)([?&](?:password|passwd|pass|pwd|passphrase|secret|client_secret|key|api_?key|apikey"
+        r"|access_?key|token|access_token|auth_?token|refresh_token|id_token)=)(?!\[REDACTED)"
+        r"([^&#\s\"'<>\[\]]{3,})",
+        ["pass", "pwd", "secret", "key", "token"],
+        group=2,
+        back=9,
+    ),
 )
+
+
+# A run of base64 (as `base64` wraps it, 76 characters a line, or on one line) long enough to hide a
+# `NAME=value` line. Such runs are decoded and, when they are text, scanned like any text (`env | base64`).
+_B64_RUN = re.compile(
+    r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{20,}(?:\n[A-Za-z0-9+/]{4,})*={0,2}(?![A-Za-z0-9+/=_\-])"
+)
+_MIN_B64 = 20
+
+# A private key's first and last lines, to tell whether a text cut in two left one open (see `redact_tail`).
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+
+
+def _decoded_text(run: str, *, unaligned: bool) -> str | None:
+    """The text a base64 run encodes, or None when it is not base64 of mostly printable text.
+
+    `unaligned`: the run may start in the middle of a 4-character group (the text was cut there), so each
+    of the four alignments is tried.
+    """
+    joined = run.replace("\n", "").rstrip("=")
+    for shift in range(4 if unaligned else 1):
+        body = joined[shift:]
+        body = body[: len(body) - len(body) % 4]
+        if len(body) < _MIN_B64 - 4:
+            return None
+        try:
+            raw = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        text = raw.decode("utf-8", errors="replace")
+        printable = sum(1 for ch in text if ch.isprintable() or ch in "\n\r\t")
+        if printable >= 0.95 * len(text):
+            return text
+    return None
 
 
 class Redactor:
@@ -227,7 +300,49 @@ class Redactor:
         for pattern in self._always:
             text, n = self._apply(pattern, text)
             total += n
+        if len(text) >= _MIN_B64:
+            text, n = self._redact_encoded(text)
+            total += n
         return text, total
+
+    def _redact_encoded(self, text: str) -> tuple[str, int]:
+        """Replace each base64 run whose decoded text holds a secret (an encoded `env` dump)."""
+        total = 0
+
+        def check(m: re.Match[str]) -> str:
+            nonlocal total
+            decoded = _decoded_text(m.group(0), unaligned=m.start() == 0)
+            if decoded is None:
+                return m.group(0)
+            _, n = self.redact(decoded)
+            if not n:
+                return m.group(0)
+            total += n
+            return MARK.format(kind="base64-secret")
+
+        text = _B64_RUN.sub(check, text)
+        return text, total
+
+    def redact_tail(self, text: str, size: int) -> tuple[str, int]:
+        """The redacted end of `text` (at least its last `size` characters), as part of the whole text.
+
+        The end is taken from the start of a line, so a wrapped base64 run decodes aligned, and a private
+        key whose BEGIN line lies before the cut is redacted up to its END line: the end of a long output is
+        never redacted as if it stood alone.
+        """
+        start = max(0, len(text) - size)
+        if start == 0:
+            return self.redact(text)
+        start = text.rfind("\n", 0, start) + 1
+        tail, carried = text[start:], 0
+        if text.rfind("PRIVATE KEY", 0, start) != -1:
+            begins = list(_PEM_BEGIN.finditer(text, 0, start))
+            if begins and _PEM_END.search(text, begins[-1].end(), start) is None:
+                end = _PEM_END.search(tail)
+                tail = MARK.format(kind="private-key") + (tail[end.end() :] if end else "")
+                carried = 1
+        tail, n = self.redact(tail)
+        return tail, n + carried
 
     def _run(self, patterns: Sequence[Pattern], present: set[str], text: str) -> tuple[str, int]:
         total = 0

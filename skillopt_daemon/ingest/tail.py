@@ -4,7 +4,8 @@ Nothing here touches the database. The ingest pipeline (`pipeline.py`) asks this
 whether a file is still the one it read before, and for the next batch of complete lines after an offset;
 it then stores the records and the new offset in one transaction.
 
-A file is identified by device, inode, and a hash of its first bytes. The size alone cannot tell a file
+A file is identified by device, inode, and a hash of its first bytes; device and inode also tell that two
+paths (through a symlink, a symlink loop or a hard link) lead to one file, which is then followed once. The size alone cannot tell a file
 that was truncated and rewritten from one that grew, and the inode alone cannot tell a file replaced by a
 copy of itself (editors, `cp`, log rotation) from a new file: together they can.
 
@@ -75,6 +76,7 @@ GREW = "grew"
 MOVED = "moved"  # a new inode holding the same bytes (rewritten by copy): keep the offset
 TRUNCATED = "truncated"
 REPLACED = "replaced"
+ALIAS = "alias"  # a file already followed under another path (a symlink, a loop, a hard link): not read
 
 
 def compare(f: BinaryIO, ident: FileIdentity, known: Known | None) -> str:

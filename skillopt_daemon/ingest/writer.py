@@ -21,7 +21,14 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
-from skillopt_daemon.core.timeutil import CANONICAL_ISO, parse_iso, plausible_timestamp, to_iso, utcnow_iso
+from skillopt_daemon.core.timeutil import (
+    CANONICAL_ISO,
+    parse_iso,
+    plausible_timestamp,
+    to_iso,
+    too_early,
+    utcnow_iso,
+)
 from skillopt_daemon.ingest.problems import problem_of_skip
 from skillopt_daemon.ingest.sources.base import (
     Record,
@@ -333,7 +340,7 @@ class RecordWriter:
                 batch.problems["timestamp-without-zone"] += 1
             value = to_iso(dt)
         if not plausible_timestamp(value):
-            batch.problems["future-timestamp"] += 1
+            batch.problems["implausible-timestamp" if too_early(value) else "future-timestamp"] += 1
             return None
         return value
 

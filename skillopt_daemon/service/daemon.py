@@ -50,6 +50,7 @@ from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest import tail
+from skillopt_daemon.ingest.notes import SESSION_START
 from skillopt_daemon.ingest.redact import redact
 from skillopt_daemon.night import cycle, schedule
 from skillopt_daemon.registry import Registry
@@ -324,7 +325,12 @@ class Daemon:
 
 
 def handle_notes(pipeline: Any) -> int:
-    """Ingest the transcripts named by hook notes at once, then remove the notes."""
+    """Ingest the transcripts named by hook notes at once, then remove the notes.
+
+    A start note usually arrives before its transcript exists (Claude Code runs the SessionStart hook
+    before it writes the file): that is normal and not reported; the watcher and the end note find the
+    file later. Only a note of another kind naming a missing file is a problem worth showing.
+    """
     done = 0
     for note in read_notes():
         if note.transcript_path:
@@ -335,7 +341,7 @@ def handle_notes(pipeline: Any) -> int:
             if source is not None and path.is_file():
                 pipeline.ingest_paths([(source, path)], signals=False)
                 done += 1
-            elif source is not None:
+            elif source is not None and note.event != SESSION_START:
                 ingest.record_problem(
                     pipeline.db,
                     "note-missing-transcript",

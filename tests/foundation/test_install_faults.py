@@ -107,3 +107,28 @@ def test_two_terminals_approving_the_same_proposal(env) -> None:
     assert actions.count("approve") == 1
     assert actions.count("install") == 1
     assert SkillBundle.from_path(env.skill_file().parent).files == _new_files(env)
+
+
+@pytest.mark.slow
+def test_doctor_settles_an_interrupted_install(env) -> None:  # type: ignore[no-untyped-def]
+    vid = _setup(env)
+    folder = env.skill_file().parent
+    proc = env.popen("approve", vid, env={"SKILLOPT_TEST_INSTALL_PAUSE": "staged:60"})
+    try:
+        _wait_for(proc, "skillopt-install-pause: staged")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+    res = env.run("doctor", "--json", check=True)
+    checks = json.loads(res.stdout)["checks"]
+    installs = [c for c in checks if c["name"] == "installs"]
+    assert installs and all(c["detail"].startswith("settled") for c in installs)
+    assert SkillBundle.from_path(folder).files["scripts/check.sh"] == OLD_FILES["scripts/check.sh"].encode()
+    # Settled for good: the next doctor and status have nothing left to say about it.
+    again = json.loads(env.run("doctor", "--json", check=True).stdout)["checks"]
+    assert not [c for c in again if c["name"] == "installs"]
+    assert "interrupted" not in env.run("status", "--json", check=True).stderr

@@ -191,6 +191,7 @@ REPLAY_ENV = "SKILLOPT_REPLAY"
 
 # How a source reports a timestamp `timeutil.plausible_timestamp` rejects.
 FUTURE_REASON = "timestamp in the future (ignored)"
+EARLY_REASON = "timestamp before any agent tool existed (ignored)"
 _TRUNCATED = "…[truncated]"
 
 
@@ -224,8 +225,8 @@ def decode_json_line(line: bytes) -> tuple[Any, bool]:
 def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     """A timestamp in any form the tools write (ISO with or without zone, epoch s or ms) as UTC ISO.
 
-    Zoneless values are taken as UTC; values `timeutil.plausible_timestamp` rejects (too far in the future)
-    are dropped (None). Both are reported through `notes` so `skillopt status` can show them.
+    Zoneless values are taken as UTC; values `timeutil.plausible_timestamp` rejects (too far in the future,
+    or from before any agent tool existed) are dropped (None). Both are reported through `notes` so `skillopt status` can show them.
     """
     if value is None or value == "" or isinstance(value, bool):
         return None
@@ -250,7 +251,8 @@ def to_utc_iso(value: Any, notes: list[SkipRecord] | None = None) -> str | None:
     if timeutil.plausible_timestamp(iso):
         return iso
     if notes is not None:
-        notes.append(SkipRecord(FUTURE_REASON, str(value)[:40]))
+        reason = EARLY_REASON if timeutil.too_early(iso) else FUTURE_REASON
+        notes.append(SkipRecord(reason, str(value)[:40]))
     return None
 
 
@@ -433,11 +435,12 @@ class BaseSource:
             if is_replay_cwd(cwd, self.workspaces) or (first_text and REPLAY_MARKER_TEXT in first_text):
                 pinned["replay"] = True
             if self.pin_repo and cwd and not info.git_commit:
-                repo = read_repo(cwd)
+                repo = read_repo(cwd, self.redactor)
                 if repo.commit is not None:
+                    # Kept in the file's stored state: redacted like the session's own branch column.
                     pinned.update(
                         commit=repo.commit,
-                        branch=repo.branch,
+                        branch=self.redactor.redact(repo.branch)[0] if repo.branch else None,
                         dirty=repo.dirty,
                         diff_hash=repo.diff_hash,
                         at=timeutil.utcnow_iso(),
@@ -470,7 +473,7 @@ class BaseSource:
             return head[:limit] + _TRUNCATED, n
         half = max(limit // 2, 1)
         head, n1 = self.redactor.redact(text[: half + margin])
-        tail, n2 = self.redactor.redact(text[-(half + margin) :])
+        tail, n2 = self.redactor.redact_tail(text, half + margin)
         return head[:half] + "\n" + _TRUNCATED + "\n" + tail[-half:], n1 + n2
 
     def _redact(self, record: Record) -> int:

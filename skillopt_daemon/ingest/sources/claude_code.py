@@ -12,6 +12,7 @@ counted once per message.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from skillopt_daemon.ingest.sources.base import (
     text_of,
 )
 from skillopt_lib.agents import AgentTool
+from skillopt_lib.fsio import sha256_bytes
 
 # User text written by the harness, not typed by the person.
 INJECTED_PREFIXES = (
@@ -156,7 +158,8 @@ class ClaudeCodeSource(BaseSource):
         sid = self.session_id(ctx)
         cwd = as_str(obj.get("cwd"))
         entry = as_str(obj.get("entrypoint"))
-        sig = [cwd, obj.get("gitBranch"), obj.get("version"), entry]
+        # Only compared, never shown: kept as a digest so the stored state holds no raw folder or branch.
+        sig = sha256_bytes(json.dumps([cwd, obj.get("gitBranch"), obj.get("version"), entry]).encode())[:16]
         ts = self.ts(ctx, obj.get("timestamp"), out)
         if sig != ctx.state.get("sig") or not ctx.state.get("seen"):
             ctx.state["sig"] = sig
