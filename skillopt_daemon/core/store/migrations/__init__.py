@@ -9,7 +9,12 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from skillopt_daemon.core.store.migrations import m001_registry, m002_ingest, m003_night
+from skillopt_daemon.core.store.migrations import (
+    m001_registry,
+    m002_ingest,
+    m003_night,
+    m005_labels,
+)
 
 Migration = Callable[[sqlite_utils.Database], None]
 
@@ -17,4 +22,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_registry", m001_registry.migrate),
     ("m002_ingest", m002_ingest.migrate),
     ("m003_night", m003_night.migrate),
+    ("m005_labels", m005_labels.migrate),
 ]
