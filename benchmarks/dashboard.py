@@ -66,11 +66,12 @@ def main() -> None:
         os.environ["CODEX_HOME"] = str(corpus.codex_home)
         os.environ["SKILLOPT_UI__PORT"] = "0"
 
+        from skillopt_daemon.web.server import DashboardServer
+
         from skillopt_daemon.core import paths
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
         from skillopt_daemon.ingest import pipeline as ingest
-        from skillopt_daemon.web.server import DashboardServer
 
         settings = load_settings()
         db = open_db()

@@ -96,7 +96,8 @@ class ExcludeSettings(_Section):
         default_factory=list, description="regexes: a session whose first request matches one is skipped"
     )
     entrypoints: list[str] = Field(
-        default_factory=list, description="entrypoints to skip, e.g. sdk-cli (`claude -p`) or exec (`codex exec`)"
+        default_factory=list,
+        description="entrypoints to skip, e.g. sdk-cli (`claude -p`) or exec (`codex exec`)",
     )
 
     @field_validator("prompts")

@@ -447,12 +447,19 @@ def run_cycle(
             say("mining recurring tasks")
             from skillopt_daemon.night import mining as mine
 
+            # Mining labels requests with the optimizer's model when one is usable (see mining_chat).
+            labeller, mining_note = mining_chat(settings, budget)
             families, mined = mine.mine(
                 db,
                 seed=settings.night.seed,
-                include_automation=settings.night.include_automation,
+                rules=mine.ExcludeRules.from_settings(settings.night),
                 ratios=settings.night.split_ratios,
+                chat=labeller,
+                budget=budget,
+                batch=settings.night.label_batch,
             )
+            if mining_note:
+                mined.notes.insert(0, mining_note)
             report.mining = mined.to_dict()
             _train_skills(db, settings, families, report, budget, skill=skill, dry_run=dry_run, say=say)
             if report.status == "running":
@@ -473,6 +480,31 @@ def run_cycle(
             _record_end(db, report)
         _notify(report)
         return report
+
+
+# ------------------------------------------------------------------------------------------------ mining's model
+
+
+def mining_chat(settings: Settings, budget: NightBudget) -> tuple[Any | None, str | None]:
+    """The chat backend mining labels requests with (counted in the night's budget), or None and why not.
+
+    Any configured optimizer backend will do, `claude-code-chat` and `codex-chat` included; `night.local_only`
+    allows only an endpoint on this machine.
+    """
+    from skillopt_lib.net import is_loopback_url
+
+    opt = settings.optimizer
+    if not settings.night.label_with_model or not opt.backend:
+        return None, None
+    if settings.night.local_only and not is_loopback_url(opt.base_url):
+        return None, "requests were mined without a model: night.local_only allows no remote endpoint"
+    try:
+        inner = create_backend(
+            _chat_config(settings, opt), "optimizer", workspaces_root=str(paths.workspaces_dir())
+        )
+    except SkillOptError as exc:
+        return None, f"requests were mined without a model: {exc.message}"
+    return BudgetedChat(inner, budget), None
 
 
 def _targets_for(

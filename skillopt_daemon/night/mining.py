@@ -58,6 +58,7 @@ __all__ = [
     "MICRO_THRESHOLD",
     "Attempt",
     "CommandRun",
+    "ExcludeRules",
     "Family",
     "Message",
     "MiningReport",
@@ -526,3 +527,60 @@ def mine(
         batch=batch,
     )
     return result.families, result.report
+
+
+# ---------------------------------------------------------------------------------------------- explaining
+
+
+def explain_rows(result: MiningResult) -> list[dict[str, Any]]:
+    """Per user message: its kind, why, the intent and kind of work, and the family it landed in and why;
+    then every skipped session with its reason. What `skillopt tasks mine --explain` shows."""
+    family_of = result.family_of()
+    rows: list[dict[str, Any]] = []
+    for a in result.attempts:
+        fam = family_of.get(a.key)
+        if fam is not None:
+            placed = f"with {len(fam.attempts) - 1} similar requests"
+        elif a.one_off:
+            placed = "alone: the model judged it a one-off"
+        else:
+            placed = "alone: no other request was alike enough"
+        for m in a.messages:
+            rows.append(
+                {
+                    "tool": a.tool,
+                    "session": a.session_id,
+                    "project": a.project_path,
+                    "request": m.text,
+                    "kind": m.kind,
+                    "source": m.source,
+                    "why": m.why,
+                    "intent": a.intent,
+                    "work": a.work,
+                    "task": a.prompt if m.kind != "task" else None,
+                    "family": fam.id if fam else None,
+                    "family_name": fam.name if fam else None,
+                    "family_why": placed if m.kind == "task" else "belongs to the task before it",
+                    "checks": sorted(a.final_checks) if m.kind == "task" else [],
+                }
+            )
+    for s, reason in result.excluded:
+        rows.append(
+            {
+                "tool": s.get("tool"),
+                "session": s.get("session_id"),
+                "project": s.get("project_path"),
+                "request": None,
+                "kind": "excluded",
+                "source": "rules",
+                "why": reason,
+                "intent": "",
+                "work": "",
+                "task": None,
+                "family": None,
+                "family_name": None,
+                "family_why": "session not mined",
+                "checks": [],
+            }
+        )
+    return rows
