@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix, hstack
+from scipy.sparse import csr_matrix, diags, hstack
 from scipy.sparse.csgraph import connected_components
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -39,7 +39,7 @@ class Weights:
 
 
 # Tuned on the tuning half of the recorded corpus.
-LEXICAL = Weights(intent=0.0, checks=0.6, project=0.35, similarity=0.2)
+LEXICAL = Weights(intent=0.0, checks=0.6, project=0.2, similarity=FAMILY_SIMILARITY)
 LABELLED = Weights(intent=0.4, checks=0.3, project=0.3, similarity=0.45)
 
 _NORMALIZE = [
@@ -72,15 +72,21 @@ def vectorize(texts: Sequence[str]) -> tuple[TfidfVectorizer, csr_matrix]:
 
 
 def _one_hot(values: Sequence[Sequence[str]]) -> csr_matrix:
-    """Rows with a 1 for each value they hold (L2-normalized); empty rows stay zero."""
+    """Rows marking the values they hold (L2-normalized), each value weighted by the share of rows without it.
+
+    A check every attempt runs (`pytest` in a Python shop) or the only project says nothing about which
+    work an attempt was, so it weighs nothing; a check only some attempts run weighs almost fully.
+    """
     index: dict[str, int] = {}
     rows, cols = [], []
     for i, vals in enumerate(values):
         for v in dict.fromkeys(vals):
             rows.append(i)
             cols.append(index.setdefault(v, len(index)))
-    m = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(values), max(1, len(index))))
-    return csr_matrix(normalize(m))
+    n = len(values)
+    m = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(1, len(index))))
+    share_without = 1.0 - np.asarray(m.sum(axis=0)).ravel() / max(1, n)
+    return csr_matrix(normalize(m) @ diags(share_without))
 
 
 @dataclass

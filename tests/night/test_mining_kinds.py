@@ -126,7 +126,9 @@ def test_headless_runs_are_work_and_known_automation_is_not() -> None:
     assert "replay" in (exclusion({"is_replay": 1}, "fix the tests", rules) or "")
     assert "Agent SDK" in (exclusion({"entrypoint": "sdk-py"}, "fix the tests", rules) or "")
     assert "SDK" in (exclusion({"extra_json": '{"originator": "codex_sdk_ts"}'}, "x", rules) or "")
-    assert "harness" in (exclusion({"entrypoint": "cli"}, "<uploaded_files>\n/repo\n</uploaded_files>", rules) or "")
+    assert "harness" in (
+        exclusion({"entrypoint": "cli"}, "<uploaded_files>\n/repo\n</uploaded_files>", rules) or ""
+    )
     # include_automation keeps the automation, never the replays.
     both = _rules(include_automation=True)
     assert exclusion({"entrypoint": "sdk-py"}, "fix the tests", both) is None
@@ -134,7 +136,9 @@ def test_headless_runs_are_work_and_known_automation_is_not() -> None:
 
 
 def test_night_exclude_by_project_prompt_and_entrypoint() -> None:
-    rules = _rules(exclude={"projects": ["/srv/bots/*"], "prompts": [r"^\[nightly-report\]"], "entrypoints": ["exec"]})
+    rules = _rules(
+        exclude={"projects": ["/srv/bots/*"], "prompts": [r"^\[nightly-report\]"], "entrypoints": ["exec"]}
+    )
     assert "night.exclude.projects" in (exclusion({"project_path": "/srv/bots/digest"}, "x", rules) or "")
     assert "night.exclude.prompts" in (exclusion({}, "[nightly-report] summarise the day", rules) or "")
     assert "night.exclude.entrypoints" in (exclusion({"entrypoint": "exec"}, "fix it", rules) or "")
