@@ -127,7 +127,7 @@ def mine_now(
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Mine task families from the stored sessions now, as the nightly cycle does (same settings)."""
+    """Mine task families from the stored sessions now, with the night's settings."""
     # Imported here: mining loads scikit-learn and the cycle the model backends, which every other
     # `skillopt` command would otherwise pay for at start-up.
     from skillopt_daemon.night import mining
