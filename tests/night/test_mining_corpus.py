@@ -183,3 +183,27 @@ def test_tasks_mine_explain_and_json(tmp_path: Path, heldout: sqlite_utils.Datab
     human = subprocess.run([*exe, "tasks", "mine", "--explain"], env=env, capture_output=True, text=True)
     assert human.returncode == 0, human.stderr
     assert "correction" in human.stdout and "Mined 6 families" in human.stdout
+
+
+def test_labelling_counts_in_the_nights_budget_and_stops_at_its_cap(
+    heldout: sqlite_utils.Database, labels: Labels
+) -> None:
+    from skillopt_daemon.night.cycle import BudgetedChat, NightBudget
+
+    with ScriptedServer(LabellerScript()) as server:
+        budget = NightBudget(max_tokens=10**9, max_cost_usd=100.0, max_wall_s=600.0, max_replays=10)
+        spent = mining.mine_detailed(
+            heldout, chat=BudgetedChat(labeller_chat(server), budget), budget=budget, batch=20
+        )
+        assert spent.report.labels is not None
+        assert budget.model_calls == spent.report.labels["model_calls"] > 1
+        assert budget.tokens == spent.report.labels["tokens"] > 0
+        heldout["request_labels"].delete_where()
+        tight = NightBudget(max_tokens=1, max_cost_usd=100.0, max_wall_s=600.0, max_replays=10)
+        capped = mining.mine_detailed(
+            heldout, chat=BudgetedChat(labeller_chat(server), tight), budget=tight, batch=20
+        )
+    lab = capped.report.labels
+    assert lab is not None and lab["model_calls"] == 1 and lab["fallback"] > 0
+    assert any("token cap" in note for note in capped.report.notes)
+    assert len(capped.attempts) == len(spent.attempts)  # nothing lost: the rest was mined lexically
