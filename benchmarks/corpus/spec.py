@@ -5,6 +5,9 @@ project has), often a correction that states a rule the agent got wrong (in six 
 follow-up, a question about the result or an acknowledgement. Half of the sessions are headless
 (`claude -p` / `codex exec`, continued with `--resume` / `exec resume`), half typed into the TUI.
 
+Each repository is clean but for the file the work touches, so the check the agent runs passes once the work
+is done the way the user asked (the next step, learning skills from these sessions, relies on that).
+
 The family of each session, its rule and its check are written to `labels.json` beside the transcripts: the
 benchmark and the tests read it, mining never does.
 """
@@ -40,7 +43,8 @@ missing = []
 for path in sorted(pathlib.Path("app").rglob("*.py")):
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.FunctionDef):
-            if node.returns is None or any(a.annotation is None for a in node.args.args):
+            args = [a for a in node.args.args if a.arg not in ("self", "cls")]
+            if node.returns is None or any(a.annotation is None for a in args):
                 missing.append(f"{path}:{node.lineno} {node.name}")
 print("\\n".join(missing) or "all annotated")
 sys.exit(1 if missing else 0)
@@ -90,13 +94,13 @@ REPOS: dict[str, dict[str, str]] = {
         "tools/check_types.py": CHECK_TYPES_PY,
         "app/__init__.py": "",
         "app/dates.py": "import datetime\n\ndef parse(s):    \n    return datetime.date.fromisoformat(s)\n",
-        "app/views.py": "def index(request):  \n    return {'page': 'index'}\n",
-        "app/models.py": "class User:\n    def __init__(self, name):\n        self.name = name  \n",
+        "app/views.py": "def index(request: dict) -> dict:\n    return {'page': 'index'}\n",
+        "app/models.py": "class User:\n    def __init__(self, name: str) -> None:\n        self.name = name\n",
         "README.md": "# webapp\n\nRun `make lint` before pushing.\n",
     },
     "etl": {
         "etl/__init__.py": "",
-        "etl/load.py": "def load(rows):\n    print('loading', len(rows))\n    return list(rows)\n",
+        "etl/load.py": "def load(rows):\n    return list(rows)\n",
         "etl/export.py": "def export(rows, path):\n    with open(path, 'w') as f:\n        f.write('\\n'.join(rows))\n",
         "etl/normalize.py": "def normalize(name):\n    return ' '.join(name.split()).lower()\n",
         "check_logging.py": CHECK_LOGGING_PY,
@@ -108,8 +112,8 @@ REPOS: dict[str, dict[str, str]] = {
         "tools/mdlint.py": MDLINT_PY,
         "scripts/check_changelog.py": CHECK_CHANGELOG_PY,
         "docs/oncall.md": "# On call\n\nPage the secondary after 15 minutes.  \n",
-        "docs/deploy.md": "Deploying\n\nRun the pipeline.\n",
-        "docs/onboarding.md": "# Onboarding\n\nAsk for a laptop.   \n",
+        "docs/deploy.md": "# Deploying\n\nRun the pipeline.\n",
+        "docs/onboarding.md": "# Onboarding\n\nAsk for a laptop.\n",
         "CHANGELOG.md": "# Changelog\n\n## 1.3.0\n\n- Added the on-call page.\n",
     },
 }

@@ -43,7 +43,9 @@ class CommandRun:
 
     @property
     def is_check(self) -> bool:
-        return bool(_TEST_CMD.search(self.command))
+        # The first line only: a heredoc that writes a test file mentions pytest without running it.
+        lines = self.command.strip().splitlines()
+        return bool(lines) and bool(_TEST_CMD.search(lines[0]))
 
 
 @dataclass

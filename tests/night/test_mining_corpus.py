@@ -70,6 +70,9 @@ def test_without_a_model_the_held_out_half_reaches_the_target(
     rules = {labels.families[f]["rule"] for f in labels.families}
     kept = {c for a in result.attempts for c in a.rubric}
     assert rules <= kept
+    # Each family's check is the one its users run, proven by the sessions where it passed.
+    checks = {labels.families[f]["check"] for f in labels.families}
+    assert {c for f in result.families for c in f.checks} == checks
 
 
 def test_the_model_path_labels_in_batches_once_and_reaches_the_target(
