@@ -7,6 +7,7 @@ import json
 import typer
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.core.config import load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.families import family_rows, resolve_family, task_view
 from skillopt_lib.errors import ConflictError, NotFoundError
@@ -114,26 +115,91 @@ def show(
 def mine_now(
     seed: int = typer.Option(None, "--seed", help="Seed for the splits (default: night.seed)."),
     include_automation: bool = typer.Option(
-        False, "--include-automation", help="Also mine `claude -p` runs."
+        None,
+        "--include-automation/--exclude-automation",
+        help="Also mine known automation (default: night.include_automation).",
+    ),
+    no_model: bool = typer.Option(
+        False, "--no-model", help="Mine lexically even when an optimizer model is configured."
+    ),
+    explain: bool = typer.Option(
+        False, "--explain", help="Show every request: its kind, intent, family and why."
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Mine task families from the stored sessions now (the nightly cycle does this too)."""
-    from skillopt_daemon.core.config import load_settings
-    from skillopt_daemon.night import mining as mine
+    """Mine task families from the stored sessions now, with the night's settings."""
+    # Imported here: mining loads scikit-learn and the cycle the model backends, which every other
+    # `skillopt` command would otherwise pay for at start-up.
+    from skillopt_daemon.night import mining
+    from skillopt_daemon.night.cycle import NightBudget, mining_chat
 
     settings = load_settings()
+    if include_automation is not None:
+        settings.night.include_automation = include_automation
     db = open_db()
-    _, report = mine.mine(
-        db, seed=settings.night.seed if seed is None else seed, include_automation=include_automation
+    budget = NightBudget(
+        max_tokens=settings.night.max_tokens,
+        max_cost_usd=settings.night.max_cost_usd,
+        max_wall_s=settings.night.max_wall_s,
+        max_replays=settings.night.max_replays,
     )
+    chat, note = (None, None) if no_model else mining_chat(settings, budget)
+    result = mining.mine_detailed(
+        db,
+        seed=settings.night.seed if seed is None else seed,
+        rules=mining.ExcludeRules.from_settings(settings.night),
+        ratios=settings.night.split_ratios,
+        chat=chat,
+        budget=budget,
+        batch=settings.night.label_batch,
+    )
+    report = result.report
+    if note:
+        report.notes.insert(0, note)
     if json_out:
-        print_json(report.to_dict())
+        data = report.to_dict()
+        if explain:
+            data["requests"] = mining.explain_rows(result)
+        print_json(data)
         return
+    if explain:
+        _print_explain(mining.explain_rows(result))
     console.print(
         f"Mined {report.families} families with {report.tasks} tasks from {report.attempts} requests "
-        f"(train {report.by_split.get('train', 0)}, val {report.by_split.get('val', 0)}, "
-        f"test {report.by_split.get('test', 0)})."
+        f"in {report.sessions} sessions (train {report.by_split.get('train', 0)}, "
+        f"val {report.by_split.get('val', 0)}, test {report.by_split.get('test', 0)})."
+    )
+    skipped = sum(report.excluded.values())
+    if skipped:
+        console.print(
+            f"Skipped {skipped} sessions: "
+            + "; ".join(f"{n} {reason}" for reason, n in sorted(report.excluded.items()))
+        )
+    if report.labels:
+        lab = report.labels
+        console.print(
+            f"Model labels: {lab['labelled']} new, {lab['cached']} cached, {lab['fallback']} lexical "
+            f"({lab['model_calls']} calls, {lab['tokens']} tokens)."
+        )
+    for line in report.notes:
+        err_console.print(line)
+
+
+def _print_explain(rows: list[dict[str, object]]) -> None:
+    print_table(
+        "Requests",
+        ["session", "kind", "request", "intent / work", "family", "why"],
+        [
+            (
+                f"{r['tool']}:{str(r['session'])[:8]}",
+                f"{r['kind']} ({r['source']})",
+                str(r["request"] or "-")[:60],
+                " / ".join(str(x) for x in (r["intent"], r["work"]) if x) or "-",
+                f"{r['family']} {r['family_name']}" if r["family"] else "-",
+                f"{r['why']}; {r['family_why']}",
+            )
+            for r in rows
+        ],
     )
 
 

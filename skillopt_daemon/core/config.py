@@ -8,6 +8,7 @@ typo is an error naming the key, not a setting silently ignored.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,6 +94,31 @@ class ReplaySettings(_Section):
     )
 
 
+class ExcludeSettings(_Section):
+    """Sessions mining never reads, besides the automation it always recognises (see `night/exclude.py`)."""
+
+    projects: list[str] = Field(
+        default_factory=list, description="project folders (glob patterns allowed) whose sessions are skipped"
+    )
+    prompts: list[str] = Field(
+        default_factory=list, description="regexes: a session whose first request matches one is skipped"
+    )
+    entrypoints: list[str] = Field(
+        default_factory=list,
+        description="entrypoints to skip, e.g. sdk-cli (`claude -p`) or exec (`codex exec`)",
+    )
+
+    @field_validator("prompts")
+    @classmethod
+    def _regexes_compile(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"night.exclude.prompts: {pattern!r} is not a valid regex ({exc})") from None
+        return value
+
+
 class NightSettings(_Section):
     enabled: bool = True
     schedule: str = Field(
@@ -112,8 +138,14 @@ class NightSettings(_Section):
     seed: int = 42
     include_automation: bool = Field(
         default=False,
-        description="also mine `claude -p` sessions that other programs ran (flagged at ingest)",
+        description="also mine sessions recognised as automation (Agent SDK, other tools' harnesses, night.exclude)",
     )
+    exclude: ExcludeSettings = Field(default_factory=ExcludeSettings)
+    label_with_model: bool = Field(
+        default=True,
+        description="label requests with the optimizer's model while mining, when one is configured",
+    )
+    label_batch: int = Field(default=40, ge=1, le=200, description="requests per labelling call")
     split_ratios: tuple[float, float, float] = Field(
         default=(0.5, 0.25, 0.25),
         description="train / val / test shares of each task family (whole groups of near-duplicates move together)",

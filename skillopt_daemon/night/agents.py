@@ -11,10 +11,12 @@ from typing import Any
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import BackendSettings, Settings, tool_home
+from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.net import is_loopback_url
 
 
 def _library_config(b: BackendSettings) -> BackendConfig:
@@ -91,3 +93,23 @@ def make_agent(settings: Settings, tool: AgentTool) -> Any:
         options=opts,
     )
     return create_backend(cfg, "agent", workspaces_root=str(paths.workspaces_dir()))
+
+
+def mining_chat(settings: Settings, budget: NightBudget) -> tuple[BudgetedChat | None, str | None]:
+    """The chat backend mining labels requests with (counted in the night's budget), or None and why not.
+
+    Any configured optimizer backend will do, `claude-code-chat` and `codex-chat` included; `night.local_only`
+    allows only an endpoint on this machine.
+    """
+    opt = settings.optimizer
+    if not settings.night.label_with_model or not opt.backend:
+        return None, None
+    if settings.night.local_only and not is_loopback_url(opt.base_url):
+        return None, "requests were mined without a model: night.local_only allows no remote endpoint"
+    try:
+        inner = create_backend(
+            _chat_config(settings, opt), "optimizer", workspaces_root=str(paths.workspaces_dir())
+        )
+    except SkillOptError as exc:
+        return None, f"requests were mined without a model: {exc.message}"
+    return BudgetedChat(inner, budget), None

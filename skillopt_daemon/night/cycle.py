@@ -30,6 +30,7 @@ from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow, utcnow_iso
 from skillopt_daemon.night import runs
+from skillopt_daemon.night.agents import mining_chat
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.lock import night_lock
 from skillopt_daemon.night.report import CycleReport
@@ -91,12 +92,19 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
         report.ingest = _catch_up_ingest(settings, ctx.say)
     pause_point("night-before-mining")
     ctx.say("mining recurring tasks")
+    # Mining labels requests with the optimizer's model when one is usable (see agents.mining_chat).
+    labeller, mining_note = mining_chat(settings, ctx.budget)
     families, mined = mining.mine(
         ctx.db,
         seed=settings.night.seed,
-        include_automation=settings.night.include_automation,
+        rules=mining.ExcludeRules.from_settings(settings.night),
         ratios=settings.night.split_ratios,
+        chat=labeller,
+        budget=ctx.budget,
+        batch=settings.night.label_batch,
     )
+    if mining_note:
+        mined.notes.insert(0, mining_note)
     report.mining = mined.to_dict()
     train_skills(ctx, families, skill=skill)
     if report.status == "running":

@@ -1,20 +1,20 @@
-"""Mining recurring tasks from stored sessions: segment, attach outcomes, cluster into families, split.
+"""Mining recurring tasks from stored sessions: read what a person asked for, group it into families, split.
 
-Only what a person asked for counts: injected context, replays, sub-agents and (by default) other
-programs' `claude -p` automation never become tasks. A family is a set of attempts whose requests are
-lexically alike (TF-IDF over normalized prompts, cosine similarity, connected components), across sessions,
-projects and tools. Its checks are the test or build commands that proved success in the original
-sessions, its rubric items come from the user's corrections, and its splits are assigned per group of
-near-duplicate attempts so the same request never sits on both sides of the gate.
+The steps, each in its own module: which sessions count (`exclude.py`: headless `claude -p` and `codex exec`
+runs do, known automation does not), what each user message is (`kinds.py`, or the model's labels from
+`labels.py`), sessions into attempts (`attempts.py`), and attempts into families (`clustering.py`). A
+family's checks are the test or build commands that proved success in the original sessions, its rubric
+items come from the user's corrections, and its splits are assigned per group of near-duplicate attempts
+so the same request never sits on both sides of the gate.
 
-Everything here works without a model; an LLM may rename families later, but nothing depends on it.
+Everything works without a model; with one (the optimizer's backend, passed in as `chat`) requests are
+labelled in batches and cached forever, and families form on the model's kinds of work and intents.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,131 +23,57 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
-from sklearn.cluster import AgglomerativeClustering
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.preprocessing import normalize
 
 from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.night.attempts import (
+    Attempt,
+    CommandRun,
+    Message,
+    is_acceptance,
+    rubric_item,
+    segment,
+    user_messages,
+)
+from skillopt_daemon.night.clustering import (
+    DEFAULT_THRESHOLD,
+    FAMILY_SIMILARITY,
+    LABELLED,
+    LEXICAL,
+    MICRO_THRESHOLD,
+    Weights,
+    cluster_matrix,
+    cluster_prompts,
+    features,
+    normalize_prompt,
+    vectorize,
+)
+from skillopt_daemon.night.exclude import ExcludeRules, exclusion
+from skillopt_daemon.night.kinds import is_correction
+from skillopt_daemon.night.labels import Budget, Chat, Label, Labeller, LabelReport
 
-# Pairs at least this similar are joined outright into micro-clusters; micro-clusters are then merged by
-# average linkage while their mean cosine similarity stays above FAMILY_SIMILARITY. Tuned on the
-# generated corpus in benchmarks/mining_corpus.py (see docs/performance.md).
-MICRO_THRESHOLD = 0.5
-FAMILY_SIMILARITY = 0.15
-DEFAULT_THRESHOLD = FAMILY_SIMILARITY
-NEAR_DUPLICATE = 0.85
-
-_TEST_CMD = re.compile(
-    r"(?:^|[\s;&|(])(?:python3?\s+-m\s+)?(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|rspec|ctest|"
-    r"phpunit|mix\s+test|go\s+(?:test|build|vet)|cargo\s+(?:test|build|check|clippy)|"
-    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|build|lint|check|typecheck)|make(?:\s+(?:test|check|build|all|lint))?"
-    r"(?:\s|$)|mvn\s+(?:test|verify|package)|gradle\w*\s+(?:test|build|check)|ruff\s+check|mypy|tsc|eslint|"
-    r"dotnet\s+(?:test|build)|swift\s+(?:test|build)|bazel\s+(?:test|build)|"
-    # a project's own check scripts: python3 check_report.py, ./scripts/test.sh, bash verify.sh
-    r"(?:python3?\s+|bash\s+|sh\s+|node\s+|\./)\S*(?:test|check|verify|lint|validate)\S*)",
-    re.IGNORECASE,
-)
-_CORRECTION = re.compile(
-    r"^\s*(?:no\b|nope\b|wrong\b|that'?s\s+(?:not|wrong|incorrect)|that\s+is\s+(?:not|wrong)|don'?t\b|do\s+not\b|"
-    r"stop\b|instead\b|actually\b|not\s+like\s+that|you\s+(?:forgot|missed|broke|should)|please\s+(?:don'?t|use)|"
-    r"use\s+\S+\s+(?:instead|not)|it\s+(?:still\s+)?(?:fails|doesn'?t|does\s+not)|still\s+(?:failing|broken|wrong))",
-    re.IGNORECASE,
-)
-_ACCEPT = re.compile(
-    r"^\s*(?:thanks?|thank\s+you|great|perfect|nice|awesome|looks\s+good|lgtm|good\s+job|ok(?:ay)?|cool|done|"
-    r"that\s+works|works(?:\s+now)?)\b[\s!.,]*$",
-    re.IGNORECASE,
-)
-_NORMALIZE = [
-    (re.compile(r"https?://\S+"), " url "),
-    (re.compile(r"(?:[\w.-]*/)+[\w.-]+"), " path "),
-    (re.compile(r"\b[0-9a-f]{7,40}\b"), " hash "),
-    (re.compile(r"\b\d+(?:\.\d+)*\b"), " num "),
-    (re.compile(r"`[^`]*`"), " code "),
-    (re.compile(r"\[REDACTED:[^\]]*\]"), " secret "),
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FAMILY_SIMILARITY",
+    "MICRO_THRESHOLD",
+    "Attempt",
+    "CommandRun",
+    "ExcludeRules",
+    "Family",
+    "Message",
+    "MiningReport",
+    "build_families",
+    "cluster_prompts",
+    "installed_skills",
+    "is_acceptance",
+    "is_correction",
+    "mine",
+    "normalize_prompt",
+    "rubric_item",
+    "segment",
 ]
 
-
-@dataclass
-class CommandRun:
-    command: str
-    exit_code: int | None = None
-    is_error: bool | None = None
-    output: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.is_error) or (self.exit_code is not None and self.exit_code != 0)
-
-    @property
-    def is_check(self) -> bool:
-        return bool(_TEST_CMD.search(self.command))
-
-
-@dataclass
-class Attempt:
-    """One user request and the agent's work until the next unrelated request."""
-
-    key: str
-    tool: str
-    session_id: str
-    prompt: str
-    session_pk: int | None = None
-    turn_key: str = ""
-    project_path: str | None = None
-    repo_commit: str | None = None
-    repo_dirty: bool | None = None
-    repo_diff_hash: str | None = None
-    started_at: str | None = None
-    commands: list[CommandRun] = field(default_factory=list)
-    corrections: list[str] = field(default_factory=list)
-    accepted: bool | None = None
-    abrupt_end: bool = False
-    skills_used: list[str] = field(default_factory=list)
-    # How many commands had run when each correction arrived: a correction after the last check means the
-    # user was not satisfied even though the checks passed.
-    correction_points: list[int] = field(default_factory=list)
-
-    @property
-    def final_checks(self) -> dict[str, CommandRun]:
-        """The last run of each test/build command, in order of first appearance."""
-        out: dict[str, CommandRun] = {}
-        for run in self.commands:
-            if run.is_check:
-                out[run.command.strip()] = run
-        return out
-
-    @property
-    def unresolved_errors(self) -> list[str]:
-        last: dict[str, CommandRun] = {}
-        for run in self.commands:
-            last[run.command.strip()] = run
-        return [cmd for cmd, run in last.items() if run.failed]
-
-    @property
-    def outcome(self) -> str:
-        """success / failure / unknown, from outcomes first: checks, then the user's reaction."""
-        checks = self.final_checks
-        if checks and all(not run.failed for run in checks.values()) and not self.corrections_after_checks:
-            return "success"
-        if checks and any(run.failed for run in checks.values()):
-            return "failure"
-        if self.accepted:
-            return "success"
-        if self.corrections or self.abrupt_end:
-            return "failure"
-        return "unknown"
-
-    @property
-    def corrections_after_checks(self) -> bool:
-        last_check = max((i for i, run in enumerate(self.commands) if run.is_check), default=-1)
-        return any(point > last_check for point in self.correction_points)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["outcome"] = self.outcome
-        return d
+NEAR_DUPLICATE = 0.85
 
 
 @dataclass
@@ -169,255 +95,55 @@ class Family:
         return sorted({a.project_path for a in self.attempts if a.project_path})
 
 
-# ---------------------------------------------------------------------------------------------- segmenting
+# ---------------------------------------------------------------------------------------------- families
 
 
-def is_correction(text: str) -> bool:
-    return bool(_CORRECTION.match(text))
-
-
-def is_acceptance(text: str) -> bool:
-    return bool(_ACCEPT.match(text))
-
-
-def rubric_item(correction: str) -> str:
-    """Turn "no, use pytest instead" into "use pytest instead": the rule the user wanted followed."""
-    text = correction.strip().splitlines()[0] if correction.strip() else ""
-    text = re.sub(r"^\s*(?:no|nope|wrong|actually|stop)\b[\s,.!:;-]*", "", text, flags=re.IGNORECASE)
-    return text.strip().rstrip(".!") or correction.strip()
-
-
-def segment(
-    session: dict[str, Any], turns: Sequence[dict[str, Any]], calls: Sequence[dict[str, Any]]
-) -> list[Attempt]:
-    """Split one session into attempts. `turns` and `calls` are rows of the store's tables, in seq order."""
-    calls_by_turn: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for call in calls:
-        calls_by_turn[str(call.get("turn_key") or "")].append(call)
-    attempts: list[Attempt] = []
-    current: Attempt | None = None
-    last_role = ""
-    pending_calls = 0
-    for turn in turns:
-        role = turn["role"]
-        if turn.get("is_meta"):
-            continue
-        text = (turn.get("text") or "").strip()
-        if role == "user":
-            if not text:
-                continue
-            last_role = "user"
-            if current is not None and is_acceptance(text):
-                current.accepted = True
-                continue
-            if current is not None and is_correction(text):
-                current.corrections.append(text)
-                current.correction_points.append(len(current.commands))
-                current.accepted = False
-                continue
-            current = Attempt(
-                key=f"{session['tool']}:{session['session_id']}:{turn['key']}",
-                tool=session["tool"],
-                session_id=session["session_id"],
-                session_pk=session.get("id"),
-                turn_key=turn["key"],
-                prompt=text,
-                project_path=session.get("project_path"),
-                repo_commit=session.get("repo_commit"),
-                repo_dirty=bool(session["repo_dirty"]) if session.get("repo_dirty") is not None else None,
-                repo_diff_hash=session.get("repo_diff_hash"),
-                started_at=turn.get("timestamp") or session.get("started_at"),
-            )
-            attempts.append(current)
-        elif role == "assistant" and current is not None:
-            last_role = "assistant" if text else last_role
-            for call in calls_by_turn.get(turn["key"], []):
-                name = str(call.get("name") or "")
-                summary = str(call.get("input_summary") or "")
-                if name.lower() == "skill":
-                    skill = _skill_from_input(summary)
-                    if skill:
-                        current.skills_used.append(skill)
-                    continue
-                if _is_shell_tool(name):
-                    current.commands.append(
-                        CommandRun(
-                            command=_command_from_input(summary),
-                            exit_code=call.get("exit_code"),
-                            is_error=bool(call["is_error"]) if call.get("is_error") is not None else None,
-                            output=str(call.get("output_excerpt") or "")[:2000],
-                        )
-                    )
-                if (
-                    call.get("result_at") is None
-                    and call.get("exit_code") is None
-                    and call.get("is_error") is None
-                ):
-                    pending_calls += 1
-                else:
-                    pending_calls = 0
-    if current is not None:
-        signals = _loads(session.get("signals_json"))
-        abrupt = bool(signals.get("abrupt_end")) if isinstance(signals, dict) else False
-        current.abrupt_end = abrupt or last_role == "user" or pending_calls > 0
-    return attempts
-
-
-def _loads(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return {}
-    return value or {}
-
-
-_SHELL_TOOLS = {
-    "bash",
-    "shell",
-    "exec_command",
-    "local_shell",
-    "run_terminal_cmd",
-    "terminal",
-    "execute",
-    "run",
-}
-
-
-def _is_shell_tool(name: str) -> bool:
-    n = name.lower()
-    return n in _SHELL_TOOLS or n.endswith(".bash") or n.startswith("shell") or n == "exec"
-
-
-def _command_from_input(summary: str) -> str:
-    """Input summaries are JSON-ish ({"command": ...}, {"cmd": ...}) or the command itself."""
-    text = summary.strip()
-    if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            for k in ("command", "cmd", "script"):
-                v = data.get(k)
-                if isinstance(v, list):
-                    v = " ".join(str(p) for p in v)
-                if isinstance(v, str) and v:
-                    return _strip_shell_wrapper(v)
-        m = re.search(r'"(?:command|cmd)"\s*:\s*"((?:[^"\\]|\\.)*)', text)
-        if m:
-            return _strip_shell_wrapper(m.group(1).encode().decode("unicode_escape", "ignore"))
-    return _strip_shell_wrapper(text)
-
-
-def _strip_shell_wrapper(cmd: str) -> str:
-    m = re.match(r"^(?:/bin/)?(?:ba)?sh\s+-l?c\s+(['\"])(.*)\1\s*$", cmd.strip(), re.DOTALL)
-    return m.group(2) if m else cmd.strip()
-
-
-def _skill_from_input(summary: str) -> str | None:
-    try:
-        data = json.loads(summary)
-        if isinstance(data, dict) and isinstance(data.get("skill"), str):
-            return str(data["skill"]).split(":")[-1]
-    except ValueError:
-        pass
-    m = re.search(r'"?skill"?\s*[:=]\s*"?([\w:.-]+)', summary)
-    return m.group(1).split(":")[-1] if m else None
-
-
-# ---------------------------------------------------------------------------------------------- clustering
-
-
-def normalize_prompt(text: str) -> str:
-    out = text.lower()
-    for pattern, repl in _NORMALIZE:
-        out = pattern.sub(repl, out)
-    return re.sub(r"\s+", " ", out).strip()
-
-
-def _vectorize(texts: Sequence[str]) -> tuple[TfidfVectorizer, csr_matrix]:
-    vec = TfidfVectorizer(
-        ngram_range=(1, 2), sublinear_tf=True, min_df=1, stop_words="english", token_pattern=r"(?u)\b\w\w+\b"
+def cluster_attempts(
+    attempts: Sequence[Attempt], weights: Weights, threshold: float | None = None
+) -> np.ndarray:
+    """A cluster label per attempt; one-off requests (as the model judged them) stay alone."""
+    if not attempts:
+        return np.array([], dtype=int)
+    feats = features(
+        [a.work or a.prompt for a in attempts],
+        [a.intent for a in attempts],
+        [sorted(a.final_checks) for a in attempts],
+        [a.project_path or "" for a in attempts],
+        weights,
     )
-    try:
-        matrix = vec.fit_transform(texts)
-    except ValueError:  # only stop words: fall back to keeping them
-        vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"(?u)\b\w+\b")
-        matrix = vec.fit_transform([t or "empty" for t in texts])
-    return vec, csr_matrix(matrix)
-
-
-def _similarity_graph(matrix: csr_matrix, threshold: float, chunk: int = 2048) -> csr_matrix:
-    """Sparse adjacency of pairs at or above the cosine threshold (rows are L2-normalized by TF-IDF)."""
-    n = matrix.shape[0]
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    t = matrix.T.tocsc()
-    for start in range(0, n, chunk):
-        block = (matrix[start : start + chunk] @ t).tocoo()
-        keep = block.data >= threshold
-        rows.append(block.row[keep] + start)
-        cols.append(block.col[keep])
-    r = np.concatenate(rows) if rows else np.array([], dtype=int)
-    c = np.concatenate(cols) if cols else np.array([], dtype=int)
-    return csr_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(n, n))
-
-
-def _cluster_matrix(matrix: csr_matrix, similarity: float) -> np.ndarray:
-    """Two stages, so that 10,000 sessions cluster in seconds and similar requests do not chain:
-    near-identical requests join into micro-clusters (connected components of a sparse graph), then
-    micro-cluster centroids merge by average linkage on cosine distance."""
-    _, micro = connected_components(_similarity_graph(matrix, MICRO_THRESHOLD), directed=False)
-    k = int(micro.max()) + 1
-    if k == 1:
-        return micro
-    member = csr_matrix((np.ones(len(micro)), (micro, np.arange(len(micro)))), shape=(k, len(micro)))
-    centroids = normalize(member @ matrix)
-    agg = AgglomerativeClustering(
-        n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - similarity
-    )
-    top = agg.fit_predict(centroids.toarray())
-    return np.asarray(top[micro])
-
-
-def cluster_prompts(prompts: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> list[int]:
-    """A family label for each prompt (labels are 0..k-1, in order of first appearance)."""
-    if not prompts:
-        return []
-    _, matrix = _vectorize([normalize_prompt(p) for p in prompts])
-    labels = _cluster_matrix(matrix, threshold)
-    remap: dict[int, int] = {}
-    return [remap.setdefault(int(lab), len(remap)) for lab in labels]
+    labels = cluster_matrix(feats.matrix, weights.similarity if threshold is None else threshold)
+    top = int(labels.max()) + 1 if len(labels) else 0
+    for i, a in enumerate(attempts):
+        if a.one_off:
+            labels[i] = top + i
+    return labels
 
 
 def build_families(
     attempts: Sequence[Attempt],
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     min_size: int = 2,
     seed: int = 42,
     skills: dict[str, str] | None = None,
     ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
+    weights: Weights | None = None,
 ) -> list[Family]:
     """Cluster attempts into families of at least `min_size`, with checks, rubric, skill and splits.
 
     `skills` maps installed skill names to descriptions, to relate a family to a skill when the sessions
-    never called one explicitly.
+    never called one explicitly. The weights default to the model path when any attempt carries a label.
     """
     if not attempts:
         return []
-    texts = [normalize_prompt(a.prompt) for a in attempts]
-    vec, matrix = _vectorize(texts)
-    labels = _cluster_matrix(matrix, threshold)
+    weights = weights or (LABELLED if any(a.work for a in attempts) else LEXICAL)
+    labels = cluster_attempts(attempts, weights, threshold)
     groups: dict[int, list[int]] = defaultdict(list)
     for idx, lab in enumerate(labels):
         groups[int(lab)].append(idx)
-    terms = np.array(vec.get_feature_names_out())
+    vec, prompts = vectorize([normalize_prompt(a.prompt) for a in attempts])
     skill_matrix = None
-    skill_names: list[str] = []
     if skills:
-        skill_names = list(skills)
         skill_matrix = vec.transform(
             [normalize_prompt(f"{n.replace('-', ' ')} {d}") for n, d in skills.items()]
         )
@@ -425,20 +151,41 @@ def build_families(
     for members in groups.values():
         if len(members) < min_size:
             continue
-        fam_attempts = sorted((attempts[i] for i in members), key=lambda a: (a.started_at or "", a.key))
-        fid = "fam-" + hashlib.sha1(min(a.key for a in fam_attempts).encode()).hexdigest()[:10]
-        centroid = np.asarray(matrix[members].mean(axis=0)).ravel()
-        top = [str(terms[i]) for i in centroid.argsort()[::-1][:4] if centroid[i] > 0]
-        name = " / ".join(top) if top else "tasks"
-        fam = Family(id=fid, name=name, attempts=fam_attempts)
-        fam.checks = _family_checks(fam_attempts)
-        fam.rubric = _family_rubric(fam_attempts)
-        fam.skill_name = _family_skill(fam_attempts, centroid, skill_matrix, skill_names)
-        sub = matrix[members]
-        fam.splits = _assign_splits(fam, sub, seed=seed, ratios=ratios)
+        fam = _family([attempts[i] for i in members], prompts[members], vec, seed=seed, ratios=ratios)
+        fam.skill_name = _family_skill(fam.attempts, prompts[members], skill_matrix, list(skills or {}))
         families.append(fam)
     families.sort(key=lambda f: (-len(f.attempts), f.id))
     return families
+
+
+def _family(
+    members: list[Attempt],
+    prompts: Any,
+    vec: TfidfVectorizer,
+    *,
+    seed: int,
+    ratios: tuple[float, float, float],
+) -> Family:
+    order = sorted(range(len(members)), key=lambda i: (members[i].started_at or "", members[i].key))
+    fam_attempts = [members[i] for i in order]
+    sub = prompts[order]
+    fid = "fam-" + hashlib.sha1(min(a.key for a in fam_attempts).encode()).hexdigest()[:10]
+    fam = Family(id=fid, name=_family_name(fam_attempts, sub, vec), attempts=fam_attempts)
+    fam.checks = _family_checks(fam_attempts)
+    fam.rubric = _family_rubric(fam_attempts)
+    fam.splits = _assign_splits(fam, sub, seed=seed, ratios=ratios)
+    return fam
+
+
+def _family_name(attempts: Sequence[Attempt], prompts: Any, vec: TfidfVectorizer) -> str:
+    """The model's canonical intent most members share; without labels, the requests' top terms."""
+    intents = Counter(a.intent for a in attempts if a.intent)
+    if intents:
+        return intents.most_common(1)[0][0]
+    terms = np.array(vec.get_feature_names_out())
+    centroid = np.asarray(prompts.mean(axis=0)).ravel()
+    top = [str(terms[i]) for i in centroid.argsort()[::-1][:4] if centroid[i] > 0]
+    return " / ".join(top) if top else "tasks"
 
 
 def _family_checks(attempts: Iterable[Attempt]) -> list[str]:
@@ -454,22 +201,26 @@ def _family_checks(attempts: Iterable[Attempt]) -> list[str]:
 
 
 def _family_rubric(attempts: Iterable[Attempt]) -> list[str]:
+    """The rules users stated: each correction's rule, then the rules the model read in them."""
     seen: dict[str, str] = {}
     for a in attempts:
         for c in a.corrections:
             item = rubric_item(c)
             seen.setdefault(normalize_prompt(item), item)
+        for rule in a.rules:
+            seen.setdefault(normalize_prompt(rule), rule)
     return list(seen.values())[:10]
 
 
 def _family_skill(
-    attempts: Sequence[Attempt], centroid: np.ndarray, skill_matrix: Any, skill_names: list[str]
+    attempts: Sequence[Attempt], prompts: Any, skill_matrix: Any, skill_names: list[str]
 ) -> str | None:
     used = Counter(s for a in attempts for s in a.skills_used)
     if used:
         return used.most_common(1)[0][0]
     if skill_matrix is None or not skill_names:
         return None
+    centroid = np.asarray(prompts.mean(axis=0)).ravel()
     norm = float(np.linalg.norm(centroid)) or 1.0
     sims = np.asarray(skill_matrix @ (centroid / norm)).ravel()
     best = int(sims.argmax())
@@ -530,36 +281,66 @@ def _assign_splits(
 # ---------------------------------------------------------------------------------------------- the store
 
 
-def load_attempts(
-    db: sqlite_utils.Database, *, include_automation: bool = False, since: str | None = None
-) -> list[Attempt]:
-    """Segment every user session in the store (replays and sessions with no user turn are never read)."""
+@dataclass
+class StoredSessions:
+    """The sessions mining reads, their turns and tool calls, and the ones it skipped with the reason."""
+
+    sessions: list[dict[str, Any]]
+    turns: dict[int, list[dict[str, Any]]]
+    calls: dict[int, list[dict[str, Any]]]
+    excluded: list[tuple[dict[str, Any], str]]
+
+
+def load_sessions(
+    db: sqlite_utils.Database, rules: ExcludeRules, *, since: str | None = None
+) -> StoredSessions:
+    """Every session with a user turn, minus the known automation (`exclude.py`)."""
+    out = StoredSessions([], defaultdict(list), defaultdict(list), [])
     if "sessions" not in db.table_names():
-        return []
-    where = ["is_replay = 0", "has_user_turn = 1"]
+        return out
+    where = ["has_user_turn = 1"]
     params: list[Any] = []
-    if not include_automation:
-        where.append("is_automation = 0")
     if since:
         where.append("coalesce(ended_at, started_at) >= ?")
         params.append(since)
-    sessions = list(
-        db.query(f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY started_at", params)
-    )
-    turns_by: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    calls_by: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    rows = list(db.query(f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY started_at", params))
     for row in db.query(
         "SELECT session_pk, key, seq, role, text, timestamp, is_meta FROM turns ORDER BY session_pk, seq"
     ):
-        turns_by[row["session_pk"]].append(row)
+        out.turns[row["session_pk"]].append(row)
     for row in db.query(
         "SELECT session_pk, key, seq, turn_key, name, input_summary, exit_code, is_error, output_excerpt, "
         "result_at FROM tool_calls ORDER BY session_pk, seq"
     ):
-        calls_by[row["session_pk"]].append(row)
+        out.calls[row["session_pk"]].append(row)
+    for s in rows:
+        msgs = user_messages(out.turns.get(s["id"], []))
+        reason = exclusion(s, msgs[0].text if msgs else "", rules)
+        if reason:
+            out.excluded.append((s, reason))
+        else:
+            out.sessions.append(s)
+    return out
+
+
+def load_attempts(
+    db: sqlite_utils.Database,
+    *,
+    include_automation: bool = False,
+    since: str | None = None,
+    rules: ExcludeRules | None = None,
+    labels: dict[str, Label] | None = None,
+) -> list[Attempt]:
+    """Segment every mined session in the store (replays and known automation are never read)."""
+    rules = rules or ExcludeRules(include_automation=include_automation)
+    stored = load_sessions(db, rules, since=since)
+    return _segment_all(stored, labels or {})
+
+
+def _segment_all(stored: StoredSessions, labels: dict[str, Label]) -> list[Attempt]:
     attempts: list[Attempt] = []
-    for s in sessions:
-        attempts.extend(segment(s, turns_by.get(s["id"], []), calls_by.get(s["id"], [])))
+    for s in stored.sessions:
+        attempts.extend(segment(s, stored.turns.get(s["id"], []), stored.calls.get(s["id"], []), labels))
     return attempts
 
 
@@ -585,56 +366,60 @@ class MiningReport:
     tasks: int
     by_split: dict[str, int]
     mined_at: str
+    sessions: int = 0
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> sessions
+    kinds: dict[str, int] = field(default_factory=dict)  # message kind -> count
+    labels: dict[str, Any] | None = None  # the model path's LabelReport, when a model was used
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def _task_row(fam: Family, a: Attempt) -> dict[str, Any]:
+    return {
+        "id": "task-" + hashlib.sha1(a.key.encode()).hexdigest()[:12],
+        "family_id": fam.id,
+        "attempt_key": a.key,
+        "session_pk": a.session_pk,
+        "tool": a.tool,
+        "session_id": a.session_id,
+        "turn_key": a.turn_key,
+        "prompt": a.prompt,
+        "project_path": a.project_path,
+        "repo_commit": a.repo_commit,
+        "repo_dirty": a.repo_dirty,
+        "repo_diff_hash": a.repo_diff_hash,
+        "started_at": a.started_at,
+        "split": fam.splits.get(a.key, "train"),
+        "outcome": a.outcome,
+        "accepted": a.accepted,
+        "abrupt_end": a.abrupt_end,
+        "commands_json": json.dumps([asdict(c) for c in a.commands][-20:]),
+        "corrections_json": json.dumps(a.corrections),
+        "skills_used_json": json.dumps(a.skills_used),
+    }
+
+
 def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed: int) -> MiningReport:
     """Replace the mined families and tasks in one transaction (mining is recomputed from the sessions)."""
     now = utcnow_iso()
-    fam_rows = []
-    task_rows = []
-    for fam in families:
-        fam_rows.append(
-            {
-                "id": fam.id,
-                "name": fam.name,
-                "skill_name": fam.skill_name,
-                "size": len(fam.attempts),
-                "tools_json": json.dumps(fam.tools),
-                "projects_json": json.dumps(fam.projects),
-                "checks_json": json.dumps(fam.checks),
-                "rubric_json": json.dumps(fam.rubric),
-                "seed": seed,
-                "mined_at": now,
-            }
-        )
-        for a in fam.attempts:
-            task_rows.append(
-                {
-                    "id": "task-" + hashlib.sha1(a.key.encode()).hexdigest()[:12],
-                    "family_id": fam.id,
-                    "attempt_key": a.key,
-                    "session_pk": a.session_pk,
-                    "tool": a.tool,
-                    "session_id": a.session_id,
-                    "turn_key": a.turn_key,
-                    "prompt": a.prompt,
-                    "project_path": a.project_path,
-                    "repo_commit": a.repo_commit,
-                    "repo_dirty": a.repo_dirty,
-                    "repo_diff_hash": a.repo_diff_hash,
-                    "started_at": a.started_at,
-                    "split": fam.splits.get(a.key, "train"),
-                    "outcome": a.outcome,
-                    "accepted": a.accepted,
-                    "abrupt_end": a.abrupt_end,
-                    "commands_json": json.dumps([asdict(c) for c in a.commands][-20:]),
-                    "corrections_json": json.dumps(a.corrections),
-                    "skills_used_json": json.dumps(a.skills_used),
-                }
-            )
+    fam_rows = [
+        {
+            "id": fam.id,
+            "name": fam.name,
+            "skill_name": fam.skill_name,
+            "size": len(fam.attempts),
+            "tools_json": json.dumps(fam.tools),
+            "projects_json": json.dumps(fam.projects),
+            "checks_json": json.dumps(fam.checks),
+            "rubric_json": json.dumps(fam.rubric),
+            "seed": seed,
+            "mined_at": now,
+        }
+        for fam in families
+    ]
+    task_rows = [_task_row(fam, a) for fam in families for a in fam.attempts]
     with db.conn:
         db.execute("DELETE FROM tasks")
         db.execute("DELETE FROM task_families")
@@ -652,16 +437,51 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
     )
 
 
-def mine(
+# ---------------------------------------------------------------------------------------------- one pass
+
+
+@dataclass
+class MiningResult:
+    """Everything one pass found, for `--explain`: families, every attempt, the sessions it skipped."""
+
+    families: list[Family]
+    attempts: list[Attempt]
+    excluded: list[tuple[dict[str, Any], str]]
+    report: MiningReport
+
+    def family_of(self) -> dict[str, Family]:
+        return {a.key: f for f in self.families for a in f.attempts}
+
+
+def label_sessions(
+    db: sqlite_utils.Database, stored: StoredSessions, chat: Chat, *, budget: Budget | None, batch: int
+) -> tuple[dict[str, Label], LabelReport]:
+    """Model labels for every user message of the mined sessions (cached ones cost nothing)."""
+    requests = [m.request for s in stored.sessions for m in user_messages(stored.turns.get(s["id"], []))]
+    labeller = Labeller(db, chat, budget=budget, batch=batch)
+    labels = labeller.label(requests)
+    return labels, labeller.report
+
+
+def mine_detailed(
     db: sqlite_utils.Database,
     *,
     seed: int = 42,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     min_size: int = 2,
-    include_automation: bool = False,
+    rules: ExcludeRules | None = None,
     ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
-) -> tuple[list[Family], MiningReport]:
-    attempts = load_attempts(db, include_automation=include_automation)
+    chat: Chat | None = None,
+    budget: Budget | None = None,
+    batch: int = 40,
+) -> MiningResult:
+    """One mining pass: read, label (when `chat` is given), segment, cluster, save."""
+    stored = load_sessions(db, rules or ExcludeRules())
+    labels: dict[str, Label] = {}
+    label_report: LabelReport | None = None
+    if chat is not None:
+        labels, label_report = label_sessions(db, stored, chat, budget=budget, batch=batch)
+    attempts = _segment_all(stored, labels)
     families = build_families(
         attempts,
         threshold=threshold,
@@ -672,4 +492,95 @@ def mine(
     )
     report = save_families(db, families, seed=seed)
     report.attempts = len(attempts)
-    return families, report
+    report.sessions = len(stored.sessions)
+    report.excluded = dict(Counter(reason for _, reason in stored.excluded))
+    report.kinds = dict(Counter(m.kind for a in attempts for m in a.messages))
+    if label_report is not None:
+        report.labels = label_report.to_dict()
+        report.notes.extend(label_report.problems)
+    return MiningResult(families, attempts, stored.excluded, report)
+
+
+def mine(
+    db: sqlite_utils.Database,
+    *,
+    seed: int = 42,
+    threshold: float | None = None,
+    min_size: int = 2,
+    include_automation: bool = False,
+    ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
+    rules: ExcludeRules | None = None,
+    chat: Chat | None = None,
+    budget: Budget | None = None,
+    batch: int = 40,
+) -> tuple[list[Family], MiningReport]:
+    """Mine and save the families; `rules` (from `night.exclude`) wins over `include_automation`."""
+    result = mine_detailed(
+        db,
+        seed=seed,
+        threshold=threshold,
+        min_size=min_size,
+        rules=rules or ExcludeRules(include_automation=include_automation),
+        ratios=ratios,
+        chat=chat,
+        budget=budget,
+        batch=batch,
+    )
+    return result.families, result.report
+
+
+# ---------------------------------------------------------------------------------------------- explaining
+
+
+def explain_rows(result: MiningResult) -> list[dict[str, Any]]:
+    """Per user message: its kind, why, the intent and kind of work, and the family it landed in and why;
+    then every skipped session with its reason. What `skillopt tasks mine --explain` shows."""
+    family_of = result.family_of()
+    rows: list[dict[str, Any]] = []
+    for a in result.attempts:
+        fam = family_of.get(a.key)
+        if fam is not None:
+            placed = f"with {len(fam.attempts) - 1} similar requests"
+        elif a.one_off:
+            placed = "alone: the model judged it a one-off"
+        else:
+            placed = "alone: no other request was alike enough"
+        for m in a.messages:
+            rows.append(
+                {
+                    "tool": a.tool,
+                    "session": a.session_id,
+                    "project": a.project_path,
+                    "request": m.text,
+                    "kind": m.kind,
+                    "source": m.source,
+                    "why": m.why,
+                    "intent": a.intent,
+                    "work": a.work,
+                    "task": a.prompt if m.kind != "task" else None,
+                    "family": fam.id if fam else None,
+                    "family_name": fam.name if fam else None,
+                    "family_why": placed if m.kind == "task" else "belongs to the task before it",
+                    "checks": sorted(a.final_checks) if m.kind == "task" else [],
+                }
+            )
+    for s, reason in result.excluded:
+        rows.append(
+            {
+                "tool": s.get("tool"),
+                "session": s.get("session_id"),
+                "project": s.get("project_path"),
+                "request": None,
+                "kind": "excluded",
+                "source": "rules",
+                "why": reason,
+                "intent": "",
+                "work": "",
+                "task": None,
+                "family": None,
+                "family_name": None,
+                "family_why": "session not mined",
+                "checks": [],
+            }
+        )
+    return rows

@@ -14,6 +14,7 @@ from skillopt_daemon.core.store.migrations import (
     m002_ingest,
     m003_night,
     m004_integration_targets,
+    m005_labels,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -23,4 +24,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m002_ingest", m002_ingest.migrate),
     ("m003_night", m003_night.migrate),
     ("m004_integration_targets", m004_integration_targets.migrate),
+    ("m005_labels", m005_labels.migrate),
 ]
