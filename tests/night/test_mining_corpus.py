@@ -191,7 +191,7 @@ def test_tasks_mine_explain_and_json(tmp_path: Path, heldout: sqlite_utils.Datab
 def test_labelling_counts_in_the_nights_budget_and_stops_at_its_cap(
     heldout: sqlite_utils.Database, labels: Labels
 ) -> None:
-    from skillopt_daemon.night.cycle import BudgetedChat, NightBudget
+    from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 
     with ScriptedServer(LabellerScript()) as server:
         budget = NightBudget(max_tokens=10**9, max_cost_usd=100.0, max_wall_s=600.0, max_replays=10)
