@@ -6,13 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-
-from conftest import Env
+from typing import Any
 
 from skillopt_lib import __version__
 
 
-def test_version_is_printed_and_exits_zero(env: Env) -> None:
+def test_version_is_printed_and_exits_zero(env: Any) -> None:
     res = env.run("--version")
     assert res.returncode == 0
     assert res.stdout.strip() == f"skillopt {__version__}"
@@ -31,7 +30,7 @@ def test_output_to_a_pipe_is_not_wrapped_at_eighty_columns(tmp_path: Path) -> No
     assert len(res.stderr.splitlines()) == 1 and res.stderr.rstrip().endswith("y" * 90)
 
 
-def test_print_plugin_dir_names_the_shipped_plugin_and_marketplace(env: Env) -> None:
+def test_print_plugin_dir_names_the_shipped_plugin_and_marketplace(env: Any) -> None:
     res = env.run("install", "claude-code", "--print-plugin-dir")
     assert res.returncode == 0, res.stderr
     folder = Path(res.stdout.strip())
