@@ -2,7 +2,7 @@
 
 Scores decide which skill edits survive the gate, so a scorer that is slightly off (a missing article rule,
 a comma in a number, a float printed as 3.0000001) quietly trains the skill toward the scorer's bug.
-Every function here is unit-tested against hand-checked examples in `tests/benchmarks/test_scoring.py`.
+Every function here is unit-tested against hand-checked examples in `tests/lib/envs/test_bench_scoring.py`.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "sources" / "fixtures" / "real"
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "tests" / "daemon" / "ingest" / "sources" / "fixtures" / "real"
 TOY_KEY = "sk-dashboard-test-0123456789abcdef"
 XSS = '<script>window.__pwned = 1; alert("pwned")</script><img src=x onerror="window.__pwned=2">'
 XSS_PROMPT = f"fix the failing test {XSS} please"

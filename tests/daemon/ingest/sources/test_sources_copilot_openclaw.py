@@ -86,7 +86,7 @@ def test_openclaw_legacy_jsonl_sessions_are_still_read() -> None:
 
 
 def test_install_script_and_tool_table_pin_the_tested_versions() -> None:
-    script = (Path(__file__).parents[2] / "scripts" / "install-agent-clis.sh").read_text()
+    script = (Path(__file__).parents[4] / "scripts" / "install-agent-clis.sh").read_text()
     assert f'COPILOT_VERSION="{ac.COPILOT_VERSION}"' in script
     assert f'OPENCLAW_VERSION="{ac.OPENCLAW_VERSION}"' in script
     assert spec(AgentTool.COPILOT).tested_versions == ("1.0.0", ac.COPILOT_VERSION)

@@ -1,4 +1,4 @@
-"""Fast checks on the committed transcripts that the real CLIs wrote (regenerate: tests/sources/make_fixtures.py)."""
+"""Fast checks on the committed transcripts that the real CLIs wrote (regenerate: tests/daemon/ingest/sources/make_fixtures.py)."""
 
 from __future__ import annotations
 

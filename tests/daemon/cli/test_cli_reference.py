@@ -8,7 +8,7 @@ from pathlib import Path
 
 from skillopt_lib.errors import EXIT_CODES
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 
 
 def _generate() -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 
-from sources.secrets_corpus import make_secrets
+from ingest.sources.secrets_corpus import make_secrets
 
 from .conftest import Env
 from .helpers import claude_line, cli, files_under, query, start_daemon, wait_for

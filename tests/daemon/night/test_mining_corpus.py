@@ -162,7 +162,7 @@ def test_tasks_mine_explain_and_json(tmp_path: Path, heldout: sqlite_utils.Datab
         **os.environ,
         "SKILLOPT_HOME": str(tmp_path / "skillopt"),
         "SKILLOPT_NO_DESKTOP_NOTIFY": "1",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
     }
     # The CLI mines the store of SKILLOPT_HOME (the fixture's): put the corpus there.
     target = paths.db_path()

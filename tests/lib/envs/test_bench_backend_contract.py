@@ -28,7 +28,7 @@ CHAT_BACKENDS: dict[str, Callable[[ScriptedServer], str]] = {
     "anthropic": lambda server: server.url,
 }
 PNG = (
-    Path(__file__).resolve().parents[2] / "skillopt_lib/envs/docvqa/sample/documents/invc0001_1.png"
+    Path(__file__).resolve().parents[3] / "skillopt_lib/envs/docvqa/sample/documents/invc0001_1.png"
 ).read_bytes()
 
 

@@ -1,4 +1,4 @@
-"""Regenerate the committed real-CLI transcripts under `fixtures/real/`: `python tests/sources/make_fixtures.py`.
+"""Regenerate the committed real-CLI transcripts under `fixtures/real/`: `python tests/daemon/ingest/sources/make_fixtures.py`.
 
 Runs the pinned `claude` and `codex` CLIs against the scripted model server (a failing test command, a file
 write, then a `--resume` correction that runs the tests again) and copies what they wrote, with the

@@ -20,7 +20,7 @@ from skillopt_lib.skill import SkillBundle, SkillDoc
 
 ROOT = integrations.integrations_root()
 PLUGIN = ROOT / "claude-code"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_every_tool_ships_a_valid_skillopt_skill() -> None:

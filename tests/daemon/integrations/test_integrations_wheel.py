@@ -19,7 +19,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -628,7 +628,7 @@ def test_runs_as_a_module_and_prints_its_url(tmp_path: Path) -> None:
 
 def test_documented_example_script_walks_as_described() -> None:
     """The YAML example in docs/testing.md parses and its branches play as the text there says."""
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "testing.md").read_text()
     script = Script.from_text(doc.split("```yaml\n", 1)[1].split("```", 1)[0])
     tools = [ToolSpec("Bash", properties={"command": {}}), ToolSpec("apply_patch", "custom")]
 

@@ -26,7 +26,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def _add_marketplace_and_install(sandbox, repo: Path) -> None:  # type: ignore[n
 def _published_copy(tmp_path: Path) -> Path:
     """Only the marketplace file and the plugin folder: proves the plugin needs nothing else of the repo."""
     repo = tmp_path / "published"
-    source = Path(__file__).resolve().parents[2]
+    source = Path(__file__).resolve().parents[3]
     shutil.copytree(source / ".claude-plugin", repo / ".claude-plugin")
     shutil.copytree(integrations.plugin_dir(), repo / "integrations" / "claude-code")
     return repo
