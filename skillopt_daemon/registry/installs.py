@@ -174,6 +174,11 @@ class Installs(Drift):
 
     # -- crash recovery ------------------------------------------------------------------------------------
 
+    def _settle(self) -> None:
+        # A registry lives as long as the daemon or the dashboard: an install killed between its two renames
+        # (no skill folder at all) is settled at the next read of a target, not only at the next start.
+        self.reconcile()
+
     def reconcile(self) -> list[str]:
         """Settle installs interrupted by a crash. Skipped while another process is installing."""
         if not self.db.execute("SELECT 1 FROM installs WHERE state = 'intent' LIMIT 1").fetchone():
