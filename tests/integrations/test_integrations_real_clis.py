@@ -46,6 +46,8 @@ def _wire_skillopt(sandbox, so_home: Path) -> None:  # type: ignore[no-untyped-d
         SKILLOPT_BIN=str(SKILLOPT),
         PATH=f"{VENV_BIN}{os.pathsep}{sandbox.env['PATH']}",
     )
+    if os.environ.get("PYTHONPATH"):  # the skillopt the agent runs is the code under test
+        sandbox.env["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
 
 def _init_event(run: ac.CliRun) -> dict:  # type: ignore[type-arg]
@@ -260,7 +262,9 @@ def test_skill_installed_for_codex_reaches_the_model(codex_sandbox, tmp_path: Pa
         [str(SKILLOPT), "install", "codex"], env=codex_sandbox.env, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (codex_sandbox.home / ".agents" / "skills" / "release-notes" / "SKILL.md").is_file()
+    assert (codex_sandbox.home / ".codex" / "skills" / "release-notes" / "SKILL.md").is_file()
+    agents = codex_sandbox.home / ".agents"
+    assert not agents.exists(), sorted(str(p) for p in agents.rglob("*"))
     run = codex_sandbox.run("hello")
     assert run.returncode == 0, run.describe()
     sent = codex_sandbox.server.requests_matching(api="responses", text="group changes by user impact")
