@@ -561,3 +561,18 @@ def test_openclaw_rewrite_leaves_a_compliant_skill_byte_for_byte() -> None:
     fixed = single_line_frontmatter(folded)
     assert fixed == '---\nname: a\ndescription: "two\\nlines\\n"\n---\nbody\n'
     assert SkillDoc.parse(fixed).frontmatter == SkillDoc.parse(folded).frontmatter
+
+
+def test_importing_a_tools_skills_leaves_out_skillopts_own_skill(env: Env, cli) -> None:
+    (env.home / ".claude").mkdir()
+    assert cli("install", "claude-code").code == 0
+    mine = env.home / ".claude" / "skills" / "py-tests"
+    mine.mkdir()
+    (mine / "SKILL.md").write_text(
+        "---\nname: py-tests\ndescription: Use when running tests.\n---\n\nRun pytest.\n"
+    )
+    res = cli("skills", "import", "--tool", "claude-code", "--json")
+    assert res.code == 0, res.err
+    assert [r["skill"] for r in json.loads(res.out)] == ["py-tests"]
+    listed = json.loads(cli("skills", "list", "--json").out)
+    assert "skillopt" not in json.dumps(listed) and "py-tests" in json.dumps(listed)
