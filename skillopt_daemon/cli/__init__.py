@@ -119,7 +119,10 @@ def _app_for(argv: list[str]) -> typer.Typer:
 
 def main() -> None:
     try:
-        _app_for(sys.argv[1:])(standalone_mode=False)
+        # outside standalone mode click returns a command's `typer.Exit` code instead of exiting with it
+        code = _app_for(sys.argv[1:])(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except SkillOptError as exc:
         err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
         if exc.hint:  # hints hold commands to copy: never wrapped

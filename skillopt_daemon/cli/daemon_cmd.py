@@ -89,9 +89,21 @@ def register(app: typer.Typer) -> None:
 
         svc = service_files.install_service(platform)
         if as_json:
-            print_json({"path": str(svc.path), "kind": svc.kind, "enable": svc.enable_hint})
+            print_json(
+                {
+                    "path": str(svc.path),
+                    "kind": svc.kind,
+                    "enable": svc.enable_hint,
+                    "clis": svc.clis.found,
+                    "warnings": svc.clis.warnings,
+                }
+            )
             return
         console.print(f"wrote {svc.kind} service file {svc.path}", markup=False)
+        for tool, exe in sorted(svc.clis.found.items()):
+            console.print(f"  the service finds the {tool} CLI at {exe}", markup=False)
+        for warning in svc.clis.warnings:
+            err_console.print(f"warning: {warning}", markup=False)
         console.print(f"enable it with:\n  {svc.enable_hint}", markup=False)
 
     app.add_typer(daemon_app, name="daemon")

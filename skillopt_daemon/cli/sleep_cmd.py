@@ -82,7 +82,8 @@ def run(
         )
         if report.proposals:
             console.print("Review with `skillopt status` and `skillopt diff ID`.")
-    if report.status == "failed":
+    if report.failure:
+        err_console.print(f"[red]error:[/] {report.failure}")
         raise typer.Exit(1)
 
 

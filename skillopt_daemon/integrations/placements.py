@@ -11,6 +11,7 @@ kept unless forced. The rules for where writing is allowed are the installers' (
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -230,6 +231,16 @@ class SectionPlacement:
 JsonMerge = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+def _indent_of(text: str) -> str:
+    """The indentation a JSON file uses (two spaces when it has none), so skillopt writes it the same way."""
+    found = re.search(r"^([ \t]+)\S", text, re.MULTILINE)
+    return found.group(1) if found else "  "
+
+
+def _dump(doc: dict[str, Any], like: str) -> bytes:
+    return (json.dumps(doc, indent=_indent_of(like), ensure_ascii=False) + "\n").encode("utf-8")
+
+
 @dataclass(frozen=True)
 class JsonPlacement:
     """Entries merged into a JSON settings file the tool owns (hooks, MCP servers); the rest is kept as is.
@@ -258,9 +269,13 @@ class JsonPlacement:
         return data
 
     def install(self, ctx: Context, previous: dict[str, Any] | None) -> dict[str, Any]:
+        """Merge skillopt's entries in, in the file's own indentation. The user's bytes from before the
+        first merge are backed up, so uninstall can give them back exactly when nothing of theirs changed."""
         check_inside(self.root, self.path)
         current = self._read()
         created = (previous or {}).get("created", current is None)
+        record = {"kind": "json", "path": str(self.path), "created": created, "what": self.what}
+        record["backup"] = (previous or {}).get("backup")
         base = current if current is not None else {}
         merged = self.add(json.loads(json.dumps(base)))
         if current is not None and merged == current:
@@ -271,10 +286,11 @@ class JsonPlacement:
                 Action("merge" if current is not None else "create", self.path, self.what)
             )
             if not ctx.dry_run:
-                atomic_write(
-                    self.path, (json.dumps(merged, indent=2) + "\n").encode("utf-8"), current_mode(self.path)
-                )
-        return {"kind": "json", "path": str(self.path), "created": created, "what": self.what}
+                text = self.path.read_text(encoding="utf-8") if current is not None else ""
+                if current is not None and previous is None:
+                    record["backup"] = ctx.backups.save(self.path)
+                atomic_write(self.path, _dump(merged, text), current_mode(self.path))
+        return record
 
     def uninstall(self, ctx: Context, record: dict[str, Any]) -> None:
         current = self._read()
@@ -293,11 +309,22 @@ class JsonPlacement:
         else:
             ctx.report.actions.append(Action("unmerge", self.path, self.what))
             if not ctx.dry_run:
-                atomic_write(
-                    self.path,
-                    (json.dumps(stripped, indent=2) + "\n").encode("utf-8"),
-                    current_mode(self.path),
-                )
+                data = _original_bytes(record.get("backup"), stripped)
+                if data is None:
+                    data = _dump(stripped, self.path.read_text(encoding="utf-8"))
+                atomic_write(self.path, data, current_mode(self.path))
+
+
+def _original_bytes(backup: str | None, stripped: dict[str, Any]) -> bytes | None:
+    """The user's file as it was before skillopt merged into it, when it holds what is left (`stripped`):
+    then nothing of theirs changed, and they get their own bytes back, formatting and all."""
+    if not backup or not Path(backup).is_file():
+        return None
+    data = Path(backup).read_bytes()
+    try:
+        return data if json.loads(data) == stripped else None
+    except ValueError:
+        return None
 
 
 Placement = FilePlacement | SectionPlacement | JsonPlacement

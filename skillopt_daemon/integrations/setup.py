@@ -111,6 +111,8 @@ def _place(ctx: Context, instructions: bool) -> None:
     for path, r in prev_records.items():
         if path not in planned:  # placed by an older skillopt, no longer part of the integration
             _uninstall_record(ctx, r, placements)
+            if not ctx.dry_run:  # its folder goes too when nothing else is in it (Codex's second folder)
+                _prune_empty_dirs(Path(path).parent, Path(path).parent.parent)
     if not ctx.dry_run:
         save_manifest(
             target,
@@ -193,19 +195,15 @@ def _sync_approved_skills(ctx: Context, reg: Registry) -> None:
         version = reg.current_version(skill)
         if version is None or version.state != "approved":
             continue
-        if ctx.dry_run:
-            plan = installer.plan(target, skill, reg.load_bundle(version.id), None)
-            ctx.report.actions.extend(Action(f.action, f.path, version.label) for f in plan.files)
-            continue
-        try:
-            outcome = reg.install_to(skill, target, version=version.id, force=ctx.force)
-        except SkillOptError as exc:
-            ctx.report.notes.append(f"{skill} was not installed for {target}: {exc.message}")
-            continue
-        for path in sorted(outcome.files):
-            ctx.report.actions.append(
-                Action("update" if outcome.changed else "unchanged", Path(path), version.label)
-            )
+        # The dry run and the real run report the same plan, file by file.
+        plan = installer.plan(target, skill, reg.load_bundle(version.id), None)
+        if not ctx.dry_run:
+            try:
+                reg.install_to(skill, target, version=version.id, force=ctx.force)
+            except SkillOptError as exc:
+                ctx.report.notes.append(f"{skill} was not installed for {target}: {exc.message}")
+                continue
+        ctx.report.actions.extend(Action(f.action, f.path, version.label) for f in plan.files)
 
 
 def _remove_approved_skills(ctx: Context, reg: Registry) -> None:
@@ -232,7 +230,8 @@ def _remove_approved_skills(ctx: Context, reg: Registry) -> None:
             ctx.report.actions.append(Action("keep", where))
             ctx.report.notes.append(f"kept {ts.skill} at {target}: {exc.message}")
             continue
-        ctx.report.actions.extend(Action("remove", p, ts.skill) for p in removed)
+        # A file the user had there before skillopt's first install is back: it was restored, not removed.
+        ctx.report.actions.extend(Action("restore" if p.exists() else "remove", p, ts.skill) for p in removed)
 
 
 def _prune_empty_dirs(folder: Path, stop: Path | None) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from skillopt_daemon.registry.imports import OWN_SKILL
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import NotFoundError
 
 # The skill that teaches an agent the skillopt CLI, and the name of skillopt's section in instruction files.
-SKILL_NAME = "skillopt"
+SKILL_NAME = OWN_SKILL  # the registry leaves it out of imports
 SECTION_NAME = "skillopt"
 
 

@@ -22,6 +22,12 @@ class SkillOutcome:
     candidate: float | None = None
 
 
+def trained_nothing(skills: list[dict[str, Any]]) -> bool:
+    """Whether a night took up skills and every one of them errored: such a night trained nothing, so it
+    neither counts as having consumed the sessions nor as a success."""
+    return bool(skills) and all(s.get("status") == "error" for s in skills)
+
+
 @dataclass
 class CycleReport:
     run_id: str
@@ -45,3 +51,12 @@ class CycleReport:
     @property
     def proposals(self) -> list[str]:
         return [s.proposal_id for s in self.skills if s.proposal_id]
+
+    @property
+    def failure(self) -> str | None:
+        """Why the night did not do its work, or None when it did: it failed, or every skill errored."""
+        if self.status == "failed":
+            return self.error or "the night failed"
+        if trained_nothing([asdict(s) for s in self.skills]):
+            return "no skill was trained: " + "; ".join(f"{s.skill}: {s.reason}" for s in self.skills)
+        return None

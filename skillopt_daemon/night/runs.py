@@ -17,10 +17,11 @@ import sqlite_utils
 
 from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_daemon.night.report import CycleReport
+from skillopt_daemon.night.report import CycleReport, trained_nothing
 
 TABLE = "night_runs"
-# A night with one of these statuses looked at everything ingested before it started.
+# A night with one of these statuses looked at everything ingested before it started (unless it was a dry
+# run or every skill it took up errored: see `consumed`).
 FINISHED = ("completed", "nothing-to-do", "budget")
 
 
@@ -119,18 +120,29 @@ def last_run(db: sqlite_utils.Database) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
+def consumed(row: dict[str, Any]) -> bool:
+    """Whether the night of `row` used up the sessions ingested before it: it finished, was not a dry run,
+    and did not error on every skill it took up. A night that trained nothing leaves them for the next."""
+    if row["status"] not in FINISHED or row["dry_run"]:
+        return False
+    return not trained_nothing(json.loads(row["summary_json"] or "{}").get("skills", []))
+
+
+def _last_consumed_start(db: sqlite_utils.Database) -> str | None:
+    if TABLE not in db.table_names():
+        return None
+    marks = ", ".join("?" for _ in FINISHED)
+    rows = db.query(
+        f"SELECT status, dry_run, summary_json, started_at FROM {TABLE} WHERE status IN ({marks}) "
+        "ORDER BY started_at DESC",
+        list(FINISHED),
+    )
+    return next((row["started_at"] for row in rows if consumed(row)), None)
+
+
 def new_since_last(db: sqlite_utils.Database) -> bool:
-    """Whether anything was ingested since the last finished night started."""
-    last = None
-    if TABLE in db.table_names():
-        marks = ", ".join("?" for _ in FINISHED)
-        rows = list(
-            db.query(
-                f"SELECT started_at FROM {TABLE} WHERE status IN ({marks}) ORDER BY started_at DESC LIMIT 1",
-                list(FINISHED),
-            )
-        )
-        last = rows[0]["started_at"] if rows else None
+    """Whether anything was ingested since the last night that consumed the sessions started."""
+    last = _last_consumed_start(db)
     if last is None:
         return True
     if "sessions" not in db.table_names():

@@ -309,6 +309,7 @@ class Registry(Imports):
                     f"{skill} at {target} was edited by hand; the edit is kept as a version",
                     hint="pass --force to remove it anyway",
                 )
+            ts = self.target_state(skill, target) or ts  # the record may have followed a moved home
             restore = None
             if ts.baseline_backup and Path(ts.baseline_backup, "0", SKILL_FILE).is_file():
                 restore = SkillBundle.from_path(Path(ts.baseline_backup, "0"))

@@ -8,14 +8,40 @@ active there, and the write is refused unless forced. So an edit is never lost, 
 from __future__ import annotations
 
 import os
+import shutil
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skillopt_daemon.registry.installers.base import InstallTarget
+from skillopt_daemon.registry.installers.base import Installer, InstallTarget, Location, scan_folder
 from skillopt_daemon.registry.models import HandEdit, TargetState, Version
 from skillopt_daemon.registry.targets import Targets
 from skillopt_lib.errors import ConflictError, SkillFormatError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
+
+
+def _home_relative(locations: Sequence[Location], name: str, path: str) -> str:
+    """`path` from the tool's home on (`skills/NAME/SKILL.md`), wherever that home was when it was recorded;
+    the path unchanged when it is not inside a skill folder of these locations."""
+    for loc in locations:
+        tail = os.sep + str(loc.skill_dir(name).relative_to(loc.base)) + os.sep
+        at = path.find(tail)
+        if at >= 0:
+            return path[at + 1 :]
+    return path
+
+
+def same_content(
+    locations: Sequence[Location], name: str, a: Mapping[str, str], b: Mapping[str, str]
+) -> bool:
+    """Whether two `{path: sha256}` maps hold the same files relative to the tool's home: true when the home
+    moved (another `CLAUDE_CONFIG_DIR`, a new user folder) but no byte changed."""
+
+    def content(files: Mapping[str, str]) -> Counter[tuple[str, str]]:
+        return Counter((_home_relative(locations, name, p), sha) for p, sha in files.items())
+
+    return content(a) == content(b)
 
 
 class Drift(Targets):
@@ -25,14 +51,54 @@ class Drift(Targets):
         """Paths at `target` that differ from what skillopt last wrote there; None when nothing differs.
 
         With no record for the target, anything present counts: skillopt never replaces files it did not
-        write without asking.
+        write without asking. Files that are byte-identical to the record under a tool home that moved are
+        no edit: the record follows them to their new paths (so uninstall and rollback find them there).
         """
-        current = self.installer(target.tool).scan(target, skill)
+        installer = self.installer(target.tool)
+        current = installer.scan(target, skill)
         ts = self.target_state(skill, target)
+        if ts is not None:
+            ts = self._retire(ts, installer)
         recorded = ts.installed if ts else {}
         if current == recorded:
             return None
+        if (
+            ts is not None
+            and recorded
+            and same_content(installer.locations(target), skill, current, recorded)
+        ):
+            with self.db.conn:
+                self._set_active(ts.id, ts.active_version_id, current)
+            return None
         return sorted(p for p in set(current) | set(recorded) if current.get(p) != recorded.get(p))
+
+    def _retire(self, ts: TargetState, installer: Installer) -> TargetState:
+        """Take out of the record of `ts` the files in folders skillopt no longer writes for this tool (Codex's
+        `.agents/skills`), deleting them where they still hold exactly what skillopt wrote; a copy edited
+        since stays on disk as the user's. Call under the install lock."""
+        kept = dict(ts.installed)
+        for loc in installer.retired_locations(ts.target):
+            folder = loc.skill_dir(ts.skill)
+            prefix = str(folder) + os.sep
+            ours = {p: sha for p, sha in ts.installed.items() if p.startswith(prefix)}
+            if not ours:
+                continue
+            for p in ours:
+                del kept[p]
+            if scan_folder(folder) == ours:
+                shutil.rmtree(folder)
+        if kept == ts.installed:
+            return ts
+        with self.db.conn:
+            self._set_active(ts.id, ts.active_version_id, kept)
+            self._audit(
+                "migrate",
+                skill=ts.skill,
+                target=ts.target,
+                message=f"{ts.skill} at {ts.target} is kept in one folder only; the copy in a folder "
+                "skillopt no longer writes was taken out",
+            )
+        return self._target_by_id(ts.id)
 
     def _edited_folder(self, skill: str, target: InstallTarget, changed: list[str]) -> Path | None:
         """The skill folder at `target` holding the changed files (else any with a SKILL.md), if one is left."""

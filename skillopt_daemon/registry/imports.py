@@ -17,6 +17,10 @@ from skillopt_lib.agents import spec
 from skillopt_lib.errors import NotFoundError, SkillFormatError, SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, iter_skill_dirs
 
+# The skill skillopt's own integration places in each tool's skill folder (it teaches the agent the CLI). It is
+# skillopt's, not the user's: importing a tool's skills leaves it out, so it never becomes a target to train.
+OWN_SKILL = "skillopt"
+
 
 class Imports(Installs):
     """Importing skill folders, targets and paths."""
@@ -78,10 +82,13 @@ class Imports(Installs):
         return ImportResult(name, status, str(folder), target, he.version, msg)
 
     def import_target(self, target: InstallTarget, seen: set[Path] | None = None) -> list[ImportResult]:
-        """Import every skill folder at `target`. Folders in `seen` (resolved) are skipped and new ones added:
-        tools share folders (`~/.agents/skills`), and one folder must belong to one target only."""
+        """Import every skill folder at `target` but skillopt's own (`OWN_SKILL`). Folders in `seen` (resolved)
+        are skipped and new ones added: tools share folders (`~/.agents/skills`), and one folder must belong
+        to one target only."""
         out: list[ImportResult] = []
         for d in self.installer(target.tool).discover(target):
+            if d.name == OWN_SKILL:
+                continue
             real = d.resolve()
             if seen is not None:
                 if real in seen:

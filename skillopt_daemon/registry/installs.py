@@ -103,7 +103,7 @@ class Installs(Drift):
         with self.db.conn:
             self._finish_intent(install_id, "installed")
             self._set_active(ts.id, version.id, actual)
-            if ts.baseline_backup is None and backup.is_dir():
+            if ts.baseline_backup is None and backup.is_dir() and not self._placed_before(ts.id, install_id):
                 self.db.table("targets").update(ts.id, {"baseline_backup": str(backup)})
             self._audit(
                 kind,
@@ -115,6 +115,16 @@ class Installs(Drift):
                 detail={"files": sorted(actual), "backup": str(backup) if backup.is_dir() else None},
             )
         return InstallOutcome(ts.target, version, changed, actual)
+
+    def _placed_before(self, target_id: int, install_id: str) -> bool:
+        """Whether skillopt had installed files at this target before `install_id`: then what the install
+        replaced was skillopt's own, not the user's, and is no baseline for uninstall to restore."""
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM installs WHERE target_id = ? AND state = 'installed' AND id != ? LIMIT 1",
+                [target_id, install_id],
+            ).fetchone()
+        )
 
     def _record_intent(
         self, install_id: str, version: Version, ts: TargetState, kind: str, want: Mapping[str, str]
@@ -173,6 +183,11 @@ class Installs(Drift):
         return edits
 
     # -- crash recovery ------------------------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        # A registry lives as long as the daemon or the dashboard: an install killed between its two renames
+        # (no skill folder at all) is settled at the next read of a target, not only at the next start.
+        self.reconcile()
 
     def reconcile(self) -> list[str]:
         """Settle installs interrupted by a crash. Skipped while another process is installing."""

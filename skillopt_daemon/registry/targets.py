@@ -32,7 +32,11 @@ class Targets(Versions):
     def _targets_where(self, where: str, args: list[object]) -> list[TargetState]:
         return [TargetState.from_row(r) for r in self.db.query(f"{TARGET_SQL} {where}", args)]
 
+    def _settle(self) -> None:
+        """Settle installs a killed process left half done before a target is read (see `Installs`)."""
+
     def targets(self, skill: str | None = None) -> list[TargetState]:
+        self._settle()
         where, args = ("WHERE s.name = ?", [skill]) if skill is not None else ("", [])
         return self._targets_where(f"{where} ORDER BY s.name, t.tool, t.scope, t.project", list(args))
 
@@ -77,6 +81,7 @@ class Targets(Versions):
             self._audit("enable" if enabled else "disable", skill=skill, target=target)
 
     def active_version(self, skill: str, target: InstallTarget) -> Version | None:
+        self._settle()
         ts = self.target_state(skill, target)
         if ts is None or ts.active_version_id is None:
             return None

@@ -3,7 +3,9 @@
 
 The files are written, never enabled: enabling a service changes what runs at every login, so the user
 runs the command `install_service` returns. They carry SKILLOPT_HOME and the agent tools' home variables of
-the shell that wrote them, so the service reads the same folders the user's commands do.
+the shell that wrote them, so the service reads the same folders the user's commands do, and that shell's
+PATH plus the folder of every agent CLI it resolves: systemd --user and launchd start services with a bare
+PATH, where a `claude` in `~/.local/bin`, under nvm or in `/opt/homebrew/bin` would not be found.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from __future__ import annotations
 import os
 import plistlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillopt_daemon.core import fsio, paths
-from skillopt_lib.errors import DaemonError
+from skillopt_daemon.core.config import Settings, load_settings, tool_home
+from skillopt_lib.agents import AgentTool, spec
+from skillopt_lib.backends.exec_base import find_cli
+from skillopt_lib.errors import DaemonError, SkillOptError
 
 SERVICE_NAME = "skillopt"
 LAUNCHD_LABEL = "dev.skillopt.daemon"
@@ -39,16 +44,62 @@ def launchd_plist_path() -> Path:
     return paths.user_home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
 
 
-def _service_env() -> dict[str, str]:
-    env = {}
+@dataclass
+class AgentCLIs:
+    """The agent CLIs as the shell writing the service file resolves them, and the ones it cannot find."""
+
+    found: dict[str, str] = field(default_factory=dict)  # tool -> absolute path of its CLI
+    warnings: list[str] = field(default_factory=list)
+
+
+def agent_clis(settings: Settings | None = None) -> AgentCLIs:
+    """Resolve each enabled tool's CLI (its configured path, else PATH). A tool whose home folder exists but
+    whose CLI is not found gets a warning: the service could not replay its sessions either."""
+    try:
+        settings = settings or load_settings()
+    except SkillOptError:
+        settings = Settings()
+    out = AgentCLIs()
+    for tool in AgentTool:
+        conf = settings.tool(tool)
+        if not conf.enabled:
+            continue
+        try:
+            out.found[tool.value] = find_cli(tool, spec(tool).executables, conf.cli)
+        except SkillOptError:
+            try:
+                used = tool_home(tool).is_dir()
+            except SkillOptError:
+                used = False
+            if used or conf.cli:
+                out.warnings.append(
+                    f"the {tool.value} CLI ({conf.cli or spec(tool).executable}) was not found: the service "
+                    f"will not find it either; install it, or set its path with "
+                    f"`skillopt config set tools.{tool.value}.cli PATH` and run install-service again"
+                )
+    return out
+
+
+def service_path(clis: AgentCLIs) -> str:
+    """This shell's PATH, followed by the folder of each resolved CLI that is not on it."""
+    parts = [p for p in os.environ.get("PATH", os.defpath).split(os.pathsep) if p]
+    for exe in clis.found.values():
+        folder = str(Path(exe).parent)
+        if folder not in parts:
+            parts.append(folder)
+    return os.pathsep.join(parts)
+
+
+def _service_env(clis: AgentCLIs | None = None) -> dict[str, str]:
+    env = {"PATH": service_path(clis or agent_clis())}
     for key in ("SKILLOPT_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "OPENCLAW_STATE_DIR"):
         if os.environ.get(key):
             env[key] = os.environ[key]
     return env
 
 
-def systemd_unit() -> str:
-    env_lines = "".join(f'Environment="{k}={v}"\n' for k, v in sorted(_service_env().items()))
+def systemd_unit(clis: AgentCLIs | None = None) -> str:
+    env_lines = "".join(f'Environment="{k}={v}"\n' for k, v in sorted(_service_env(clis).items()))
     command = " ".join(_systemd_quote(a) for a in service_command())
     return (
         "[Unit]\n"
@@ -71,7 +122,7 @@ def _systemd_quote(arg: str) -> str:
     return f'"{arg}"' if any(c.isspace() for c in arg) else arg
 
 
-def launchd_plist() -> bytes:
+def launchd_plist(clis: AgentCLIs | None = None) -> bytes:
     logfile = str(daemon_log_file())
     data: dict[str, Any] = {
         "Label": LAUNCHD_LABEL,
@@ -82,9 +133,7 @@ def launchd_plist() -> bytes:
         "StandardErrorPath": logfile,
         "ProcessType": "Background",
     }
-    env = _service_env()
-    if env:
-        data["EnvironmentVariables"] = env
+    data["EnvironmentVariables"] = _service_env(clis)
     return plistlib.dumps(data)
 
 
@@ -93,25 +142,29 @@ class ServiceFile:
     path: Path
     kind: str  # systemd | launchd
     enable_hint: str
+    clis: AgentCLIs = field(default_factory=AgentCLIs)
 
 
 def install_service(platform: str | None = None) -> ServiceFile:
-    """Write (never enable) the user service file for this platform; returns where and how to enable it."""
+    """Write (never enable) the user service file for this platform; returns where and how to enable it,
+    and the agent CLIs the service will find (with a warning for each it will not)."""
     platform = platform or ("macos" if sys.platform == "darwin" else "linux")
+    clis = agent_clis()
     if platform == "linux":
         path = systemd_unit_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write(path, systemd_unit().encode())
+        fsio.atomic_write(path, systemd_unit(clis).encode())
         return ServiceFile(
             path,
             "systemd",
             f"systemctl --user daemon-reload && systemctl --user enable --now {SERVICE_NAME}.service",
+            clis,
         )
     if platform == "macos":
         path = launchd_plist_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write(path, launchd_plist())
-        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}")
+        fsio.atomic_write(path, launchd_plist(clis))
+        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}", clis)
     raise DaemonError(
         f"no service file for platform {platform!r}", hint="use --platform linux or --platform macos"
     )

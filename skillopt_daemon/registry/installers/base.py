@@ -176,6 +176,14 @@ class Installer(Protocol):
         """
         ...
 
+    def retired_locations(self, target: InstallTarget) -> list[Location]:
+        """Skills roots of `target` that older skillopt releases wrote and this one no longer does.
+
+        The registry takes skillopt's copies out of them (see `Drift`). Empty for most tools; never raises
+        for a target of this tool and never touches the disk.
+        """
+        ...
+
     def prepare(self, bundle: SkillBundle) -> SkillBundle:
         """`bundle` adapted to what the tool accepts (the bundle itself when nothing changes).
 
@@ -384,6 +392,10 @@ class FolderInstaller:
             assert target.project is not None
             return self.project_locations(target.project)
         return self.user_locations()
+
+    def retired_locations(self, target: InstallTarget) -> list[Location]:
+        """Roots an older skillopt wrote for this tool and this one no longer does. The default: none."""
+        return []
 
     def prepare(self, bundle: SkillBundle) -> SkillBundle:
         """Adapt a version to what this tool accepts. The default writes it unchanged."""

@@ -1,6 +1,11 @@
-"""Codex reads skills from `~/.agents/skills/<name>/` (current builds) and `~/.codex/skills/<name>/` (older
-builds still do), and from `<repo>/.agents/skills` and `<repo>/.codex/skills`. A version goes to both, so
-whichever Codex a user runs finds the same version."""
+"""Codex reads skills from `$CODEX_HOME/skills/<name>/` (`~/.codex/skills`) and `~/.agents/skills/<name>/`,
+and in a repository from `<repo>/.codex/skills` and `<repo>/.agents/skills`. It lists a skill found in both
+twice, so a version goes to one folder only: the Codex one, where Codex's own skill-creator and
+skill-installer put skills (and which follows `CODEX_HOME`; `.agents/skills` is shared with other tools).
+
+Older skillopt releases wrote both; the `.agents` folders are `retired_locations`: the registry removes
+skillopt's copy there when it is byte-identical to what skillopt wrote, and otherwise leaves it alone.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.registry.installers.base import FolderInstaller, Location
+from skillopt_daemon.registry.installers.base import FolderInstaller, InstallTarget, Location
 from skillopt_lib.agents import AgentTool
 
 
@@ -26,13 +31,15 @@ class CodexInstaller(FolderInstaller):
         self._user_home = user_home
 
     def user_locations(self) -> list[Location]:
-        user = self._user_home or paths.user_home()
-        agents = user / ".agents"
         codex = self.home()
-        return [Location(agents / "skills", agents), Location(codex / "skills", codex)]
+        return [Location(codex / "skills", codex)]
 
     def project_locations(self, project: Path) -> list[Location]:
-        return [
-            Location(project / ".agents" / "skills", project),
-            Location(project / ".codex" / "skills", project),
-        ]
+        return [Location(project / ".codex" / "skills", project)]
+
+    def retired_locations(self, target: InstallTarget) -> list[Location]:
+        if target.scope == "project":
+            assert target.project is not None
+            return [Location(target.project / ".agents" / "skills", target.project)]
+        agents = (self._user_home or paths.user_home()) / ".agents"
+        return [Location(agents / "skills", agents)]

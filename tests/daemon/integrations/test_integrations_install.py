@@ -31,7 +31,7 @@ USER_FILES = {
         ".claude/commands/skillopt-status.md",
         ".claude/settings.json",
     ],
-    "codex": [".agents/skills/skillopt/SKILL.md", ".codex/skills/skillopt/SKILL.md"],
+    "codex": [".codex/skills/skillopt/SKILL.md"],
     "copilot": [".copilot/skills/skillopt/SKILL.md", ".copilot/mcp-config.json"],
     "cursor": [".cursor/skills/skillopt/SKILL.md"],
     "openclaw": [".openclaw/skills/skillopt/SKILL.md"],
@@ -46,7 +46,7 @@ PROJECT_FILES = {
         ".claude/commands/skillopt-status.md",
         ".claude/settings.local.json",
     ],
-    "codex": [".agents/skills/skillopt/SKILL.md", ".codex/skills/skillopt/SKILL.md"],
+    "codex": [".codex/skills/skillopt/SKILL.md"],
     "copilot": [".github/skills/skillopt/SKILL.md"],
     "cursor": [".cursor/skills/skillopt/SKILL.md"],
     "devin": [".devin/skills/skillopt/SKILL.md", ".devin/rules/skillopt.md", ".devin/hooks.v1.json"],
@@ -291,7 +291,7 @@ def test_uninstall_of_something_never_installed(env: Env, cli) -> None:
 
 SKILL_WHERE = {
     "claude-code": [".claude/skills/py-tests/SKILL.md"],
-    "codex": [".agents/skills/py-tests/SKILL.md", ".codex/skills/py-tests/SKILL.md"],
+    "codex": [".codex/skills/py-tests/SKILL.md"],
     "copilot": [".copilot/skills/py-tests/SKILL.md"],
     "cursor": [".cursor/skills/py-tests/SKILL.md"],
     "openclaw": [".openclaw/skills/py-tests/SKILL.md"],
@@ -335,8 +335,126 @@ def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
         reg.approve(v2)
     finally:
         reg.db.conn.close()
-    for rel in (".claude/skills", ".agents/skills", ".codex/skills"):
+    for rel in (".claude/skills", ".codex/skills"):
         assert "v2: use pytest -x" in (env.home / rel / "py-tests" / "SKILL.md").read_text(), rel
+    assert not (env.home / ".agents").exists(), "Codex reads both folders: one copy, or it lists it twice"
+
+
+def _approve(ref: str) -> None:
+    from skillopt_daemon.registry import open_registry
+
+    reg, _ = open_registry()
+    try:
+        reg.approve(ref)
+    finally:
+        reg.db.conn.close()
+
+
+def test_codex_double_installs_are_migrated_to_one_folder(env: Env, cli) -> None:
+    """What an older skillopt left: its skill and an approved one in both folders Codex reads."""
+    from integ_helpers import propose_skill
+
+    (env.home / ".codex").mkdir()
+    (env.home / ".claude").mkdir()
+    approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
+    assert cli("install", "codex").code == 0
+    old = env.home / ".agents" / "skills"
+    for name in ("skillopt", "py-tests"):
+        (old / name).mkdir(parents=True)
+        (old / name / "SKILL.md").write_bytes(
+            (env.home / ".codex" / "skills" / name / "SKILL.md").read_bytes()
+        )
+    _recorded_in_both_folders(env)
+    (old / "mine").mkdir()
+    (old / "mine" / "SKILL.md").write_text("---\nname: mine\ndescription: the user's own.\n---\n\nKeep me.\n")
+
+    assert cli("install", "codex").code == 0
+    _approve(propose_skill("py-tests", "Use when running Python tests.", "v2\n"))
+    assert sorted(p.name for p in old.iterdir()) == ["mine"], "skillopt's copies left the other folder"
+    assert "v2" in (env.home / ".codex" / "skills" / "py-tests" / "SKILL.md").read_text()
+
+
+def _recorded_in_both_folders(env: Env) -> None:
+    """Make the registry and the manifest say what an older skillopt recorded: both folders."""
+    import hashlib
+
+    from skillopt_daemon.core.store import open_db
+    from skillopt_daemon.integrations import manifest_path
+    from skillopt_daemon.registry.installers import InstallTarget
+    from skillopt_lib.agents import AgentTool
+
+    target = InstallTarget(AgentTool.CODEX, "user")
+    path = manifest_path(target)
+    data = json.loads(path.read_text())
+    extra = env.home / ".agents" / "skills" / "skillopt" / "SKILL.md"
+    data["placements"].append(
+        {
+            "kind": "file",
+            "path": str(extra),
+            "hash": hashlib.sha256(extra.read_bytes()).hexdigest(),
+            "backup": None,
+            "created": True,
+        }
+    )
+    path.write_text(json.dumps(data))
+    db = open_db()
+    row = next(db.query("SELECT id, installed FROM targets WHERE tool = 'codex'"))
+    installed = json.loads(row["installed"])
+    for p, sha in list(installed.items()):
+        installed[p.replace("/.codex/skills/", "/.agents/skills/")] = sha
+    with db.conn:
+        db.table("targets").update(row["id"], {"installed": json.dumps(installed)})
+    db.conn.close()
+
+
+def test_uninstall_codex_after_an_approval_leaves_nothing_behind(env: Env, cli) -> None:
+    from integ_helpers import propose_skill
+
+    (env.home / ".codex").mkdir()
+    (env.home / ".claude").mkdir()
+    approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
+    before = snapshot(env.home / ".codex")
+    assert cli("install", "codex").code == 0
+    _approve(propose_skill("py-tests", "Use when running Python tests.", "v2\n"))
+    assert cli("uninstall", "codex").code == 0
+    assert snapshot(env.home / ".codex") == before
+
+
+def test_uninstall_says_restore_for_the_users_own_skill_it_puts_back(env: Env, cli) -> None:
+    from integ_helpers import propose_skill
+
+    mine = env.home / ".codex" / "skills" / "py-tests" / "SKILL.md"
+    mine.parent.mkdir(parents=True)
+    original = "---\nname: py-tests\ndescription: Use when running Python tests.\n---\n\nmine\n"
+    mine.write_text(original)
+    assert cli("skills", "import", "--tool", "codex").code == 0
+    assert cli("install", "codex").code == 0
+    _approve(propose_skill("py-tests", "Use when running Python tests.", "v2\n"))
+    assert "v2" in mine.read_text()
+    gone = json.loads(cli("uninstall", "codex", "--json").out)
+    ops = {f["path"]: f["op"] for f in gone["files"]}
+    assert ops[str(mine)] == "restore"
+    assert mine.read_text() == original
+
+
+def test_install_dry_run_says_what_the_real_run_does(env: Env, cli) -> None:
+    (env.home / ".codex").mkdir()
+    (env.home / ".claude").mkdir()
+    approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
+    dry = json.loads(cli("install", "codex", "--dry-run", "--json").out)
+    real = json.loads(cli("install", "codex", "--json").out)
+    assert [(f["op"], f["path"]) for f in dry["files"]] == [(f["op"], f["path"]) for f in real["files"]]
+
+
+def test_uninstall_gives_back_the_users_settings_byte_for_byte(env: Env, cli) -> None:
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = '{\n    "model": "opus",\n    "permissions": {"allow": ["Bash(ls)"]}\n}\n'
+    settings.write_text(theirs)
+    assert cli("install", "claude-code").code == 0
+    assert '\n    "model": "opus"' in settings.read_text(), "their indentation is kept"
+    assert cli("uninstall", "claude-code").code == 0
+    assert settings.read_text() == theirs
 
 
 def test_devin_hook_joins_the_projects_own_hooks(env: Env, cli) -> None:
@@ -443,3 +561,18 @@ def test_openclaw_rewrite_leaves_a_compliant_skill_byte_for_byte() -> None:
     fixed = single_line_frontmatter(folded)
     assert fixed == '---\nname: a\ndescription: "two\\nlines\\n"\n---\nbody\n'
     assert SkillDoc.parse(fixed).frontmatter == SkillDoc.parse(folded).frontmatter
+
+
+def test_importing_a_tools_skills_leaves_out_skillopts_own_skill(env: Env, cli) -> None:
+    (env.home / ".claude").mkdir()
+    assert cli("install", "claude-code").code == 0
+    mine = env.home / ".claude" / "skills" / "py-tests"
+    mine.mkdir()
+    (mine / "SKILL.md").write_text(
+        "---\nname: py-tests\ndescription: Use when running tests.\n---\n\nRun pytest.\n"
+    )
+    res = cli("skills", "import", "--tool", "claude-code", "--json")
+    assert res.code == 0, res.err
+    assert [r["skill"] for r in json.loads(res.out)] == ["py-tests"]
+    listed = json.loads(cli("skills", "list", "--json").out)
+    assert "skillopt" not in json.dumps(listed) and "py-tests" in json.dumps(listed)

@@ -7,6 +7,7 @@ daemon about the session, and a skill approved in skillopt reaches the model of 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -46,6 +47,8 @@ def _wire_skillopt(sandbox, so_home: Path) -> None:  # type: ignore[no-untyped-d
         SKILLOPT_BIN=str(SKILLOPT),
         PATH=f"{VENV_BIN}{os.pathsep}{sandbox.env['PATH']}",
     )
+    if os.environ.get("PYTHONPATH"):  # the skillopt the agent runs is the code under test
+        sandbox.env["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
 
 def _init_event(run: ac.CliRun) -> dict:  # type: ignore[type-arg]
@@ -134,6 +137,26 @@ def test_plugin_dir_loads_commands_and_skill_and_the_daemon_records_the_session(
         while time.monotonic() < deadline and list(inbox.glob("*.json")):
             time.sleep(0.1)
         assert list(inbox.glob("*.json")) == [], "the daemon consumes the hooks' notes"
+
+
+def _documented_plugin_commands() -> list[str]:
+    """The slash commands docs/integrations.md tells a plugin user to type."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    section = text[text.index("- `commands/`") :]
+    return re.findall(r"`(/skillopt:[a-z-]+)`", section[: section.index("\n- ")])
+
+
+def test_the_documented_plugin_commands_run_headless(claude_sandbox, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`claude -p "/skillopt:skillopt-status"` with the plugin: the command's prompt reaches the model."""
+    _wire_skillopt(claude_sandbox, tmp_path / "skillopt-home")
+    documented = _documented_plugin_commands()
+    assert sorted(c.removeprefix("/skillopt:") for c in documented) == PLUGIN_COMMANDS
+    run = claude_sandbox.run(
+        "/skillopt:skillopt-status", extra_args=["--plugin-dir", str(integrations.plugin_dir())]
+    )
+    assert run.returncode == 0, run.describe()
+    assert "Unknown command" not in run.stdout
+    assert claude_sandbox.server.requests_matching(api="anthropic", text="which proposals wait for review")
 
 
 def _add_marketplace_and_install(sandbox, repo: Path) -> None:  # type: ignore[no-untyped-def]
@@ -260,7 +283,9 @@ def test_skill_installed_for_codex_reaches_the_model(codex_sandbox, tmp_path: Pa
         [str(SKILLOPT), "install", "codex"], env=codex_sandbox.env, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (codex_sandbox.home / ".agents" / "skills" / "release-notes" / "SKILL.md").is_file()
+    assert (codex_sandbox.home / ".codex" / "skills" / "release-notes" / "SKILL.md").is_file()
+    agents = codex_sandbox.home / ".agents"
+    assert not agents.exists(), sorted(str(p) for p in agents.rglob("*"))
     run = codex_sandbox.run("hello")
     assert run.returncode == 0, run.describe()
     sent = codex_sandbox.server.requests_matching(api="responses", text="group changes by user impact")

@@ -60,14 +60,16 @@ def wait_for(predicate: Any, timeout: float = 45.0, what: str = "condition") -> 
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def seed_sessions(env: dict[str, str], n: int = 6) -> None:
-    """A registered skill and sessions that used it, as ingest would have stored them."""
-    skill_dir = Path(env["HOME"]) / ".claude" / "skills" / "release-notes"
-    skill_dir.mkdir(parents=True)
-    (skill_dir / "SKILL.md").write_text(
-        "---\nname: release-notes\ndescription: Write release notes for a version.\n---\n\nList the changes.\n"
-    )
-    run(env, "skills", "import", "--tool", "claude-code")
+def seed_sessions(env: dict[str, str], n: int = 6, *, with_skill: bool = True) -> None:
+    """A registered skill (unless `with_skill` is false) and sessions that used it, as ingest stored them."""
+    if with_skill:
+        skill_dir = Path(env["HOME"]) / ".claude" / "skills" / "release-notes"
+        skill_dir.mkdir(parents=True)
+        (skill_dir / "SKILL.md").write_text(
+            "---\nname: release-notes\ndescription: Write release notes for a version.\n---\n\n"
+            "List the changes.\n"
+        )
+        run(env, "skills", "import", "--tool", "claude-code")
     db = open_db(Path(env["SKILLOPT_HOME"]) / "data" / "skillopt.db")
     now = utcnow_iso()
     with db.conn:
@@ -127,7 +129,7 @@ def seed_sessions(env: dict[str, str], n: int = 6) -> None:
 
 def test_with_nothing_configured_the_night_still_mines_and_says_what_is_missing(env: dict[str, str]) -> None:
     seed_sessions(env)
-    report = json.loads(run(env, "sleep", "run", "--now", "--json").stdout)
+    report = json.loads(run(env, "sleep", "run", "--now", "--json", check=False).stdout)
     assert report["mining"]["families"] == 1
     (outcome,) = report["skills"]
     assert outcome["skill"] == "release-notes" and outcome["status"] == "error"
@@ -135,6 +137,36 @@ def test_with_nothing_configured_the_night_still_mines_and_says_what_is_missing(
     status = run(env, "status").stdout
     assert "missing for replays" in status and "skillopt config set optimizer.backend" in status
     assert json.loads(run(env, "status", "--json").stdout)["pending"]["items"] == []
+
+
+def test_a_night_whose_only_skill_errored_fails_with_the_reason(env: dict[str, str]) -> None:
+    seed_sessions(env)
+    proc = run(env, "sleep", "run", "--now", check=False)
+    assert proc.returncode == 1
+    assert "release-notes" in proc.stderr and "replays cannot run" in proc.stderr
+    as_json = run(env, "sleep", "run", "--now", "--json", check=False)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["skills"][0]["status"] == "error"
+
+
+def test_a_night_that_trained_nothing_leaves_the_sessions_for_the_next_night(env: dict[str, str]) -> None:
+    seed_sessions(env)
+    run(env, "sleep", "run", "--now", check=False)  # the only skill errored: nothing was trained
+    again = run(env, "sleep", "run", check=False)
+    assert "Nothing new was ingested" not in again.stdout
+    assert [r["status"] for r in night_rows(env)] == ["completed", "completed"]
+
+
+def test_a_dry_run_leaves_the_sessions_for_the_next_night(env: dict[str, str]) -> None:
+    seed_sessions(env, with_skill=False)
+    run(env, "sleep", "run", "--now", "--dry-run")
+    real = run(env, "sleep", "run")
+    assert "Nothing new was ingested" not in real.stdout
+    assert [(r["status"], bool(r["dry_run"])) for r in night_rows(env)] == [
+        ("nothing-to-do", True),
+        ("nothing-to-do", False),
+    ]
+    # the real night looked at everything: the next one has nothing new to work on
+    assert "Nothing new was ingested" in run(env, "sleep", "run").stdout
 
 
 def test_manual_runs_and_the_schedule_share_one_lock(
@@ -170,7 +202,7 @@ def test_kill_9_mid_cycle_leaves_nothing_half_done_and_the_next_run_says_so(env:
     (row,) = night_rows(env)
     assert row["status"] == "running"  # what a killed process leaves behind
 
-    report = json.loads(run(env, "sleep", "run", "--now", "--json").stdout)
+    report = json.loads(run(env, "sleep", "run", "--now", "--json", check=False).stdout)
     assert "was interrupted before training; starting clean" in report["start_note"]
     rows = night_rows(env)
     assert [r["status"] for r in rows] == ["interrupted", "completed"]
