@@ -5,9 +5,10 @@ agent read. What the store never holds cannot leak to the optimizer's model prov
 backup, so redaction happens inside the sources, before the pipeline sees a record.
 
 Speed matters because the backfill pushes every byte of a user's history through here. Each pattern has a
-few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, the
-triggers are checked with `in`, and only the patterns whose trigger occurs are run. Most lines of a
-transcript contain no trigger at all and cost a handful of substring scans.
+few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, every
+trigger occurrence is found in one pass (`trigger_scan`), and only the patterns whose trigger occurs are
+tried, anchored at those places. Most lines of a transcript contain no trigger at all. A trigger should be
+as long as the pattern allows: `passw`, not `pass`, which every "3 passed" of a test run contains.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from skillopt_daemon.ingest.trigger_scan import TriggerScanner
 from skillopt_lib.errors import ConfigError
 
 MARK = "[REDACTED:{kind}]"
@@ -154,7 +156,7 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "password-in-connection-string",
         r"(?i)\b((?:Password|Pwd)\s*=\s*)(?!\[REDACTED)([^;\s\"']{3,})",
-        ["pass", "pwd"],
+        ["password", "pwd"],
         group=2,
     ),
     # key = value where the key names a secret: FOO_API_KEY=..., "password": "...", token: ... Only the value
@@ -164,14 +166,14 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
         r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
         r"(?=[^\s\"']*[A-Za-z])" + _SECRET + _END,
-        ["pass", "secret", "token", "key", "credential"],
+        ["passw", "passphrase", "secret", "token", "key", "credential"],
         group=1,
         back=8,
     ),
     _p(
         "password-flag",
         r"(?i)(\s--?(?:password|passwd|token|api-key|secret)[= ]\s*[\"']?)" + _SECRET + _END,
-        ["pass", "token", "secret", "api-key"],
+        ["passw", "token", "secret", "api-key"],
         group=2,
         back=3,
     ),
@@ -204,6 +206,7 @@ class Redactor:
         self._by_trigger: dict[str, tuple[int, ...]] = {
             t: tuple(i for i, p in enumerate(self._single) if t in p.triggers) for t in self._triggers
         }
+        self._scanner = TriggerScanner(self._triggers)
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return the text with every secret replaced, and how many were replaced."""
@@ -221,7 +224,7 @@ class Redactor:
             if len(lower) == len(text):
                 text, n = self._redact_at_triggers(text, lower)
             else:  # lower-casing changed the length (rare Unicode): positions do not line up, scan it all
-                present = {t for t in self._triggers if t in lower}
+                present = self._scanner.present(lower)
                 text, n = self._run(self._single, present, text)
             total += n
         for pattern in self._always:
@@ -247,16 +250,7 @@ class Redactor:
         """
         found: list[tuple[int, int, int, str]] = []  # (pattern order, start, end, mark)
         size = len(text)
-        positions: dict[str, list[int]] = {}  # each distinct trigger is searched for once
-        find = lower.find
-        for t in self._triggers:
-            i = find(t)
-            if i == -1:
-                continue
-            occ = positions[t] = []
-            while i != -1:
-                occ.append(i)
-                i = find(t, i + 1)
+        positions = self._scanner.positions(lower)  # every trigger found in one pass
         if not positions:
             return text, 0
         orders = sorted({o for t in positions for o in self._by_trigger[t]})
