@@ -84,6 +84,16 @@ _NEW_ROW = {
 }
 
 
+# Column order of the batch inserts (one executemany per table and batch): every key a pending row holds.
+_INSERT_COLUMNS = {
+    "turns": (
+        *("session_pk", "key", "seq", "file_id", "role", "text", "timestamp", "parent_key"),
+        *("is_meta", "model", "input_tokens", "output_tokens"),
+    ),
+    "tool_calls": ("session_pk", "key", "seq", "file_id", *_NEW_ROW["tool_calls"]),
+}
+
+
 def merge_counts(old_json: str | None, new: Counter[str]) -> str:
     """A stored JSON count of skip reasons plus `new`, sorted so equal counts store equal text."""
     merged = Counter(json.loads(old_json or "{}"))
@@ -210,7 +220,8 @@ class RecordWriter:
             f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
         ).fetchone()
         if row is not None:
-            self.db.table(table).update(row[0], values)
+            sets = ", ".join(f"{name} = ?" for name in values)
+            self.db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*values.values(), row[0]])
             return False
         self._pending[table][(pk, key)] = {
             **_NEW_ROW[table],
@@ -259,9 +270,8 @@ class RecordWriter:
 
     def _apply_session(self, tool: str, info: SessionInfo, batch: Batch) -> int:
         state = self._session(tool, info.session_id, batch)
-        sessions = self.db.table("sessions")
         if state.stored is None:
-            state.stored = sessions.get(state.pk)
+            state.stored = self.db.table("sessions").get(state.pk)
         row = state.stored
         sets: dict[str, Any] = {
             name: getattr(info, name) for name in _TEXT_COLUMNS if getattr(info, name) is not None
@@ -287,7 +297,7 @@ class RecordWriter:
             )
         changed = {k: v for k, v in sets.items() if row.get(k) != v}
         if changed:
-            sessions.update(state.pk, changed)
+            self.db.table("sessions").update(state.pk, changed)
             row.update(changed)
         for ts in (info.started_at, info.ended_at):
             self._note_time(state.pk, self._norm_time(ts, batch), batch)
@@ -350,7 +360,11 @@ class RecordWriter:
         cost does not depend on how long the session already is)."""
         for table, rows in self._pending.items():
             if rows:
-                self.db.table(table).insert_all(list(rows.values()))
+                columns = _INSERT_COLUMNS[table]
+                self.db.conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    [[row[c] for c in columns] for row in rows.values()],
+                )
                 rows.clear()
         if file_id is not None:
             for pk in sorted(batch.touched):
