@@ -33,7 +33,7 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.timeutil import to_iso, utcnow, utcnow_iso
-from skillopt_daemon.ingest import pinning, signals, tail
+from skillopt_daemon.ingest import fts, pinning, signals, tail
 from skillopt_daemon.ingest.meta import get_meta, set_meta
 from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record_problem
 from skillopt_daemon.ingest.redact import redact
@@ -150,6 +150,7 @@ class Pipeline:
         self._seen: dict[str, tuple[int, int, int, int]] = {}
         self._reported: set[tuple[str, str]] = set()
         self._stale_since: dict[int, float] = {}
+        self._bulk_indexing = False  # this process suspended the search index's triggers for a backfill
 
     # --- discovery ------------------------------------------------------------------------------------------
 
@@ -604,26 +605,42 @@ class Pipeline:
     ) -> list[FileOutcome]:
         """Ingest files in order; with `signals`, bring every touched session's signals up to date too.
 
-        `between` runs before each file (the daemon reads hook notes there during a long backfill).
+        `between` runs before each file (the daemon reads hook notes there during a long backfill). A large
+        backfill indexes its turns for search in one go at the end (see `fts`).
         """
         out: list[FileOutcome] = []
-        for source, path in files:
-            if should_stop():
-                break
-            if between is not None:
-                between()
-            try:
-                out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
-            except sqlite3.OperationalError:
-                raise  # the store itself is unusable right now (locked, disk full): the caller backs off
-            except Exception as exc:  # a bug on one file must not stop the others: report it, go on
-                out.append(self._internal_error(source, path, exc))
+        bulk = not self._bulk_indexing and self._worth_bulk(files)
+        if bulk:
+            fts.suspend(self.db, utcnow_iso())
+            self._bulk_indexing = True
+        try:
+            for source, path in files:
+                if should_stop():
+                    break
+                if between is not None:
+                    between()
+                try:
+                    out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
+                except sqlite3.OperationalError:
+                    raise  # the store itself is unusable now (locked, disk full): the caller backs off
+                except Exception as exc:  # a bug on one file must not stop the others: report it, go on
+                    out.append(self._internal_error(source, path, exc))
+        finally:
+            if bulk:
+                self._bulk_indexing = False
+            if not self._bulk_indexing:  # also after a crashed or concurrent backfill: rows become searchable
+                fts.resume_quietly(self.db)
         if out:
             with self.db.conn:
                 set_meta(self.db, "last_ingest_at", utcnow_iso())
         if signals and not should_stop():
             self.refresh_signals()
         return out
+
+    def _worth_bulk(self, files: Sequence[tuple[Source, Path]]) -> bool:
+        return len(files) >= fts.BULK_MIN_FILES and fts.worth_bulk(
+            self.db, len(files), self.pending_bytes(files)
+        )
 
     def _internal_error(self, source: Source, path: Path, exc: Exception) -> FileOutcome:
         # An exception's text may quote what it choked on: redacted like any transcript text.
