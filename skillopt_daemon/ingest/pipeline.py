@@ -39,7 +39,7 @@ from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record
 from skillopt_daemon.ingest.redact import redact
 from skillopt_daemon.ingest.sources import all_sources
 from skillopt_daemon.ingest.sources.base import Record, SessionInfo, SkipRecord, Source
-from skillopt_daemon.ingest.writer import Batch, RecordWriter, merge_counts
+from skillopt_daemon.ingest.writer import Batch, RecordWriter, get_row, merge_counts, update_row
 from skillopt_lib.agents import AgentTool
 
 log = logging.getLogger("skillopt.ingest")
@@ -269,7 +269,6 @@ class Pipeline:
         batch: Batch,
     ) -> None:
         """Store where the file was read to (`read.end`, or its whole size for a document) and its state."""
-        files = self.db.table("ingest_files")
         values: dict[str, Any] = {
             "tool": source.tool.value,
             "device": ident.device,
@@ -287,12 +286,12 @@ class Pipeline:
         }
         if batch.last_session is not None:
             values["session_pk"] = batch.last_session
-        old = files.get(row_id)
+        old = get_row(self.db, "ingest_files", row_id)
         values["lines"] = old["lines"] + (1 if read is None else len(read.lines))
         values["records"] = old["records"] + records
         if batch.skipped:
             values["skipped_json"] = merge_counts(old["skipped_json"], batch.skipped)
-        files.update(row_id, values)
+        update_row(self.db, "ingest_files", row_id, values)
         record_counts(self.db, batch.problems, path=str(path), tool=source.tool.value)
 
     def _check_versions(self, source: Source, path: Path, records: Sequence[Record]) -> None:
@@ -588,7 +587,7 @@ class Pipeline:
         for pk in due:
             with self.db.conn:
                 signals.update_sessions(self.db, [pk])
-                self.db.table("sessions").update(pk, {"signals_stale": 0})
+                update_row(self.db, "sessions", pk, {"signals_stale": 0})
             self._stale_since.pop(pk, None)
         return len(due)
 

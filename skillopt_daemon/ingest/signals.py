@@ -266,4 +266,7 @@ def update_sessions(db: sqlite_utils.Database, session_pks: Sequence[int]) -> No
                 err = None if c["is_error"] is None else bool(c["is_error"])
                 results.append(ToolResultRecord("", key, c["exit_code"], err, c["output_excerpt"] or ""))
         sig = derive_signals(turns, calls, results)
-        db.table("sessions").update(pk, {"signals_json": json.dumps(sig.as_dict(), ensure_ascii=False)})
+        db.execute(
+            "UPDATE sessions SET signals_json = ? WHERE id = ?",
+            [json.dumps(sig.as_dict(), ensure_ascii=False), pk],
+        )

@@ -94,6 +94,22 @@ _INSERT_COLUMNS = {
 }
 
 
+def get_row(db: sqlite_utils.Database, table: str, pk: int) -> dict[str, Any]:
+    """One row by id as a dict (`Table.get` without its schema look-ups, which dominate on hot paths)."""
+    cur = db.execute(f"SELECT * FROM {table} WHERE id = ?", [pk])
+    values = cur.fetchone()
+    if values is None:
+        raise LookupError(f"no row {pk} in {table}")
+    return dict(zip([d[0] for d in cur.description], values, strict=True))
+
+
+def update_row(db: sqlite_utils.Database, table: str, pk: int, values: dict[str, Any]) -> None:
+    """Set `values` (column -> plain value) on the row `pk` of `table`."""
+    if values:
+        sets = ", ".join(f'"{name}" = ?' for name in values)
+        db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*values.values(), pk])
+
+
 def merge_counts(old_json: str | None, new: Counter[str]) -> str:
     """A stored JSON count of skip reasons plus `new`, sorted so equal counts store equal text."""
     merged = Counter(json.loads(old_json or "{}"))
@@ -220,8 +236,7 @@ class RecordWriter:
             f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
         ).fetchone()
         if row is not None:
-            sets = ", ".join(f"{name} = ?" for name in values)
-            self.db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*values.values(), row[0]])
+            update_row(self.db, table, row[0], values)
             return False
         self._pending[table][(pk, key)] = {
             **_NEW_ROW[table],
@@ -271,7 +286,7 @@ class RecordWriter:
     def _apply_session(self, tool: str, info: SessionInfo, batch: Batch) -> int:
         state = self._session(tool, info.session_id, batch)
         if state.stored is None:
-            state.stored = self.db.table("sessions").get(state.pk)
+            state.stored = get_row(self.db, "sessions", state.pk)
         row = state.stored
         sets: dict[str, Any] = {
             name: getattr(info, name) for name in _TEXT_COLUMNS if getattr(info, name) is not None
@@ -297,7 +312,7 @@ class RecordWriter:
             )
         changed = {k: v for k, v in sets.items() if row.get(k) != v}
         if changed:
-            self.db.table("sessions").update(state.pk, changed)
+            update_row(self.db, "sessions", state.pk, changed)
             row.update(changed)
         for ts in (info.started_at, info.ended_at):
             self._note_time(state.pk, self._norm_time(ts, batch), batch)
@@ -322,8 +337,11 @@ class RecordWriter:
             for pending_key in [k for k in rows if k[0] == state.pk]:
                 del rows[pending_key]
             self.db.execute(f"DELETE FROM {table} WHERE session_pk = ?", [state.pk])
-        self.db.table("sessions").update(
-            state.pk, {"drop_reason": reason, "turn_count": 0, "tool_call_count": 0, "has_user_turn": 0}
+        update_row(
+            self.db,
+            "sessions",
+            state.pk,
+            {"drop_reason": reason, "turn_count": 0, "tool_call_count": 0, "has_user_turn": 0},
         )
         state.dropped = True
 
@@ -402,9 +420,12 @@ class RecordWriter:
                 },
             )
         if batch.skipped and batch.last_session is not None:
-            sessions = self.db.table("sessions")
-            old = sessions.get(batch.last_session)["skipped_json"]
-            sessions.update(batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)})
+            (old,) = self.db.execute(
+                "SELECT skipped_json FROM sessions WHERE id = ?", [batch.last_session]
+            ).fetchone()
+            update_row(
+                self.db, "sessions", batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)}
+            )
 
 
 def _pin_columns(info: SessionInfo) -> dict[str, Any]:
