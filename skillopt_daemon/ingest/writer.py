@@ -14,7 +14,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import sqlite_utils
@@ -129,6 +129,7 @@ class RecordWriter:
         # insert per table and batch instead of one per record.
         self._pending: dict[str, dict[tuple[int, str], dict[str, Any]]] = {t: {} for t in _NEW_ROW}
         self._own_roots = [str(p) for p in (paths.workspaces_dir(), paths.data_dir())]
+        self._own_workspace: dict[str, bool] = {}
 
     def forget(self) -> None:
         """Drop caches after a rollback: they may name rows that were never committed."""
@@ -280,11 +281,20 @@ class RecordWriter:
         return state
 
     def _is_own_workspace(self, project: str) -> bool:
-        norm = os.path.normpath(project)
-        return any(norm == root or norm.startswith(root + os.sep) for root in self._own_roots)
+        known = self._own_workspace.get(project)
+        if known is None:  # asked for every record's session: a user has few projects, remember them
+            norm = os.path.normpath(project)
+            known = any(norm == root or norm.startswith(root + os.sep) for root in self._own_roots)
+            if len(self._own_workspace) < 10_000:
+                self._own_workspace[project] = known
+        return known
 
     def _apply_session(self, tool: str, info: SessionInfo, batch: Batch) -> int:
         state = self._session(tool, info.session_id, batch)
+        if _times_only(info):  # what most lines of a transcript say about their session: nothing to merge
+            for ts in (info.started_at, info.ended_at):
+                self._note_time(state.pk, self._norm_time(ts, batch), batch)
+            return state.pk
         if state.stored is None:
             state.stored = get_row(self.db, "sessions", state.pk)
         row = state.stored
@@ -426,6 +436,17 @@ class RecordWriter:
             update_row(
                 self.db, "sessions", batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)}
             )
+
+
+# Every SessionInfo field but the session, its times and `extra` (a field added later is covered too).
+_NOT_TIMES = tuple(
+    f.name for f in fields(SessionInfo) if f.name not in ("session_id", "started_at", "ended_at", "extra")
+)
+
+
+def _times_only(info: SessionInfo) -> bool:
+    """Whether `info` carries nothing but times (the general path would then change nothing else)."""
+    return not info.extra and all(getattr(info, name) is None for name in _NOT_TIMES)
 
 
 def _pin_columns(info: SessionInfo) -> dict[str, Any]:
