@@ -1,9 +1,10 @@
-"""The redactor's one-pass trigger search (pyahocorasick) and its pure-Python fallback redact exactly the
+"""The redactor's one-pass trigger search (hyperscan) and its pure-Python fallback redact exactly the
 same secrets, so a platform without the wheel is as safe as one with it, only slower."""
 
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -34,16 +35,16 @@ def _texts(seed: int) -> list[str]:
     return out + [s.text for s in secrets]
 
 
-def test_fallback_redacts_the_same_as_the_automaton(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fallback_redacts_the_same_as_hyperscan(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = _texts(11)
-    with_automaton = Redactor(["internal-[0-9]{6}"])
-    assert with_automaton._scanner.uses_automaton
-    monkeypatch.setattr(trigger_scan, "ahocorasick", None)
+    native = Redactor(["internal-[0-9]{6}"])
+    assert native._scanner.native
+    monkeypatch.setattr(trigger_scan, "hyperscan", None)
     fallback = Redactor(["internal-[0-9]{6}"])
-    assert not fallback._scanner.uses_automaton
+    assert not fallback._scanner.native
     redacted = 0
     for text in texts:
-        fast = with_automaton.redact(text)
+        fast = native.redact(text)
         slow = fallback.redact(text)
         assert fast == slow
         redacted += fast[1]
@@ -52,10 +53,27 @@ def test_fallback_redacts_the_same_as_the_automaton(monkeypatch: pytest.MonkeyPa
         assert secret.secret not in fallback.redact(secret.text)[0]
 
 
-@pytest.mark.parametrize("automaton", [True, False])
-def test_scanner_finds_every_occurrence(automaton: bool) -> None:
-    scanner = TriggerScanner(["ab", "aba", "b", "xyz"], automaton=automaton)
+@pytest.mark.parametrize("native", [True, False])
+def test_scanner_finds_every_occurrence(native: bool) -> None:
+    scanner = TriggerScanner(["ab", "aba", "b", "xyz"], native=native)
     assert scanner.positions("abababx") == {"ab": [0, 2, 4], "aba": [0, 2], "b": [1, 3, 5]}
     assert scanner.present("--aba--") == {"ab", "aba", "b"}
     assert scanner.positions("nothing here") == {}
     assert scanner.positions("") == {}
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_offsets_are_characters_not_bytes(native: bool) -> None:
+    scanner = TriggerScanner(["key", "é-k"], native=native)
+    text = "ünï key 😀 key \ud800 é-key"
+    assert scanner.positions(text) == {"key": [4, 10, 18], "é-k": [16]}
+    assert all(text[i : i + 3] == "key" for i in scanner.positions(text)["key"])
+
+
+def test_one_redactor_serves_several_threads() -> None:
+    redactor = Redactor()
+    texts = _texts(5)
+    expected = [redactor.redact(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: [redactor.redact(t) for t in texts], range(8)))
+    assert all(r == expected for r in results)
