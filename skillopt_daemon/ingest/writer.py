@@ -130,10 +130,14 @@ class RecordWriter:
         self._pending: dict[str, dict[tuple[int, str], dict[str, Any]]] = {t: {} for t in _NEW_ROW}
         self._own_roots = [str(p) for p in (paths.workspaces_dir(), paths.data_dir())]
         self._own_workspace: dict[str, bool] = {}
+        # Per `apply`: the keys its records name, by (table, session id), and which of them the store holds.
+        self._batch_keys: dict[tuple[str, str], list[str]] = {}
+        self._stored: dict[tuple[str, int], dict[str, int | None]] = {}
 
     def forget(self) -> None:
         """Drop caches after a rollback: they may name rows that were never committed."""
         self._sessions.clear()
+        self._stored.clear()
         self._next_seq.clear()
         for rows in self._pending.values():
             rows.clear()
@@ -142,6 +146,8 @@ class RecordWriter:
 
     def apply(self, tool: str, records: Sequence[Record], file_id: int | None, batch: Batch) -> None:
         """Store `records` of one file (`file_id`, None for none), noting in `batch` what they changed."""
+        self._batch_keys = _keys_by_session(records)
+        self._stored.clear()
         for rec in records:
             if isinstance(rec, SkipRecord):
                 batch.skipped[rec.reason] += 1
@@ -183,7 +189,7 @@ class RecordWriter:
             "output_tokens": rec.output_tokens,
             "file_id": file_id,
         }
-        if self._upsert("turns", pk, rec.key, values):
+        if self._upsert("turns", pk, rec.session_id, rec.key, values):
             batch.turns_added[pk] += 1
         if rec.role == "user" and not rec.is_meta and rec.text.strip():
             batch.user_turn.add(pk)
@@ -198,7 +204,7 @@ class RecordWriter:
             "timestamp": ts,
             "file_id": file_id,
         }
-        if self._upsert("tool_calls", pk, rec.key, values):
+        if self._upsert("tool_calls", pk, rec.session_id, rec.key, values):
             batch.calls_added[pk] += 1
 
     def _apply_result(self, pk: int, rec: ToolResultRecord, file_id: int | None, batch: Batch) -> None:
@@ -212,13 +218,14 @@ class RecordWriter:
         }
         # A result that arrives first (or whose call was in a part of the log never seen) makes the row;
         # the call fills in the rest when it comes, and a result never moves the row to another file.
-        if self._upsert("tool_calls", pk, rec.call_key, values, file_id_if_new=file_id):
+        if self._upsert("tool_calls", pk, rec.session_id, rec.call_key, values, file_id_if_new=file_id):
             batch.calls_added[pk] += 1
 
     def _upsert(
         self,
         table: str,
         pk: int,
+        session_id: str,
         key: str,
         values: dict[str, Any],
         *,
@@ -227,17 +234,26 @@ class RecordWriter:
         """Update the row (session `pk`, `key`) of `table`, or make it with the next seq; True if new.
 
         A new row waits in `_pending` until `finish` inserts the batch's rows together; a later record
-        with the same key in the same batch updates it there.
+        with the same key in the same batch updates it there. Which keys are stored already is asked once
+        per session and batch, for all the batch's keys together.
         """
         pending = self._pending[table].get((pk, key))
         if pending is not None:
             pending.update(values)
             return False
-        row = self.db.execute(
-            f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
-        ).fetchone()
-        if row is not None:
-            update_row(self.db, table, row[0], values)
+        stored = self._stored.get((table, pk))
+        if stored is None:
+            stored = self._stored[(table, pk)] = self._stored_ids(
+                table, pk, self._batch_keys.get((table, session_id), ())
+            )
+        row_id = stored.get(key)
+        if row_id is None and key not in stored:  # not among the batch's keys asked about: ask now
+            row = self.db.execute(
+                f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
+            ).fetchone()
+            row_id = None if row is None else row[0]
+        if row_id is not None:
+            update_row(self.db, table, row_id, values)
             return False
         self._pending[table][(pk, key)] = {
             **_NEW_ROW[table],
@@ -248,6 +264,17 @@ class RecordWriter:
             "seq": self._seq(table, pk),
         }
         return True
+
+    def _stored_ids(self, table: str, pk: int, keys: Sequence[str]) -> dict[str, int | None]:
+        """For each of `keys`, the id of its row of session `pk` in `table`, or None when it has none."""
+        found: dict[str, int | None] = dict.fromkeys(keys)
+        if keys:
+            for key, row_id in self.db.execute(
+                f"SELECT key, id FROM {table} WHERE session_pk = ? AND key IN (SELECT value FROM json_each(?))",
+                [pk, json.dumps(list(found))],
+            ):
+                found[key] = row_id
+        return found
 
     def _seq(self, table: str, pk: int) -> int:
         nxt = self._next_seq.get((table, pk))
@@ -436,6 +463,19 @@ class RecordWriter:
             update_row(
                 self.db, "sessions", batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)}
             )
+
+
+def _keys_by_session(records: Sequence[Record]) -> dict[tuple[str, str], list[str]]:
+    """The row keys `records` write, by (table, session id)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for rec in records:
+        if isinstance(rec, TurnRecord):
+            out.setdefault(("turns", rec.session_id), []).append(rec.key)
+        elif isinstance(rec, ToolCallRecord):
+            out.setdefault(("tool_calls", rec.session_id), []).append(rec.key)
+        elif isinstance(rec, ToolResultRecord):
+            out.setdefault(("tool_calls", rec.session_id), []).append(rec.call_key)
+    return out
 
 
 # Every SessionInfo field but the session, its times and `extra` (a field added later is covered too).
