@@ -11,6 +11,7 @@ batch (`finish`), so one line appended to a long session costs what one line cos
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -484,9 +485,13 @@ _NOT_TIMES = tuple(
 )
 
 
+_not_times = operator.attrgetter(*_NOT_TIMES)
+_NONE = (None,) * len(_NOT_TIMES)
+
+
 def _times_only(info: SessionInfo) -> bool:
     """Whether `info` carries nothing but times (the general path would then change nothing else)."""
-    return not info.extra and all(getattr(info, name) is None for name in _NOT_TIMES)
+    return not info.extra and _not_times(info) == _NONE
 
 
 def _pin_columns(info: SessionInfo) -> dict[str, Any]:
