@@ -215,18 +215,20 @@ class Redactor:
         total = 0
         if len(text) >= 6:
             lower = text.lower()
-            for pattern in self._multiline:
-                if any(t in lower for t in pattern.triggers):
-                    text, n = self._apply(pattern, text)
-                    if n:
-                        total += n
-                        lower = text.lower()
-            if len(lower) == len(text):
-                text, n = self._redact_at_triggers(text, lower)
-            else:  # lower-casing changed the length (rare Unicode): positions do not line up, scan it all
-                present = self._scanner.present(lower)
-                text, n = self._run(self._single, present, text)
-            total += n
+            positions = self._scanner.positions(lower)  # every trigger found in one pass
+            if positions:  # else no built-in pattern can match: most texts stop here
+                for pattern in self._multiline:
+                    if any(t in positions for t in pattern.triggers):
+                        text, n = self._apply(pattern, text)
+                        if n:
+                            total += n
+                            lower = text.lower()
+                            positions = self._scanner.positions(lower)
+                if len(lower) == len(text):
+                    text, n = self._redact_at_triggers(text, lower, positions)
+                else:  # lower-casing changed the length (rare Unicode): positions do not line up, scan it all
+                    text, n = self._run(self._single, set(positions), text)
+                total += n
         for pattern in self._always:
             text, n = self._apply(pattern, text)
             total += n
@@ -241,18 +243,19 @@ class Redactor:
             total += n
         return text, total
 
-    def _redact_at_triggers(self, text: str, lower: str) -> tuple[str, int]:
+    def _redact_at_triggers(
+        self, text: str, lower: str, positions: dict[str, list[int]] | None = None
+    ) -> tuple[str, int]:
         """Try each pattern only where one of its triggers occurs, then replace all matches in one pass.
 
         A match must start at most `back` characters before one of its trigger's occurrences and cannot
         cross a line end, so anchored attempts there find every match a full scan would; where patterns
         overlap, the earlier one in the list wins, as if they had been applied one after another.
         """
+        if positions is None:  # the caller has not searched `lower` for the triggers yet
+            positions = self._scanner.positions(lower)
         found: list[tuple[int, int, int, str]] = []  # (pattern order, start, end, mark)
         size = len(text)
-        positions = self._scanner.positions(lower)  # every trigger found in one pass
-        if not positions:
-            return text, 0
         orders = sorted({o for t in positions for o in self._by_trigger[t]})
         for order in orders:
             pattern = self._single[order]

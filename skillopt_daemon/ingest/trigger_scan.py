@@ -67,32 +67,27 @@ class TriggerScanner:
                 i = find(word, i + 1)
         return found
 
-    def present(self, text: str) -> set[str]:
-        """The words that occur in `text`."""
-        if self._db is not None:
-            return set(self._native_positions(text))
-        return {word for word in self.words if word in text}
-
     def _native_positions(self, text: str) -> dict[str, list[int]]:
         data = text.encode("utf-8", "surrogatepass")  # lone surrogates (from JSON escapes) included
-        hits: list[tuple[int, int]] = []  # (byte offset of the start, word id), in order of the end
-
-        def on_match(word: int, _from: int, to: int, _flags: int, _context: object) -> None:
-            hits.append((to - self._lengths[word], word))
-
+        ends: list[tuple[int, int]] = []  # (byte offset after the end, word id), in order of the end
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = self._new_scratch(self._db)
-        self._db.scan(data, match_event_handler=on_match, scratch=scratch)
-        if not hits:
+        self._db.scan(data, match_event_handler=_collect, context=ends, scratch=scratch)
+        if not ends:
             return {}
-        hits.sort()
+        lengths = self._lengths
+        hits = sorted((end - lengths[word], word) for end, word in ends)
         if len(data) != len(text):  # some characters take several bytes: byte offsets to character offsets
             hits = _char_offsets(data, hits)
         found: dict[str, list[int]] = {}
         for start, word in hits:
             found.setdefault(self.words[word], []).append(start)
         return found
+
+
+def _collect(word: int, _from: int, to: int, _flags: int, ends: list[tuple[int, int]]) -> None:
+    ends.append((to, word))
 
 
 def _char_offsets(data: bytes, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -57,7 +57,7 @@ def test_fallback_redacts_the_same_as_hyperscan(monkeypatch: pytest.MonkeyPatch)
 def test_scanner_finds_every_occurrence(native: bool) -> None:
     scanner = TriggerScanner(["ab", "aba", "b", "xyz"], native=native)
     assert scanner.positions("abababx") == {"ab": [0, 2, 4], "aba": [0, 2], "b": [1, 3, 5]}
-    assert scanner.present("--aba--") == {"ab", "aba", "b"}
+    assert set(scanner.positions("--aba--")) == {"ab", "aba", "b"}
     assert scanner.positions("nothing here") == {}
     assert scanner.positions("") == {}
 
