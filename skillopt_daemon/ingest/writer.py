@@ -131,6 +131,7 @@ class RecordWriter:
         self._pending: dict[str, dict[tuple[int, str], dict[str, Any]]] = {t: {} for t in _NEW_ROW}
         self._own_roots = [str(p) for p in (paths.workspaces_dir(), paths.data_dir())]
         self._own_workspace: dict[str, bool] = {}
+        self._last_good_time: str | None = None
         # Per `apply`: the keys its records name, by (table, session id), and which of them the store holds.
         self._batch_keys: dict[tuple[str, str], list[str]] = {}
         self._stored: dict[tuple[str, int], dict[str, int | None]] = {}
@@ -389,6 +390,8 @@ class RecordWriter:
         """A record's timestamp as canonical UTC, under the same rule the sources apply (see `timeutil`)."""
         if not value:
             return None
+        if value == self._last_good_time:  # a line's records and its session info repeat one timestamp
+            return value
         if not CANONICAL_ISO.match(value):  # sources normally hand over canonical text: no parsing then
             try:
                 dt, had_zone = parse_iso(value)
@@ -401,6 +404,7 @@ class RecordWriter:
         if not plausible_timestamp(value):
             batch.problems["future-timestamp"] += 1
             return None
+        self._last_good_time = value  # canonical and plausible (it stays so: the limit only moves later)
         return value
 
     def _note_time(self, pk: int, ts: str | None, batch: Batch) -> None:
