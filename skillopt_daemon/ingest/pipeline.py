@@ -34,13 +34,13 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.timeutil import to_iso, utcnow, utcnow_iso
-from skillopt_daemon.ingest import pinning, signals, tail
+from skillopt_daemon.ingest import fts, pinning, signals, tail
 from skillopt_daemon.ingest.meta import get_meta, set_meta
 from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record_problem
 from skillopt_daemon.ingest.redact import redact
 from skillopt_daemon.ingest.sources import all_sources, redactor_for
 from skillopt_daemon.ingest.sources.base import Record, SessionInfo, SkipRecord, Source
-from skillopt_daemon.ingest.writer import Batch, RecordWriter, merge_counts
+from skillopt_daemon.ingest.writer import Batch, RecordWriter, get_row, merge_counts, update_row
 from skillopt_lib.agents import AgentTool
 
 log = logging.getLogger("skillopt.ingest")
@@ -152,6 +152,7 @@ class Pipeline:
         self._seen: dict[str, tuple[int, int, int, int]] = {}
         self._reported: set[tuple[str, str]] = set()
         self._stale_since: dict[int, float] = {}
+        self._bulk_indexing = False  # this process suspended the search index's triggers for a backfill
 
     # --- discovery ------------------------------------------------------------------------------------------
 
@@ -282,7 +283,6 @@ class Pipeline:
         batch: Batch,
     ) -> None:
         """Store where the file was read to (`read.end`, or its whole size for a document) and its state."""
-        files = self.db.table("ingest_files")
         values: dict[str, Any] = {
             "tool": source.tool.value,
             "device": ident.device,
@@ -300,7 +300,7 @@ class Pipeline:
         }
         if batch.last_session is not None:
             values["session_pk"] = batch.last_session
-        old = files.get(row_id)
+        old = get_row(self.db, "ingest_files", row_id)
         if read is not None and read.start == 0 and (old["lines"] or old["records"]):
             # Read again from its start (truncated or replaced): the counts start over, and what the file's
             # earlier reading added to its session's skip counts is taken back before this batch adds its own.
@@ -311,7 +311,7 @@ class Pipeline:
         values["records"] = old["records"] + records
         if batch.skipped:
             values["skipped_json"] = merge_counts(old["skipped_json"], batch.skipped)
-        files.update(row_id, values)
+        update_row(self.db, "ingest_files", row_id, values)
         record_counts(self.db, batch.problems, path=str(path), tool=source.tool.value)
 
     def _take_back_skips(self, session_pk: int | None, skipped_json: str | None) -> None:
@@ -623,7 +623,7 @@ class Pipeline:
         for pk in due:
             with self.db.conn:
                 signals.update_sessions(self.db, [pk])
-                self.db.table("sessions").update(pk, {"signals_stale": 0})
+                update_row(self.db, "sessions", pk, {"signals_stale": 0})
             self._stale_since.pop(pk, None)
         return len(due)
 
@@ -640,26 +640,42 @@ class Pipeline:
     ) -> list[FileOutcome]:
         """Ingest files in order; with `signals`, bring every touched session's signals up to date too.
 
-        `between` runs before each file (the daemon reads hook notes there during a long backfill).
+        `between` runs before each file (the daemon reads hook notes there during a long backfill). A large
+        backfill indexes its turns for search in one go at the end (see `fts`).
         """
         out: list[FileOutcome] = []
-        for source, path in files:
-            if should_stop():
-                break
-            if between is not None:
-                between()
-            try:
-                out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
-            except sqlite3.OperationalError:
-                raise  # the store itself is unusable right now (locked, disk full): the caller backs off
-            except Exception as exc:  # a bug on one file must not stop the others: report it, go on
-                out.append(self._internal_error(source, path, exc))
+        bulk = not self._bulk_indexing and self._worth_bulk(files)
+        if bulk:
+            fts.suspend(self.db, utcnow_iso())
+            self._bulk_indexing = True
+        try:
+            for source, path in files:
+                if should_stop():
+                    break
+                if between is not None:
+                    between()
+                try:
+                    out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
+                except sqlite3.OperationalError:
+                    raise  # the store itself is unusable now (locked, disk full): the caller backs off
+                except Exception as exc:  # a bug on one file must not stop the others: report it, go on
+                    out.append(self._internal_error(source, path, exc))
+        finally:
+            if bulk:
+                self._bulk_indexing = False
+            if not self._bulk_indexing:  # also after a crashed or concurrent backfill: rows become searchable
+                fts.resume_quietly(self.db)
         if out:
             with self.db.conn:
                 set_meta(self.db, "last_ingest_at", utcnow_iso())
         if signals and not should_stop():
             self.refresh_signals()
         return out
+
+    def _worth_bulk(self, files: Sequence[tuple[Source, Path]]) -> bool:
+        return len(files) >= fts.BULK_MIN_FILES and fts.worth_bulk(
+            self.db, len(files), self.pending_bytes(files)
+        )
 
     def _internal_error(self, source: Source, path: Path, exc: Exception) -> FileOutcome:
         # An exception's text may quote what it choked on: redacted like any transcript text.

@@ -5,9 +5,10 @@ agent read. What the store never holds cannot leak to the optimizer's model prov
 backup, so redaction happens inside the sources, before the pipeline sees a record.
 
 Speed matters because the backfill pushes every byte of a user's history through here. Each pattern has a
-few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, the
-triggers are checked with `in`, and only the patterns whose trigger occurs are run. Most lines of a
-transcript contain no trigger at all and cost a handful of substring scans.
+few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, every
+trigger occurrence is found in one pass (`trigger_scan`), and only the patterns whose trigger occurs are
+tried, anchored at those places. Most lines of a transcript contain no trigger at all. A trigger should be
+as long as the pattern allows: `passw`, not `pass`, which every "3 passed" of a test run contains.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from skillopt_daemon.ingest.trigger_scan import TriggerScanner
 from skillopt_lib.errors import ConfigError
 
 MARK = "[REDACTED:{kind}]"
@@ -156,7 +158,7 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "password-in-connection-string",
         r"(?i)\b((?:Password|Pwd)\s*=\s*)(?!\[REDACTED)([^;\s\"']{3,})",
-        ["pass", "pwd"],
+        ["password", "pwd"],
         group=2,
     ),
     # key = value where the key names a secret: FOO_API_KEY=..., "password": "...", token: ... Only the value
@@ -166,14 +168,14 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
         r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
         r"(?=[^\s\"']*[A-Za-z])" + _SECRET + _END,
-        ["pass", "secret", "token", "key", "credential"],
+        ["passw", "passphrase", "secret", "token", "key", "credential"],
         group=1,
         back=8,
     ),
     _p(
         "password-flag",
         r"(?i)(\s--?(?:password|passwd|token|api-key|secret)[= ]\s*[\"']?)" + _SECRET + _END,
-        ["pass", "token", "secret", "api-key"],
+        ["passw", "token", "secret", "api-key"],
         group=2,
         back=3,
     ),
@@ -277,6 +279,7 @@ class Redactor:
         self._by_trigger: dict[str, tuple[int, ...]] = {
             t: tuple(i for i, p in enumerate(self._single) if t in p.triggers) for t in self._triggers
         }
+        self._scanner = TriggerScanner(self._triggers)
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return the text with every secret replaced, and how many were replaced."""
@@ -285,18 +288,20 @@ class Redactor:
         total = 0
         if len(text) >= 6:
             lower = text.lower()
-            for pattern in self._multiline:
-                if any(t in lower for t in pattern.triggers):
-                    text, n = self._apply(pattern, text)
-                    if n:
-                        total += n
-                        lower = text.lower()
-            if len(lower) == len(text):
-                text, n = self._redact_at_triggers(text, lower)
-            else:  # lower-casing changed the length (rare Unicode): positions do not line up, scan it all
-                present = {t for t in self._triggers if t in lower}
-                text, n = self._run(self._single, present, text)
-            total += n
+            positions = self._scanner.positions(lower)  # every trigger found in one pass
+            if positions:  # else no built-in pattern can match: most texts stop here
+                for pattern in self._multiline:
+                    if any(t in positions for t in pattern.triggers):
+                        text, n = self._apply(pattern, text)
+                        if n:
+                            total += n
+                            lower = text.lower()
+                            positions = self._scanner.positions(lower)
+                if len(lower) == len(text):
+                    text, n = self._redact_at_triggers(text, lower, positions)
+                else:  # lower-casing changed the length (rare Unicode): positions do not line up, scan it all
+                    text, n = self._run(self._single, set(positions), text)
+                total += n
         for pattern in self._always:
             text, n = self._apply(pattern, text)
             total += n
@@ -353,27 +358,19 @@ class Redactor:
             total += n
         return text, total
 
-    def _redact_at_triggers(self, text: str, lower: str) -> tuple[str, int]:
+    def _redact_at_triggers(
+        self, text: str, lower: str, positions: dict[str, list[int]] | None = None
+    ) -> tuple[str, int]:
         """Try each pattern only where one of its triggers occurs, then replace all matches in one pass.
 
         A match must start at most `back` characters before one of its trigger's occurrences and cannot
         cross a line end, so anchored attempts there find every match a full scan would; where patterns
         overlap, the earlier one in the list wins, as if they had been applied one after another.
         """
+        if positions is None:  # the caller has not searched `lower` for the triggers yet
+            positions = self._scanner.positions(lower)
         found: list[tuple[int, int, int, str]] = []  # (pattern order, start, end, mark)
         size = len(text)
-        positions: dict[str, list[int]] = {}  # each distinct trigger is searched for once
-        find = lower.find
-        for t in self._triggers:
-            i = find(t)
-            if i == -1:
-                continue
-            occ = positions[t] = []
-            while i != -1:
-                occ.append(i)
-                i = find(t, i + 1)
-        if not positions:
-            return text, 0
         orders = sorted({o for t in positions for o in self._by_trigger[t]})
         for order in orders:
             pattern = self._single[order]

@@ -243,27 +243,25 @@ def update_sessions(db: sqlite_utils.Database, session_pks: Sequence[int]) -> No
     """
     for pk in session_pks:
         turns = [
-            TurnRecord("", str(t["key"]), t["role"], t["text"] or "", is_meta=bool(t["is_meta"]))
-            for t in db.table("turns").rows_where(
-                "session_pk = ?", [pk], select="key, role, text, is_meta", order_by="seq, id"
+            TurnRecord("", str(key), role, text or "", is_meta=bool(is_meta))
+            for key, role, text, is_meta in db.execute(
+                "SELECT key, role, text, is_meta FROM turns WHERE session_pk = ? ORDER BY seq, id", [pk]
             )
         ]
         calls: list[ToolCallRecord] = []
         results: list[ToolResultRecord] = []
-        for c in db.table("tool_calls").rows_where(
-            "session_pk = ?",
+        for key, turn_key, name, summary, exit_code, is_error, excerpt, result_at in db.execute(
+            "SELECT key, turn_key, name, input_summary, exit_code, is_error, output_excerpt, result_at "
+            "FROM tool_calls WHERE session_pk = ? ORDER BY seq, id",
             [pk],
-            select="key, turn_key, name, input_summary, exit_code, is_error, output_excerpt, result_at",
-            order_by="seq, id",
         ):
-            key = str(c["key"])
-            calls.append(
-                ToolCallRecord(
-                    "", key, str(c["turn_key"] or ""), str(c["name"] or "?"), c["input_summary"] or ""
-                )
-            )
-            if c["result_at"] is not None or c["exit_code"] is not None or c["is_error"] is not None:
-                err = None if c["is_error"] is None else bool(c["is_error"])
-                results.append(ToolResultRecord("", key, c["exit_code"], err, c["output_excerpt"] or ""))
+            key = str(key)
+            calls.append(ToolCallRecord("", key, str(turn_key or ""), str(name or "?"), summary or ""))
+            if result_at is not None or exit_code is not None or is_error is not None:
+                err = None if is_error is None else bool(is_error)
+                results.append(ToolResultRecord("", key, exit_code, err, excerpt or ""))
         sig = derive_signals(turns, calls, results)
-        db.table("sessions").update(pk, {"signals_json": json.dumps(sig.as_dict(), ensure_ascii=False)})
+        db.execute(
+            "UPDATE sessions SET signals_json = ? WHERE id = ?",
+            [json.dumps(sig.as_dict(), ensure_ascii=False), pk],
+        )

@@ -11,10 +11,11 @@ batch (`finish`), so one line appended to a long session costs what one line cos
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import sqlite_utils
@@ -91,6 +92,32 @@ _NEW_ROW = {
 }
 
 
+# Column order of the batch inserts (one executemany per table and batch): every key a pending row holds.
+_INSERT_COLUMNS = {
+    "turns": (
+        *("session_pk", "key", "seq", "file_id", "role", "text", "timestamp", "parent_key"),
+        *("is_meta", "model", "input_tokens", "output_tokens"),
+    ),
+    "tool_calls": ("session_pk", "key", "seq", "file_id", *_NEW_ROW["tool_calls"]),
+}
+
+
+def get_row(db: sqlite_utils.Database, table: str, pk: int) -> dict[str, Any]:
+    """One row by id as a dict (`Table.get` without its schema look-ups, which dominate on hot paths)."""
+    cur = db.execute(f"SELECT * FROM {table} WHERE id = ?", [pk])
+    values = cur.fetchone()
+    if values is None:
+        raise LookupError(f"no row {pk} in {table}")
+    return dict(zip([d[0] for d in cur.description], values, strict=True))
+
+
+def update_row(db: sqlite_utils.Database, table: str, pk: int, values: dict[str, Any]) -> None:
+    """Set `values` (column -> plain value) on the row `pk` of `table`."""
+    if values:
+        sets = ", ".join(f'"{name}" = ?' for name in values)
+        db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*values.values(), pk])
+
+
 def merge_counts(old_json: str | None, new: Counter[str]) -> str:
     """A stored JSON count of skip reasons plus `new`, sorted so equal counts store equal text."""
     merged = Counter(json.loads(old_json or "{}"))
@@ -110,10 +137,16 @@ class RecordWriter:
         # insert per table and batch instead of one per record.
         self._pending: dict[str, dict[tuple[int, str], dict[str, Any]]] = {t: {} for t in _NEW_ROW}
         self._own_roots = [str(p) for p in (paths.workspaces_dir(), paths.data_dir())]
+        self._own_workspace: dict[str, bool] = {}
+        self._last_good_time: str | None = None
+        # Per `apply`: the keys its records name, by (table, session id), and which of them the store holds.
+        self._batch_keys: dict[tuple[str, str], list[str]] = {}
+        self._stored: dict[tuple[str, int], dict[str, int | None]] = {}
 
     def forget(self) -> None:
         """Drop caches after a rollback: they may name rows that were never committed."""
         self._sessions.clear()
+        self._stored.clear()
         self._next_seq.clear()
         for rows in self._pending.values():
             rows.clear()
@@ -122,6 +155,8 @@ class RecordWriter:
 
     def apply(self, tool: str, records: Sequence[Record], file_id: int | None, batch: Batch) -> None:
         """Store `records` of one file (`file_id`, None for none), noting in `batch` what they changed."""
+        self._batch_keys = _keys_by_session(records)
+        self._stored.clear()
         for rec in records:
             if isinstance(rec, SkipRecord):
                 batch.skipped[rec.reason] += 1
@@ -163,7 +198,7 @@ class RecordWriter:
             "output_tokens": rec.output_tokens,
             "file_id": file_id,
         }
-        if self._upsert("turns", pk, rec.key, values):
+        if self._upsert("turns", pk, rec.session_id, rec.key, values):
             batch.turns_added[pk] += 1
         if rec.role == "user" and not rec.is_meta and rec.text.strip():
             batch.user_turn.add(pk)
@@ -178,7 +213,7 @@ class RecordWriter:
             "timestamp": ts,
             "file_id": file_id,
         }
-        if self._upsert("tool_calls", pk, rec.key, values):
+        if self._upsert("tool_calls", pk, rec.session_id, rec.key, values):
             batch.calls_added[pk] += 1
 
     def _apply_result(self, pk: int, rec: ToolResultRecord, file_id: int | None, batch: Batch) -> None:
@@ -192,13 +227,14 @@ class RecordWriter:
         }
         # A result that arrives first (or whose call was in a part of the log never seen) makes the row;
         # the call fills in the rest when it comes, and a result never moves the row to another file.
-        if self._upsert("tool_calls", pk, rec.call_key, values, file_id_if_new=file_id):
+        if self._upsert("tool_calls", pk, rec.session_id, rec.call_key, values, file_id_if_new=file_id):
             batch.calls_added[pk] += 1
 
     def _upsert(
         self,
         table: str,
         pk: int,
+        session_id: str,
         key: str,
         values: dict[str, Any],
         *,
@@ -207,17 +243,26 @@ class RecordWriter:
         """Update the row (session `pk`, `key`) of `table`, or make it with the next seq; True if new.
 
         A new row waits in `_pending` until `finish` inserts the batch's rows together; a later record
-        with the same key in the same batch updates it there.
+        with the same key in the same batch updates it there. Which keys are stored already is asked once
+        per session and batch, for all the batch's keys together.
         """
         pending = self._pending[table].get((pk, key))
         if pending is not None:
             pending.update(values)
             return False
-        row = self.db.execute(
-            f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
-        ).fetchone()
-        if row is not None:
-            self.db.table(table).update(row[0], values)
+        stored = self._stored.get((table, pk))
+        if stored is None:
+            stored = self._stored[(table, pk)] = self._stored_ids(
+                table, pk, self._batch_keys.get((table, session_id), ())
+            )
+        row_id = stored.get(key)
+        if row_id is None and key not in stored:  # not among the batch's keys asked about: ask now
+            row = self.db.execute(
+                f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
+            ).fetchone()
+            row_id = None if row is None else row[0]
+        if row_id is not None:
+            update_row(self.db, table, row_id, values)
             return False
         self._pending[table][(pk, key)] = {
             **_NEW_ROW[table],
@@ -228,6 +273,17 @@ class RecordWriter:
             "seq": self._seq(table, pk),
         }
         return True
+
+    def _stored_ids(self, table: str, pk: int, keys: Sequence[str]) -> dict[str, int | None]:
+        """For each of `keys`, the id of its row of session `pk` in `table`, or None when it has none."""
+        found: dict[str, int | None] = dict.fromkeys(keys)
+        if keys:
+            for key, row_id in self.db.execute(
+                f"SELECT key, id FROM {table} WHERE session_pk = ? AND key IN (SELECT value FROM json_each(?))",
+                [pk, json.dumps(list(found))],
+            ):
+                found[key] = row_id
+        return found
 
     def _seq(self, table: str, pk: int) -> int:
         nxt = self._next_seq.get((table, pk))
@@ -261,14 +317,22 @@ class RecordWriter:
         return state
 
     def _is_own_workspace(self, project: str) -> bool:
-        norm = os.path.normpath(project)
-        return any(norm == root or norm.startswith(root + os.sep) for root in self._own_roots)
+        known = self._own_workspace.get(project)
+        if known is None:  # asked for every record's session: a user has few projects, remember them
+            norm = os.path.normpath(project)
+            known = any(norm == root or norm.startswith(root + os.sep) for root in self._own_roots)
+            if len(self._own_workspace) < 10_000:
+                self._own_workspace[project] = known
+        return known
 
     def _apply_session(self, tool: str, info: SessionInfo, batch: Batch) -> int:
         state = self._session(tool, info.session_id, batch)
-        sessions = self.db.table("sessions")
+        if _times_only(info):  # what most lines of a transcript say about their session: nothing to merge
+            for ts in (info.started_at, info.ended_at):
+                self._note_time(state.pk, self._norm_time(ts, batch), batch)
+            return state.pk
         if state.stored is None:
-            state.stored = sessions.get(state.pk)
+            state.stored = get_row(self.db, "sessions", state.pk)
         row = state.stored
         sets: dict[str, Any] = {
             name: getattr(info, name) for name in _TEXT_COLUMNS if getattr(info, name) is not None
@@ -294,7 +358,7 @@ class RecordWriter:
             )
         changed = {k: v for k, v in sets.items() if row.get(k) != v}
         if changed:
-            sessions.update(state.pk, changed)
+            update_row(self.db, "sessions", state.pk, changed)
             row.update(changed)
         for ts in (info.started_at, info.ended_at):
             self._note_time(state.pk, self._norm_time(ts, batch), batch)
@@ -319,8 +383,11 @@ class RecordWriter:
             for pending_key in [k for k in rows if k[0] == state.pk]:
                 del rows[pending_key]
             self.db.execute(f"DELETE FROM {table} WHERE session_pk = ?", [state.pk])
-        self.db.table("sessions").update(
-            state.pk, {"drop_reason": reason, "turn_count": 0, "tool_call_count": 0, "has_user_turn": 0}
+        update_row(
+            self.db,
+            "sessions",
+            state.pk,
+            {"drop_reason": reason, "turn_count": 0, "tool_call_count": 0, "has_user_turn": 0},
         )
         state.dropped = True
 
@@ -330,6 +397,8 @@ class RecordWriter:
         """A record's timestamp as canonical UTC, under the same rule the sources apply (see `timeutil`)."""
         if not value:
             return None
+        if value == self._last_good_time:  # a line's records and its session info repeat one timestamp
+            return value
         if not CANONICAL_ISO.match(value):  # sources normally hand over canonical text: no parsing then
             try:
                 dt, had_zone = parse_iso(value)
@@ -342,6 +411,7 @@ class RecordWriter:
         if not plausible_timestamp(value):
             batch.problems["implausible-timestamp" if too_early(value) else "future-timestamp"] += 1
             return None
+        self._last_good_time = value  # canonical and plausible (it stays so: the limit only moves later)
         return value
 
     def _note_time(self, pk: int, ts: str | None, batch: Batch) -> None:
@@ -357,7 +427,11 @@ class RecordWriter:
         cost does not depend on how long the session already is)."""
         for table, rows in self._pending.items():
             if rows:
-                self.db.table(table).insert_all(list(rows.values()))
+                columns = _INSERT_COLUMNS[table]
+                self.db.conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    [[row[c] for c in columns] for row in rows.values()],
+                )
                 rows.clear()
         if file_id is not None:
             for pk in sorted(batch.touched):
@@ -395,9 +469,40 @@ class RecordWriter:
                 },
             )
         if batch.skipped and batch.last_session is not None:
-            sessions = self.db.table("sessions")
-            old = sessions.get(batch.last_session)["skipped_json"]
-            sessions.update(batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)})
+            (old,) = self.db.execute(
+                "SELECT skipped_json FROM sessions WHERE id = ?", [batch.last_session]
+            ).fetchone()
+            update_row(
+                self.db, "sessions", batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)}
+            )
+
+
+def _keys_by_session(records: Sequence[Record]) -> dict[tuple[str, str], list[str]]:
+    """The row keys `records` write, by (table, session id)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for rec in records:
+        if isinstance(rec, TurnRecord):
+            out.setdefault(("turns", rec.session_id), []).append(rec.key)
+        elif isinstance(rec, ToolCallRecord):
+            out.setdefault(("tool_calls", rec.session_id), []).append(rec.key)
+        elif isinstance(rec, ToolResultRecord):
+            out.setdefault(("tool_calls", rec.session_id), []).append(rec.call_key)
+    return out
+
+
+# Every SessionInfo field but the session, its times and `extra` (a field added later is covered too).
+_NOT_TIMES = tuple(
+    f.name for f in fields(SessionInfo) if f.name not in ("session_id", "started_at", "ended_at", "extra")
+)
+
+
+_not_times = operator.attrgetter(*_NOT_TIMES)
+_NONE = (None,) * len(_NOT_TIMES)
+
+
+def _times_only(info: SessionInfo) -> bool:
+    """Whether `info` carries nothing but times (the general path would then change nothing else)."""
+    return not info.extra and _not_times(info) == _NONE
 
 
 def _pin_columns(info: SessionInfo) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+import msgspec
+
 from skillopt_daemon.core import timeutil
 from skillopt_daemon.ingest.pinning import read_repo
 from skillopt_daemon.ingest.redact import Redactor, default_redactor
@@ -204,11 +206,30 @@ class SourceError(Exception):
         self.detail = detail
 
 
+_decode = msgspec.json.Decoder().decode
+
+
+def loads_json(data: str | bytes) -> Any:
+    """`json.loads` with the same values, faster: msgspec decodes bytes directly, integers of any size too.
+
+    What msgspec refuses but the standard library accepts (NaN, lone surrogates, numbers out of a double's
+    range, deep nesting) goes to `json.loads`, so raises ValueError (or RecursionError) exactly where `json.loads` does.
+    """
+    try:
+        return _decode(data)
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # the last: a str with lone surrogates
+        return json.loads(data)
+
+
 def decode_json_line(line: bytes) -> tuple[Any, bool]:
     """Parse one JSON line; returns (value, had_invalid_utf8). Raises SourceError for non-JSON."""
     stripped = line.strip()
     if not stripped:
         raise SourceError("blank line")
+    try:
+        return _decode(stripped), False  # valid UTF-8 and JSON msgspec reads: nearly every line
+    except (msgspec.DecodeError, RecursionError):
+        pass  # invalid UTF-8, JSON only the standard library reads, or not JSON: the slow path decides
     bad_utf8 = False
     try:
         text = stripped.decode("utf-8")

@@ -32,6 +32,7 @@ from skillopt_daemon.ingest.sources.base import (
     as_dict,
     as_str,
     exit_code_in,
+    loads_json,
     summarize_input,
     text_of,
 )
@@ -235,7 +236,7 @@ class CodexSource(BaseSource):
             if itype == "function_call":
                 raw = p.get("arguments")
                 try:
-                    args = json.loads(raw) if isinstance(raw, str) else raw
+                    args = loads_json(raw) if isinstance(raw, str) else raw
                 except ValueError:
                     args = raw
                 summary = summarize_input(args)
@@ -305,7 +306,7 @@ def _output(raw: Any) -> tuple[str, int | None]:
         return "", None
     if raw.startswith("{") and '"metadata"' in raw[:4000] or raw.startswith('{"output"'):
         try:
-            parsed = json.loads(raw)
+            parsed = loads_json(raw)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):

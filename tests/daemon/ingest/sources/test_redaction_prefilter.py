@@ -1,0 +1,79 @@
+"""The redactor's one-pass trigger search (hyperscan) and its pure-Python fallback redact exactly the
+same secrets, so a platform without the wheel is as safe as one with it, only slower."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from skillopt_daemon.ingest import trigger_scan
+from skillopt_daemon.ingest.redact import Redactor
+from skillopt_daemon.ingest.trigger_scan import TriggerScanner
+
+from .secrets_corpus import make_secrets
+
+
+def _texts(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    secrets = make_secrets(seed)
+    filler = [
+        "5 passed, 1 failed in 0.31s",
+        "def get_token(self): return self._token",
+        "export PATH=$HOME/bin:$PATH",
+        "Ünïcödé wörds and a ǅ digraph; İstanbul",  # lower() changes the length of some of these
+        "see https://example.com/docs?sig=short",
+        "",
+    ]
+    out = []
+    for _ in range(300):
+        parts = [rng.choice(filler) for _ in range(rng.randrange(1, 6))]
+        for _ in range(rng.randrange(0, 3)):
+            parts.insert(rng.randrange(len(parts) + 1), rng.choice(secrets).text)
+        out.append(rng.choice(["\n", " ", "; "]).join(parts))
+    return out + [s.text for s in secrets]
+
+
+def test_fallback_redacts_the_same_as_hyperscan(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _texts(11)
+    native = Redactor(["internal-[0-9]{6}"])
+    assert native._scanner.native
+    monkeypatch.setattr(trigger_scan, "hyperscan", None)
+    fallback = Redactor(["internal-[0-9]{6}"])
+    assert not fallback._scanner.native
+    redacted = 0
+    for text in texts:
+        fast = native.redact(text)
+        slow = fallback.redact(text)
+        assert fast == slow
+        redacted += fast[1]
+    assert redacted >= len(make_secrets(11))
+    for secret in make_secrets(11):
+        assert secret.secret not in fallback.redact(secret.text)[0]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_scanner_finds_every_occurrence(native: bool) -> None:
+    scanner = TriggerScanner(["ab", "aba", "b", "xyz"], native=native)
+    assert scanner.positions("abababx") == {"ab": [0, 2, 4], "aba": [0, 2], "b": [1, 3, 5]}
+    assert set(scanner.positions("--aba--")) == {"ab", "aba", "b"}
+    assert scanner.positions("nothing here") == {}
+    assert scanner.positions("") == {}
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_offsets_are_characters_not_bytes(native: bool) -> None:
+    scanner = TriggerScanner(["key", "é-k"], native=native)
+    text = "ünï key 😀 key \ud800 é-key"
+    assert scanner.positions(text) == {"key": [4, 10, 18], "é-k": [16]}
+    assert all(text[i : i + 3] == "key" for i in scanner.positions(text)["key"])
+
+
+def test_one_redactor_serves_several_threads() -> None:
+    redactor = Redactor()
+    texts = _texts(5)
+    expected = [redactor.redact(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: [redactor.redact(t) for t in texts], range(8)))
+    assert all(r == expected for r in results)
