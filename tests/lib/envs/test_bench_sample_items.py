@@ -46,7 +46,10 @@ SHEET_SOLUTIONS = {
     "for r in range(2, report.max_row + 1):\n"
     "    report.cell(r, 2).value = f'=SUMIF(Data!A:A,A{r},Data!B:B)'\n",
 }
-SHEET_PROGRAM = "import sys\nimport openpyxl\n\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n{body}wb.save(sys.argv[2])\n"
+SHEET_PROGRAM = (
+    "import sys\nimport openpyxl\n\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
+    "{body}wb.save(sys.argv[2])\n"
+)
 DO_NOTHING = "import shutil, sys\nshutil.copy(sys.argv[1], sys.argv[2])\n"
 
 
