@@ -282,6 +282,37 @@ def column_total(text: str, column: str) -> float:
     return sum(float(row[column].replace(",", "").strip() or 0) for row in reader)
 """
 
+DURATIONS_FIX = """import re
+
+_PART = re.compile(r"(\\d+)([hms])")
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def parse_duration(text: str) -> int:
+    return sum(int(amount) * _SECONDS[unit] for amount, unit in _PART.findall(text))
+"""
+DEDUPE_FIX = """def unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+"""
+PAGINATION_FIX = """def page_count(total: int, per_page: int) -> int:
+    return -(-total // per_page)
+"""
+MONEY_FIX = """def format_cents(cents: int) -> str:
+    sign = "-" if cents < 0 else ""
+    whole, rest = divmod(abs(cents), 100)
+    return f"{sign}{whole}.{rest:02d}"
+"""
+LEAPYEAR_FIX = """def is_leap_year(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def days_in_february(year: int) -> int:
+    return 29 if is_leap_year(year) else 28
+"""
+SEMVER_FIX = """def newest(versions: list[str]) -> str:
+    return max(versions, key=lambda v: tuple(int(part) for part in v.split(".")))
+"""
+
 # prompt phrase -> (file, its fixed content), one per shipped task
 REFERENCE_FIXES = {
     "word_count in textstats": ("textstats/__init__.py", TEXTSTATS_FIX),
@@ -290,6 +321,12 @@ REFERENCE_FIXES = {
     "to_roman writes": ("romans/__init__.py", ROMANS_FIX),
     "column_total crashes": ("csvsum/__init__.py", CSVSUM_FIX),
     "to_celsius gives": ("temperature/__init__.py", FIXED),
+    "parse_duration in durations": ("durations/__init__.py", DURATIONS_FIX),
+    "unique in dedupe": ("dedupe/__init__.py", DEDUPE_FIX),
+    "page_count in pagination": ("pagination/__init__.py", PAGINATION_FIX),
+    "format_cents in money": ("money/__init__.py", MONEY_FIX),
+    "is_leap_year in leapyear": ("leapyear/__init__.py", LEAPYEAR_FIX),
+    "newest in semver": ("semver/__init__.py", SEMVER_FIX),
 }
 
 

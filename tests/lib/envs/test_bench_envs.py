@@ -269,7 +269,7 @@ def test_official_layout_in_a_data_dir_without_a_manifest(name: str, tmp_path: P
     sp = env.splits()
     assert sp.train and sp.test
     if name == "alfworld":  # train / valid_seen / valid_unseen folders
-        assert [len(sp.train), len(sp.val), len(sp.test)] == [2, 2, 2]
+        assert [len(sp.train), len(sp.val), len(sp.test)] == [4, 6, 2]
     if name == "docvqa":
         assert all(Path(i.data["image_path"]).is_file() for i in all_items(env))
 

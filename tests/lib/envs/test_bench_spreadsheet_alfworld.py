@@ -245,6 +245,18 @@ SOLUTIONS = {
               "cool apple 1 with fridge 1", "go to diningtable 1", "move apple 1 to diningtable 1"],
     "Pillow": ["go to armchair 1", "take pillow 1 from armchair 1", "go to sofa 1", "move pillow 1 to sofa 1",
                "go to bed 1", "take pillow 2 from bed 1", "go to sofa 1", "move pillow 2 to sofa 1"],
+    "Potato": ["go to cabinet 1", "open cabinet 1", "take potato 1 from cabinet 1", "go to microwave 1",
+               "heat potato 1 with microwave 1", "go to diningtable 1", "move potato 1 to diningtable 1"],
+    "Watch": ["go to drawer 1", "open drawer 1", "take watch 1 from drawer 1", "go to floorlamp 1",
+              "use floorlamp 1"],
+    "CellPhone": ["go to desk 1", "take cellphone 1 from desk 1", "go to drawer 1", "open drawer 1",
+                  "move cellphone 1 to drawer 1"],
+    "Cup": ["go to diningtable 1", "take cup 1 from diningtable 1", "go to sinkbasin 1",
+            "clean cup 1 with sinkbasin 1", "go to cabinet 1", "open cabinet 1", "move cup 1 to cabinet 1"],
+    "Lettuce": ["go to diningtable 1", "take lettuce 1 from diningtable 1", "go to fridge 1",
+                "cool lettuce 1 with fridge 1", "go to countertop 1", "move lettuce 1 to countertop 1"],
+    "CD": ["go to desk 1", "take cd 1 from desk 1", "go to shelf 1", "move cd 1 to shelf 1", "go to drawer 1",
+           "open drawer 1", "take cd 2 from drawer 1", "go to shelf 1", "move cd 2 to shelf 1"],
 }  # fmt: skip
 
 
