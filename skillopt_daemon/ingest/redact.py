@@ -230,6 +230,14 @@ _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
 _PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
 
 
+def _may_encode_text(run: str) -> bool:
+    """A cheap first look before decoding: base64 of text is about a third capital letters (the first
+    character of every group encodes a byte under 0x80 as A-Z or a-f), while paths, identifiers and hex
+    digests that also match `_B64_RUN` are mostly lower case. Most runs stop here, undecoded."""
+    upper = sum(1 for ch in run if "A" <= ch <= "Z")
+    return upper * 6 >= len(run)
+
+
 def _decoded_text(run: str, *, unaligned: bool) -> str | None:
     """The text a base64 run encodes, or None when it is not base64 of mostly printable text.
 
@@ -316,6 +324,8 @@ class Redactor:
 
         def check(m: re.Match[str]) -> str:
             nonlocal total
+            if not _may_encode_text(m.group(0)):
+                return m.group(0)
             decoded = _decoded_text(m.group(0), unaligned=m.start() == 0)
             if decoded is None:
                 return m.group(0)
