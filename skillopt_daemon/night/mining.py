@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
-from scipy.sparse import csr_matrix
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skillopt_daemon.core.timeutil import utcnow_iso
@@ -236,28 +237,22 @@ def _assign_splits(
     Every family with three or more groups gets at least one validation and one test group.
     """
     n = len(fam.attempts)
-    parent = list(range(n))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    by_session: dict[str, int] = {}
-    for i, a in enumerate(fam.attempts):
-        sk = f"{a.tool}:{a.session_id}"
-        if sk in by_session:
-            parent[find(i)] = find(by_session[sk])
-        else:
-            by_session[sk] = i
+    # Near-duplicate pairs, filtered in numpy (a family of a thousand attempts has a million similarities),
+    # plus one link from each attempt to the first attempt of its session; groups are the components.
     sims = (sub @ sub.T).tocoo()
-    for i, j, v in zip(sims.row, sims.col, sims.data, strict=False):
-        if i < j and v >= NEAR_DUPLICATE:
-            parent[find(int(i))] = find(int(j))
+    near = (sims.row < sims.col) & (sims.data >= NEAR_DUPLICATE)
+    rows, cols = list(sims.row[near]), list(sims.col[near])
+    first_of: dict[str, int] = {}
+    for i, a in enumerate(fam.attempts):
+        first = first_of.setdefault(f"{a.tool}:{a.session_id}", i)
+        if first != i:
+            rows.append(first)
+            cols.append(i)
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    _, component = connected_components(graph, directed=False)
     groups: dict[int, list[int]] = defaultdict(list)
     for i in range(n):
-        groups[find(i)].append(i)
+        groups[int(component[i])].append(i)
 
     def order(members: list[int]) -> str:
         key = min(fam.attempts[i].key for i in members)
