@@ -231,11 +231,14 @@ def _train(
 
 
 def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:
-    """Refuses a candidate that copies the tasks' checks or rubric (it would pass by knowing the answers)."""
+    """Refuses a candidate that addresses the judge or copies its instructions. Quoting a check command or
+    a user's rule is allowed: replays run the checks and judge the work, so "run `make lint` before you
+    finish" is a good rule; gaming the checks is caught per replay (`skillopt_lib.gaming`)."""
     return LeakGuard(
         checks=sorted({c for t in tasks for c in t["checks"]}),
         rubric=sorted({r for t in tasks for r in t["rubric"]}),
         threshold=settings.night.leak_threshold,
+        literal=False,
     )
 
 
