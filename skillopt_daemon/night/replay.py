@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,12 @@ class ReplayEnvironment(ExecTasksEnvironment):
                 }
             )
         return scored
+
+    def gaming(self) -> list[str]:
+        """What the night's replays did to game their checks, each finding once, most frequent first."""
+        with self._lock:
+            found = Counter(why for runs in self.observed.values() for run in runs for why in run["gaming"])
+        return [why for why, _ in found.most_common()]
 
     def outcomes(self, skill_hash: str, split: str = "val") -> dict[str, list[dict[str, Any]]]:
         ids = {i.id for i in self.splits().get(split)}  # type: ignore[arg-type]

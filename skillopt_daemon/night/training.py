@@ -145,6 +145,9 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     best = result.best_skill
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
         outcome.reason = "no candidate passed the gate"
+        gamed = env.gaming()
+        if gamed:
+            outcome.reason += "; replays that gamed their check failed: " + "; ".join(gamed[:3])
         return outcome
     ok, why = _leak_guard(ctx.settings, tasks).check(_bundle_text(best), _bundle_text(incumbent))
     if not ok:
