@@ -210,9 +210,8 @@ def what_check_reads(path: str, checks: Sequence[str]) -> str | None:
 
 
 def _asked_for(prompt: str, path: str, reason: str) -> bool:
-    p = PurePosixPath(path)
-    low = prompt.lower()
-    if p.name.lower() in low or (len(p.stem) > 3 and p.stem.lower() in low):
+    # The file's own name: its stem alone would not do ("fix the lint errors" does not ask to edit lint.py).
+    if PurePosixPath(path).name.lower() in prompt.lower():
         return True
     if reason == "a test file":
         return bool(_ASKS_TESTS.search(prompt))

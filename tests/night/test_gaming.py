@@ -177,3 +177,14 @@ def test_an_explanation_names_every_finding() -> None:
     text = gaming.explain(found)
     assert "added `# noqa` in app.py" in text and "changed Makefile" in text
     assert gaming.explain([]) == ""
+
+
+def test_a_request_that_only_names_the_kind_of_check_does_not_ask_to_edit_its_script(tmp_path: Path) -> None:
+    found = gaming.assess(
+        diff_after(tmp_path, {"lint.py": "print('lint ok')\n"}),
+        ["make lint"],
+        "fix the lint errors in app.py",
+    )
+    assert whys(found) == [
+        "changed lint.py, which the check reads (a check script), though the task did not ask for it"
+    ]
