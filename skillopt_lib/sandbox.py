@@ -470,6 +470,19 @@ def run_checks(
 # --------------------------------------------------------------------------------------------------
 
 
+def probe_checks(task: ReplayTask, config: SandboxConfig) -> list[CheckResult]:
+    """Run the task's checks in a fresh workspace at its pinned state, with no agent: what the checks say
+    before any work. A check that already passes here cannot tell right from wrong. Raises `SandboxError`
+    when the workspace cannot be prepared; leaves nothing behind."""
+    with config.slots:
+        ws = create_workspace(task, config.root)
+        try:
+            env = scrub_env(config.env_allowlist, home=ws.home, tmp=ws.run_dir / "tmp")
+            return run_checks(ws.cwd, task.checks, env, task.check_timeout_s or config.check_timeout_s)
+        finally:
+            remove_workspace(ws)
+
+
 def replay(
     task: ReplayTask,
     backend: ExecBackend,

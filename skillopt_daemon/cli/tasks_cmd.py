@@ -75,12 +75,13 @@ def show(
         console.print("rubric: " + ("; ".join(data["rubric"]) or "none"))
         print_table(
             None,
-            ["task", "split", "outcome", "tool", "project", "commit", "prompt"],
+            ["task", "split", "outcome", "scored by", "tool", "project", "commit", "prompt"],
             [
                 (
                     t["id"],
                     t["split"],
                     t["outcome"],
+                    t["scored_by"],
                     t["tool"],
                     t["project_path"] or "-",
                     (t["repo_commit"] or "-")[:10],
@@ -89,6 +90,9 @@ def show(
                 for t in data["tasks"]
             ],
         )
+        for t in data["tasks"]:
+            if t["scored_why"]:
+                console.print(f"{t['id']} scored by {t['scored_by']}: {t['scored_why']}", markup=False)
         return
     if not ref:
         err_console.print("give a task id, or --family ID")

@@ -63,4 +63,8 @@ def task_view(t: dict[str, Any]) -> dict[str, Any]:
         "prompt": t["prompt"],
         "corrections": json.loads(t["corrections_json"] or "[]"),
         "commands": [f"{c['command']} -> {c['exit_code']}" for c in commands],
+        # How a replay of it is scored (check | rubric | excluded) and why: see night/checks.py.
+        "scored_by": t.get("scoring") or "-",
+        "scored_why": t.get("scoring_why") or "",
+        "scored_checks": json.loads(t.get("scored_checks_json") or "[]"),
     }

@@ -27,6 +27,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.night import checks as check_verdicts
 from skillopt_daemon.night.attempts import (
     Attempt,
     CommandRun,
@@ -415,6 +416,13 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
         for fam in families
     ]
     task_rows = [_task_row(fam, a) for fam in families for a in fam.attempts]
+    fam_of = {f.id: f for f in families}
+    for row in task_rows:
+        # Whether the task's check can tell right from wrong, from its session and the probes run so far;
+        # the night runs the missing probes (`night/checks.py`).
+        fam = fam_of[row["family_id"]]
+        probes = check_verdicts.cached_probes(db, row, fam.checks)
+        row.update(check_verdicts.decide(row, fam.checks, fam.rubric, probes).row())
     with db.conn:
         db.execute("DELETE FROM tasks")
         db.execute("DELETE FROM task_families")

@@ -1,10 +1,12 @@
 """The replay Environment: a user's own mined tasks, run by their own agent CLI in a sandbox.
 
-Items are the tasks of the families related to one skill, with the splits mining assigned. Each run
-replays the task from its pinned repository state with the candidate skill installed, then scores it:
-checks first (commands that proved success in the original sessions), then the family's rubric items
-judged by a chat backend when one is configured. The optimizer's feedback counts failed checks and unmet
-rules but never quotes them, so the skill cannot learn the grader's wording.
+Items are the tasks of the families related to one skill, with the splits mining assigned, that are worth
+replaying: a task scores by its checks only when they can tell right from wrong at its commit, else by its
+family's rubric, else it is left out (`night/checks.py`). Each run replays the task from its pinned
+repository state with the candidate skill installed, then scores it: checks first (commands that proved
+success in the original sessions), then the family's rubric items judged on the work (diff, files, command
+results) by a chat backend. A replay that games its checks (adds a suppression, edits what the checks read:
+`skillopt_lib.gaming`) fails, and its feedback and evidence say why.
 
 Every result is also recorded by skill hash and item, so the nightly cycle can show per-task baseline and
 candidate outcomes as a proposal's evidence without replaying anything twice.
@@ -14,26 +16,33 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from skillopt_daemon.core import paths
 from skillopt_daemon.ingest.pinning import load_dirty_diff
+from skillopt_daemon.night.checks import EXCLUDED, RUBRIC, settle
+from skillopt_lib import gaming
 from skillopt_lib.backends.base import ChatBackend
 from skillopt_lib.envs.base import AgentBackend, Item, ItemResult
 from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment, score
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.execution import ExecBackend, ExecLimits
-from skillopt_lib.judge import judge_rubric
+from skillopt_lib.judge import judge_rubric, work_record
 from skillopt_lib.sandbox import ReplayTask, replay
 from skillopt_lib.skill import SkillBundle
 
 
-def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = None) -> list[dict[str, Any]]:
-    """The mined tasks of every family related to `skill`, as task dicts for the replay environment."""
+def tasks_for_skill(
+    db: sqlite_utils.Database, skill: str, tool: str | None = None, *, probe_root: Path | None = None
+) -> list[dict[str, Any]]:
+    """The mined tasks of every family related to `skill` that are worth replaying, as task dicts for the
+    replay environment. Checks are first run before the work where that was never done (in workspaces under
+    `probe_root`, default skillopt's workspaces folder); see `night/checks.py`."""
     fams = {
         f["id"]: f for f in db.query("SELECT * FROM task_families WHERE skill_name = ? ORDER BY id", [skill])
     }
@@ -46,24 +55,29 @@ def tasks_for_skill(db: sqlite_utils.Database, skill: str, tool: str | None = No
         if tool:
             sql += " AND tool = ?"
             params.append(tool)
-        for t in db.query(sql + " ORDER BY started_at, id", params):
-            out.append(
-                {
-                    "id": t["id"],
-                    "prompt": t["prompt"],
-                    "repo": t["project_path"],
-                    "commit": t["repo_commit"],
-                    # The uncommitted changes the session started from, when they were kept (never when
-                    # they held a secret: see ingest.pinning.keep_dirty_diff).
-                    "dirty_diff": load_dirty_diff(t.get("repo_diff_hash")) if t.get("repo_dirty") else None,
-                    "checks": checks,
-                    "rubric": rubric,
-                    "split": t["split"],
-                    "family": fid,
-                    "tool": t["tool"],
-                }
-            )
+        rows = list(db.query(sql + " ORDER BY started_at, id", params))
+        settle(db, rows, checks, rubric, probe_root or paths.workspaces_dir())
+        out.extend(_task(t, rubric) for t in rows if t["scoring"] != EXCLUDED)
     return out
+
+
+def _task(t: dict[str, Any], rubric: list[str]) -> dict[str, Any]:
+    return {
+        "id": t["id"],
+        "prompt": t["prompt"],
+        "repo": t["project_path"],
+        "commit": t["repo_commit"],
+        # The uncommitted changes the session started from, when they were kept (never when
+        # they held a secret: see ingest.pinning.keep_dirty_diff).
+        "dirty_diff": load_dirty_diff(t.get("repo_diff_hash")) if t.get("repo_dirty") else None,
+        # Only the checks that tell right from wrong at this commit; none when the rubric scores it.
+        "checks": [] if t["scoring"] == RUBRIC else json.loads(t["scored_checks_json"] or "[]"),
+        "rubric": rubric,
+        "scoring": t["scoring"],
+        "split": t["split"],
+        "family": t["family_id"],
+        "tool": t["tool"],
+    }
 
 
 class ReplayEnvironment(ExecTasksEnvironment):
@@ -89,6 +103,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
             workspaces_root=workspaces_root,
             limits=limits,
             keep=keep,
+            guard_gaming=True,
             **kwargs,
         )
         self.judge = judge
@@ -116,12 +131,11 @@ class ReplayEnvironment(ExecTasksEnvironment):
             check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),
         )
         result = replay(task, agent, self.config, skill=skill, limits=self.limits)
-        scored = score(item.id, result)
+        gamed = gaming.assess(result.diff, task.checks, task.prompt)
+        scored = score(item.id, result, gamed)
         rubric = list(item.gold.get("rubric") or [])
-        if rubric and self.judge is not None and result.ok:
-            verdict = judge_rubric(
-                self.judge, task.prompt, result.final_message, result.files_changed, rubric
-            )
+        if rubric and self.judge is not None and result.ok and not gamed:
+            verdict = judge_rubric(self.judge, task.prompt, work_record(result), rubric)
             unmet = sum(1 for ok in verdict.satisfied if not ok)
             has_checks = bool(task.checks)
             scored.soft = (scored.soft + verdict.score) / 2 if has_checks else verdict.score
@@ -143,10 +157,17 @@ class ReplayEnvironment(ExecTasksEnvironment):
                     "checks_passed": scored.details.get("checks_passed"),
                     "checks_total": scored.details.get("checks_total"),
                     "rubric_unmet": scored.details.get("rubric_unmet"),
+                    "gaming": scored.details.get("gaming") or [],
                     "duration_s": round(scored.duration_s, 2),
                 }
             )
         return scored
+
+    def gaming(self) -> list[str]:
+        """What the night's replays did to game their checks, each finding once, most frequent first."""
+        with self._lock:
+            found = Counter(why for runs in self.observed.values() for run in runs for why in run["gaming"])
+        return [why for why, _ in found.most_common()]
 
     def outcomes(self, skill_hash: str, split: str = "val") -> dict[str, list[dict[str, Any]]]:
         ids = {i.id for i in self.splits().get(split)}  # type: ignore[arg-type]

@@ -145,6 +145,9 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     best = result.best_skill
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
         outcome.reason = "no candidate passed the gate"
+        gamed = env.gaming()
+        if gamed:
+            outcome.reason += "; replays that gamed their check failed: " + "; ".join(gamed[:3])
         return outcome
     ok, why = _leak_guard(ctx.settings, tasks).check(_bundle_text(best), _bundle_text(incumbent))
     if not ok:
@@ -231,11 +234,14 @@ def _train(
 
 
 def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:
-    """Refuses a candidate that copies the tasks' checks or rubric (it would pass by knowing the answers)."""
+    """Refuses a candidate that addresses the judge or copies its instructions. Quoting a check command or
+    a user's rule is allowed: replays run the checks and judge the work, so "run `make lint` before you
+    finish" is a good rule; gaming the checks is caught per replay (`skillopt_lib.gaming`)."""
     return LeakGuard(
         checks=sorted({c for t in tasks for c in t["checks"]}),
         rubric=sorted({r for t in tasks for r in t["rubric"]}),
         threshold=settings.night.leak_threshold,
+        literal=False,
     )
 
 

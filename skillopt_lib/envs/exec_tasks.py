@@ -2,8 +2,9 @@
 
 Each item is a task a real agent CLI works on in a sandbox (`skillopt_lib.sandbox.replay`) with the candidate
 skill installed. The score comes from the task's checks, run in the workspace after the agent finished:
-hard = the agent finished (`ok`) and every check passed, soft = the fraction of checks that passed. The
-optimizer's feedback says what went wrong in the agent's terms (status, failing commands, how many checks
+hard = the agent finished (`ok`) and every check passed, soft = the fraction of checks that passed. A replay
+whose diff games its checks (adds a suppression, edits what the checks read: `skillopt_lib.gaming`) fails
+whatever the checks say, when the environment guards against gaming. The optimizer's feedback says what went wrong in the agent's terms (status, failing commands, how many checks
 failed) but never quotes the check commands or their output, so a skill cannot learn the grader.
 
 Task dicts: `{"id", "prompt", "repo"?, "commit"?, "dirty_diff"?, "checks": [...], "split"?}`; items without
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 import yaml
 
-from skillopt_lib import userdir
+from skillopt_lib import gaming, userdir
 from skillopt_lib.envs.base import AgentBackend, Item, ItemResult, Splits
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.execution import ExecBackend, ExecLimits, ExecResult, ExecStatus
@@ -81,6 +82,7 @@ class ExecTasksEnvironment:
         seed: int = 42,
         val_fraction: float = 0.25,
         test_fraction: float = 0.25,
+        guard_gaming: bool = False,
     ) -> None:
         self.tasks = load_tasks(tasks)
         for i, t in enumerate(self.tasks):
@@ -98,6 +100,7 @@ class ExecTasksEnvironment:
         self.seed = seed
         self.val_fraction = val_fraction
         self.test_fraction = test_fraction
+        self.guard_gaming = guard_gaming
 
     def splits(self) -> Splits:
         out: dict[str, list[Item]] = {"train": [], "val": [], "test": []}
@@ -148,11 +151,13 @@ class ExecTasksEnvironment:
             check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),
         )
         result = replay(task, agent, self.config, skill=skill, limits=self.limits)
-        return score(item.id, result)
+        found = gaming.assess(result.diff, task.checks, task.prompt) if self.guard_gaming else []
+        return score(item.id, result, found)
 
 
-def score(item_id: str, result: ExecResult) -> ItemResult:
-    """Hard: finished and every check passed. Soft: fraction of checks passed (the status when none)."""
+def score(item_id: str, result: ExecResult, gamed: Sequence[gaming.Finding] = ()) -> ItemResult:
+    """Hard: finished and every check passed. Soft: fraction of checks passed (the status when none).
+    Work that games the checks (`gamed`, from `skillopt_lib.gaming.assess`) scores 0 and says why."""
     ok = result.status is ExecStatus.OK
     n = len(result.checks)
     passed = sum(1 for c in result.checks if c.passed)
@@ -161,11 +166,15 @@ def score(item_id: str, result: ExecResult) -> ItemResult:
         hard = 1.0 if ok and passed == n else 0.0
     else:
         soft = hard = 1.0 if ok else 0.0
+    text = feedback(result)
+    if gamed:
+        hard = soft = 0.0
+        text += "\n" + gaming.explain(gamed)
     return ItemResult(
         item_id=item_id,
         hard=hard,
         soft=soft,
-        feedback=feedback(result),
+        feedback=text,
         trajectory=trajectory(result),
         answer=result.final_message,
         usage=result.usage,
@@ -177,6 +186,7 @@ def score(item_id: str, result: ExecResult) -> ItemResult:
             "checks_passed": passed,
             "checks_total": n,
             "warnings": result.warnings,
+            "gaming": [f.why for f in gamed],
         },
     )
 

@@ -15,6 +15,7 @@ from skillopt_daemon.core.store.migrations import (
     m003_night,
     m004_integration_targets,
     m005_labels,
+    m006_check_verdicts,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -25,4 +26,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m003_night", m003_night.migrate),
     ("m004_integration_targets", m004_integration_targets.migrate),
     ("m005_labels", m005_labels.migrate),
+    ("m006_check_verdicts", m006_check_verdicts.migrate),
 ]
