@@ -186,7 +186,8 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         "secret-assignment",
         r"(?i)(?<![A-Za-z0-9])((?:passw(?:or)?d|pass|pwd|passphrase|secret|token|key)"
         r"(?:_[A-Za-z0-9]{1,30}){0,3}=[\"']?)(\d{4,64})(?=[\s\"'`,;&)}\]]|$)",
-        ["pass", "pwd", "secret", "token", "key"],
+        # not a bare "pass": every "5 passed" in test output would wake the pattern
+        ["passw", "passp", "pass_", "pass=", "pwd", "secret", "token", "key"],
         group=2,
     ),
     # The MySQL clients take the password glued to -p (`-P` is the port); sshpass takes it after -p.
@@ -201,7 +202,7 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "password-flag",
         r"(?<![\w\-])(sshpass\b[^\n|;&]*?\s-p\s*[\"']?)([^\s\"'`;|&]+)",
-        ["pass"],
+        ["sshpass"],
         group=2,
         back=3,
     ),
@@ -211,7 +212,7 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         r"(?i)([?&](?:password|passwd|pass|pwd|passphrase|secret|client_secret|key|api_?key|apikey"
         r"|access_?key|token|access_token|auth_?token|refresh_token|id_token)=)(?!\[REDACTED)"
         r"([^&#\s\"'<>\[\]]{3,})",
-        ["pass", "pwd", "secret", "key", "token"],
+        ["passw", "passp", "pass=", "pwd", "secret", "key", "token"],
         group=2,
         back=9,
     ),
