@@ -35,7 +35,7 @@ from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import TrainConfig
 from skillopt_lib.gate import GateConfig
-from skillopt_lib.judge import LeakGuard
+from skillopt_lib.judge import LeakGuard, overlap
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
 
@@ -95,8 +95,8 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         report.skills = []
         ctx.say("no task family relates to an installed skill or is ready for a new one")
         return
-    fams_all = [f for fams in targets.values() for f in fams] + new
-    tools = sorted({AgentTool.parse(t) for f in fams_all for t in f.tools}, key=str)
+    groups = [*targets.values(), *([f] for f in new)]
+    tools = sorted({t for fams in groups if (t := replay_tool(fams)) is not None}, key=str)
     report.missing = missing_for_replays(ctx.settings, tools)
     if report.missing:
         why = "replays cannot run: " + "; ".join(report.missing)
@@ -165,7 +165,7 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
 
     picked = _replay_tasks(ctx, fam.name, [fam], family_tasks)
     if isinstance(picked, SkillOutcome):
-        picked.family = fam.id
+        picked.family, picked.new = fam.id, True
         return picked
     tool, tasks = picked
     try:
@@ -248,14 +248,19 @@ def _install_to(settings: Settings, fam: Family) -> list[str]:
     return [f"{tool}:user" for tool in fam.tools]
 
 
+def replay_tool(fams: list[Family]) -> AgentTool | None:
+    """The tool most of the families' tasks were done with: their replays run with it."""
+    tool_counts = Counter(a.tool for f in fams for a in f.attempts)
+    return AgentTool.parse(tool_counts.most_common(1)[0][0]) if tool_counts else None
+
+
 def _replay_tasks(
     ctx: NightContext, name: str, fams: list[Family], load: TaskLoader
 ) -> tuple[AgentTool, list[dict[str, Any]]] | SkillOutcome:
     """The tool most of the skill's tasks were done with and its replayable tasks, or why there are too few."""
-    tool_counts = Counter(a.tool for f in fams for a in f.attempts)
-    if not tool_counts:
+    tool = replay_tool(fams)
+    if tool is None:
         return SkillOutcome(name, "too-few-tasks", "no mined task relates to this skill")
-    tool = AgentTool.parse(tool_counts.most_common(1)[0][0])
     tasks = load(ctx.db, name, tool.value)
     splits = Counter(t["split"] for t in tasks)
     least = ctx.settings.night.min_tasks
@@ -324,15 +329,18 @@ def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:
     """Refuses a candidate that copies the tasks' checks or rubric (it would pass by knowing the answers).
 
     A rule the user stated in a train task is theirs to teach: the optimizer read it on purpose, and a
-    skill that states it is the point of the night, so it is not a leak. Only rubric items the optimizer
-    never saw (stated in validation or test tasks alone) are protected.
+    skill that states it is the point of the night, so it is not a leak, nor is the same rule repeated in
+    a validation task. Only rubric items the optimizer could not have learned (no train correction says
+    much the same) are protected.
     """
-    taught = {" ".join(p.text.lower().split()) for p in preferences.train_preferences(tasks)}
+    taught = [p.text for p in preferences.train_preferences(tasks)]
+    threshold = settings.night.leak_threshold
     rubric = {r for t in tasks for r in t["rubric"]}
+    secret = [r for r in rubric if not any(overlap(r, said) >= threshold for said in taught)]
     return LeakGuard(
         checks=sorted({c for t in tasks for c in t["checks"]}),
-        rubric=sorted(r for r in rubric if " ".join(r.lower().split()) not in taught),
-        threshold=settings.night.leak_threshold,
+        rubric=sorted(secret),
+        threshold=threshold,
     )
 
 
