@@ -114,6 +114,8 @@ class LearningNight(Script):
 
     def _judge(self, text: str) -> str:
         work, _, rules = text.partition("Rules (index. rule):")
+        # The work shown: what follows the task (the agent's final message and the files it changed).
+        work = work.rpartition("The agent's final message:")[2] or work
         items = []
         for index, rule in _RULE_LINE.findall(rules):
             kind = next((k for k in self.kinds if k.rule in rule), None)
