@@ -193,10 +193,32 @@ def render_examples(env: Any, pairs: Sequence[tuple[Item, ItemResult]], max_traj
         ]
         if res.error:
             block.append(f"**Error:** {res.error}")
+        block.extend(_taught(res))
         if traj:
             block.append(f"**Trajectory:**\n```\n{traj}\n```")
         blocks.append("\n".join(block))
     return "\n\n".join(blocks)
+
+
+def _taught(res: ItemResult) -> list[str]:
+    """What the user taught in this task, when the environment passes it on: their own words (corrections,
+    with tool, project and date) and the checks that failed, with their output."""
+    out: list[str] = []
+    prefs = res.details.get("user_preferences") or []
+    if prefs:
+        lines = [
+            f"- '{p.get('text', '')}' · {p.get('tool') or '?'} · {p.get('project') or '?'} · {p.get('date') or '?'}"
+            for p in prefs
+        ]
+        out.append("**The user's stated preferences (their own words in this task):**\n" + "\n".join(lines))
+    checks = res.details.get("failed_checks") or []
+    if checks:
+        parts = [
+            f"- `{c.get('command')}` (exit code {c.get('exit_code')}):\n```\n{str(c.get('output', '')).strip()}\n```"
+            for c in checks
+        ]
+        out.append("**Checks that failed after the agent finished:**\n" + "\n".join(parts))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- analysts

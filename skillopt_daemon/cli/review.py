@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from skillopt_daemon.cli.output import console, err_console, print_json, print_table
 from skillopt_daemon.core.timeutil import humanize_age, local_display
+from skillopt_daemon.night import preferences
 from skillopt_daemon.registry import Registry, open_registry
 from skillopt_lib.errors import ConflictError, NotFoundError
 from skillopt_lib.skill import SkillBundle
@@ -56,7 +57,7 @@ def status(json_out: bool = JSON_OPT) -> None:
             [
                 (
                     p["short_id"],
-                    p["skill"],
+                    p["skill"] + (" (new)" if p.get("new") else ""),
                     f"v{p['version']}",
                     _fmt_change(p["score_change"], p["confidence"]),
                     p["age"],
@@ -153,6 +154,9 @@ def diff(
     if not text:
         err_console.print("(no differences)")
         return
+    if ".." not in ref:
+        # A night's proposal says what the user said that motivated each line it adds.
+        text = preferences.annotate_diff(text, reg.resolve_id(ref).evidence.get("provenance") or [])
     if sys.stdout.isatty():
         from rich.syntax import Syntax
 

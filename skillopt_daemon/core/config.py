@@ -164,6 +164,15 @@ class NightSettings(_Section):
         le=1,
         description="share of a check's or rubric item's wording that counts as a leak",
     )
+    new_skills: bool = Field(
+        default=True,
+        description="seed a new skill for a recurring task family that no installed skill covers",
+    )
+    new_skill_scope: Literal["user", "project"] = Field(
+        default="user",
+        description="where an approved new skill installs: user scope, or the project when its family "
+        "lives in one repository",
+    )
 
 
 class UISettings(_Section):

@@ -2,13 +2,16 @@
 
 A reviewer decides from this alone (`skillopt diff`, the dashboard's proposal page), so it says what was
 measured on which tasks, how sure the gate was, and what it cost, in the registry's `Evidence` fields plus
-the per-task baseline and candidate runs.
+the per-task baseline and candidate runs, and for every line the candidate adds, what the user said that
+motivated it (`provenance`, from `preferences.provenance`).
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
+from skillopt_daemon.night import preferences
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.runfiles import read_history
@@ -41,6 +44,26 @@ def per_task_runs(
         }
         for iid in sorted(set(base_runs) | set(cand_runs))
     ]
+
+
+def added_lines(incumbent: SkillBundle, best: SkillBundle) -> list[str]:
+    """The lines of the candidate's files that the incumbent does not have, in order."""
+    old = "\n".join(incumbent.text_files().values()).splitlines()
+    new = "\n".join(best.text_files().values()).splitlines()
+    out: list[str] = []
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            out.extend(line for line in new[j1:j2] if line.strip())
+    return out
+
+
+def line_provenance(
+    env: Any, incumbent: SkillBundle, best: SkillBundle, tasks: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per added line: the train corrections and sessions behind it, and the train replays that failed."""
+    train_runs = env.outcomes(incumbent.content_hash, "train")
+    failed = sorted(iid for iid, runs in train_runs.items() if any(r.get("hard", 0) < 1 for r in runs))
+    return preferences.provenance(added_lines(incumbent, best), preferences.train_preferences(tasks), failed)
 
 
 def usage_spend(usage: dict[str, Any]) -> tuple[int, float]:
@@ -84,4 +107,5 @@ def evidence(
         "replays": budget.replays,
         "wall_s": round(budget.wall_s(), 2),
         "run_dir": str(result.run_dir),
+        "provenance": line_provenance(env, incumbent, best, tasks),
     }

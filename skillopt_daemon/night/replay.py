@@ -8,6 +8,11 @@ success in the original sessions), then the family's rubric items judged on the 
 results) by a chat backend. A replay that games its checks (adds a suppression, edits what the checks read:
 `skillopt_lib.gaming`) fails, and its feedback and evidence say why.
 
+What the optimizer reads of a replay depends on its split. A train task's feedback carries the user's own
+corrections in that task, verbatim, as their stated preferences (`preferences.for_optimizer`), and each
+failed check with its output: that is what the user taught, and what a skill should learn. Validation and
+test tasks grade candidates, so their corrections only ever reach the judge, and their feedback only counts.
+
 Every result is also recorded by skill hash and item, so the nightly cycle can show per-task baseline and
 candidate outcomes as a proposal's evidence without replaying anything twice.
 """
@@ -25,13 +30,14 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.ingest.pinning import load_dirty_diff
+from skillopt_daemon.night import preferences
 from skillopt_daemon.night.checks import EXCLUDED, RUBRIC, settle
 from skillopt_lib import gaming
 from skillopt_lib.backends.base import ChatBackend
 from skillopt_lib.envs.base import AgentBackend, Item, ItemResult
 from skillopt_lib.envs.exec_tasks import ExecTasksEnvironment, score
 from skillopt_lib.errors import ConfigError
-from skillopt_lib.execution import ExecBackend, ExecLimits
+from skillopt_lib.execution import ExecBackend, ExecLimits, ExecResult
 from skillopt_lib.judge import judge_rubric, work_record
 from skillopt_lib.sandbox import ReplayTask, replay
 from skillopt_lib.skill import SkillBundle
@@ -40,11 +46,27 @@ from skillopt_lib.skill import SkillBundle
 def tasks_for_skill(
     db: sqlite_utils.Database, skill: str, tool: str | None = None, *, probe_root: Path | None = None
 ) -> list[dict[str, Any]]:
-    """The mined tasks of every family related to `skill` that are worth replaying, as task dicts for the
-    replay environment. Checks are first run before the work where that was never done (in workspaces under
-    `probe_root`, default skillopt's workspaces folder); see `night/checks.py`."""
+    """The mined tasks of every family related to `skill` that are worth replaying, as task dicts."""
+    rows = db.query("SELECT id FROM task_families WHERE skill_name = ? ORDER BY id", [skill])
+    return tasks_for_families(db, [r["id"] for r in rows], tool, probe_root=probe_root)
+
+
+def tasks_for_families(
+    db: sqlite_utils.Database,
+    family_ids: Sequence[str],
+    tool: str | None = None,
+    *,
+    probe_root: Path | None = None,
+) -> list[dict[str, Any]]:
+    """The tasks of the given families (only those done with `tool` when given) that are worth replaying,
+    as task dicts for the replay environment. Checks are first run before the work where that was never
+    done (in workspaces under `probe_root`, default skillopt's workspaces folder); see `night/checks.py`."""
+    if not family_ids:
+        return []
+    marks = ", ".join("?" for _ in family_ids)
     fams = {
-        f["id"]: f for f in db.query("SELECT * FROM task_families WHERE skill_name = ? ORDER BY id", [skill])
+        f["id"]: f
+        for f in db.query(f"SELECT * FROM task_families WHERE id IN ({marks}) ORDER BY id", list(family_ids))
     }
     out: list[dict[str, Any]] = []
     for fid, fam in fams.items():
@@ -77,7 +99,15 @@ def _task(t: dict[str, Any], rubric: list[str]) -> dict[str, Any]:
         "split": t["split"],
         "family": t["family_id"],
         "tool": t["tool"],
+        "session": t["session_id"],
+        "started_at": t["started_at"],
+        # This task's own corrections; the optimizer reads them only for train tasks.
+        "corrections": json.loads(t.get("corrections_json") or "[]"),
     }
+
+
+# The tail of a failed check's output the optimizer reads: enough for the failing lines, not a whole log.
+FAILED_OUTPUT_CHARS = 1500
 
 
 class ReplayEnvironment(ExecTasksEnvironment):
@@ -147,6 +177,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
                 scored.feedback += f"\n{unmet} of {len(rubric)} of the user's stated rules were not followed."
             if verdict.error:
                 scored.details["judge_error"] = verdict.error
+        self._teach(item, result, scored)
         with self._lock:
             self.replays += 1
             self.observed[(skill.content_hash, item.id)].append(
@@ -168,6 +199,23 @@ class ReplayEnvironment(ExecTasksEnvironment):
         with self._lock:
             found = Counter(why for runs in self.observed.values() for run in runs for why in run["gaming"])
         return [why for why, _ in found.most_common()]
+
+    def _teach(self, item: Item, result: ExecResult, scored: ItemResult) -> None:
+        """What the optimizer may learn from this replay: a train task's corrections, failed checks' output."""
+        prefs = preferences.for_optimizer({**item.meta, "id": item.id, "repo": item.data.get("repo")})
+        if prefs:
+            scored.details["user_preferences"] = [p.to_dict() for p in prefs]
+        if item.meta.get("split") == preferences.TRAIN:
+            failed = [c for c in result.checks if not c.passed]
+            if failed:
+                scored.details["failed_checks"] = [
+                    {
+                        "command": c.command,
+                        "exit_code": c.exit_code,
+                        "output": c.output[-FAILED_OUTPUT_CHARS:],
+                    }
+                    for c in failed
+                ]
 
     def outcomes(self, skill_hash: str, split: str = "val") -> dict[str, list[dict[str, Any]]]:
         ids = {i.id for i in self.splits().get(split)}  # type: ignore[arg-type]

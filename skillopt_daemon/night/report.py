@@ -20,6 +20,8 @@ class SkillOutcome:
     run_dir: str | None = None
     baseline: float | None = None
     candidate: float | None = None
+    new: bool = False  # a new skill, drafted tonight for a recurring family no skill covered
+    family: str | None = None  # the family a new skill was drafted for
 
 
 def trained_nothing(skills: list[dict[str, Any]]) -> bool:
@@ -42,6 +44,8 @@ class CycleReport:
     mining: dict[str, Any] = field(default_factory=dict)
     skills: list[SkillOutcome] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    # Families with no skill that did not get a new one tonight: {family, name, tasks, reason}.
+    families: list[dict[str, Any]] = field(default_factory=list)
     spend: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 

@@ -49,12 +49,21 @@ def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
     ]
     data["last"]["skills"] = summary.get("skills", [])
     data["missing"] = summary.get("missing") or []
+    data["families"] = summary.get("families") or []
     text = f"last night: {last['status']} ({humanize_age(last['started_at'])})"
     if data["last"]["proposals"]:
         text += f", {len(data['last']['proposals'])} proposal(s)"
     if last.get("error"):
         text += f": {last['error']}"
-    return [text]
+    lines = [text]
+    for s in data["last"]["skills"]:
+        if s.get("new"):
+            lines.append(
+                f"new skill {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
+            )
+    for f in data["families"]:
+        lines.append(f"no skill for the family '{f['name']}' ({f['tasks']} tasks): {f['reason']}")
+    return lines
 
 
 def _next_line(settings: Settings, data: dict[str, Any]) -> str:
@@ -74,7 +83,7 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     """The nightly section of `skillopt status`: last run's result, next run, what is missing."""
     settings = load_settings()
     last = last_run(db)
-    data: dict[str, Any] = {"last": None, "next": None, "missing": []}
+    data: dict[str, Any] = {"last": None, "next": None, "missing": [], "families": []}
     lines = _last_lines(last, data) if last else ["last night: never run"]
     lines.append(_next_line(settings, data))
     lines.extend(f"missing for replays: {m}" for m in data["missing"])

@@ -1,5 +1,7 @@
 """A night's training: for each installed skill that mined task families relate to, train on replays of
-those tasks, check the winner for leaked answers, and register it as a proposal with its evidence.
+those tasks, check the winner for leaked answers, and register it as a proposal with its evidence. A
+recurring family that no skill covers seeds a new skill (`seeding`), trained the same way from its draft
+and proposed as new.
 
 It is the same `skillopt_lib.Trainer` that trains on benchmarks, driven on a `ReplayEnvironment` of the
 user's own recurring tasks, with the user's own agent CLI as the frozen agent and the installed version as
@@ -20,19 +22,20 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
+from skillopt_daemon.night import preferences, seeding
 from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.pending import load_pending, store_pending
-from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_skill
+from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.runs import night_dir
-from skillopt_daemon.registry import Registry, Version
+from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import TrainConfig
 from skillopt_lib.gate import GateConfig
-from skillopt_lib.judge import LeakGuard
+from skillopt_lib.judge import LeakGuard, overlap
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
 
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
 
 Progress = Callable[[str], None]
+# Loads a skill's (or a new skill's family's) replayable tasks: (db, skill name, tool) -> task dicts.
+TaskLoader = Callable[[sqlite_utils.Database, str, str], list[dict[str, Any]]]
 
 
 @dataclass
@@ -57,15 +62,20 @@ class NightContext:
     judge: Any = None
 
 
+def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
+    """The registered skills' names and descriptions (mining's view of what is installed)."""
+    # mining pulls in scikit-learn and scipy: imported when a night runs, not when this module loads.
+    from skillopt_daemon.night import mining
+
+    return mining.installed_skills(db)
+
+
 def targets_for(
     db: sqlite_utils.Database, families: list[Family], skill: str | None
 ) -> dict[str, list[Family]]:
     """The installed skills the mined families relate to (only `skill` when given), with their families."""
-    # mining pulls in scikit-learn and scipy: imported when a night runs, not when this module loads.
-    from skillopt_daemon.night import mining
-
     out: dict[str, list[Family]] = {}
-    known = set(mining.installed_skills(db))
+    known = set(mining_installed(db))
     for fam in families:
         if fam.skill_name and fam.skill_name in known and (skill is None or fam.skill_name == skill):
             out.setdefault(fam.skill_name, []).append(fam)
@@ -75,25 +85,51 @@ def targets_for(
 
 
 def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None) -> None:
-    """Train every target skill in turn, adding one outcome per skill to the night's report."""
+    """Train every target skill in turn, then seed and train a new skill for each recurring family that no
+    skill covers; one outcome per skill in the night's report."""
     report = ctx.report
     targets = targets_for(ctx.db, families, skill)
-    if not targets:
+    new = _new_skill_families(ctx, families) if skill is None else []
+    if not targets and not new:
         report.status = "nothing-to-do"
         report.skills = []
-        ctx.say("no task family relates to an installed skill yet")
+        ctx.say("no task family relates to an installed skill or is ready for a new one")
         return
-    tools = sorted({AgentTool.parse(t) for fams in targets.values() for f in fams for t in f.tools}, key=str)
+    groups = [*targets.values(), *([f] for f in new)]
+    tools = sorted({t for fams in groups if (t := replay_tool(fams)) is not None}, key=str)
     report.missing = missing_for_replays(ctx.settings, tools)
     if report.missing:
         why = "replays cannot run: " + "; ".join(report.missing)
         for name, fams in targets.items():
             report.skills.append(SkillOutcome(name, "error", why, tasks=sum(len(f.attempts) for f in fams)))
+        for fam in new:
+            report.skills.append(SkillOutcome(fam.name, "error", why, tasks=len(fam.attempts), family=fam.id))
         report.status = "completed"
         return
     _open_backends(ctx)
     for name, fams in targets.items():
         report.skills.append(train_one(ctx, name, fams))
+    taken = set(mining_installed(ctx.db))
+    for fam in new:
+        outcome = train_new(ctx, fam, taken)
+        taken.add(outcome.skill)
+        report.skills.append(outcome)
+
+
+def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Family]:
+    """The families that seed a new skill tonight; every other family without a skill is noted with why."""
+    if not ctx.settings.night.new_skills:
+        return []
+    registry = Registry(ctx.db, actor="night")
+    versions = [v for name in registry.skill_names() for v in registry.versions(name)]
+    chosen, notes = seeding.candidates(
+        families,
+        installed=set(mining_installed(ctx.db)),
+        min_tasks=ctx.settings.night.min_tasks,
+        rejected=seeding.rejected_sizes(versions),
+    )
+    ctx.report.families = [n.to_dict() for n in notes]
+    return chosen
 
 
 def _open_backends(ctx: NightContext) -> None:
@@ -109,8 +145,8 @@ def _open_backends(ctx: NightContext) -> None:
 
 
 def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
-    """Train one skill on replays of its tasks; a gated, leak-free winner becomes a proposal."""
-    picked = _replay_tasks(ctx, name, fams)
+    """Train one installed skill on replays of its tasks; a gated, leak-free winner becomes a proposal."""
+    picked = _replay_tasks(ctx, name, fams, tasks_for_skill)
     if isinstance(picked, SkillOutcome):
         return picked
     tool, tasks = picked
@@ -118,6 +154,42 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     if current is None:
         return SkillOutcome(name, "error", "the skill has no active version to improve", tasks=len(tasks))
     incumbent = ctx.registry.load_bundle(current.id)
+    return _train_and_propose(ctx, name, tool, tasks, incumbent, current.id, None)
+
+
+def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
+    """Draft a new skill for a family no skill covers, train it from the draft, and propose it as new."""
+
+    def family_tasks(db: sqlite_utils.Database, _name: str, tool: str) -> list[dict[str, Any]]:
+        return tasks_for_families(db, [fam.id], tool)
+
+    picked = _replay_tasks(ctx, fam.name, [fam], family_tasks)
+    if isinstance(picked, SkillOutcome):
+        picked.family, picked.new = fam.id, True
+        return picked
+    tool, tasks = picked
+    try:
+        draft, note = seeding.draft(ctx.optimizer, fam, taken)
+    except NightBudgetExceeded as exc:
+        return SkillOutcome(fam.name, "budget", exc.message, tasks=len(tasks), family=fam.id, new=True)
+    name = draft.doc.name
+    ctx.say(f"drafted a new skill {name} for the recurring task family '{fam.name}'")
+    outcome = _train_and_propose(ctx, name, tool, tasks, draft, None, fam)
+    if note:
+        outcome.reason = f"{outcome.reason}; {note}" if outcome.reason else note
+    return outcome
+
+
+def _train_and_propose(
+    ctx: NightContext,
+    name: str,
+    tool: AgentTool,
+    tasks: list[dict[str, Any]],
+    incumbent: SkillBundle,
+    parent: str | None,
+    new_family: Family | None,
+) -> SkillOutcome:
+    """Train from `incumbent` (the installed version, or a new skill's draft) and propose a gated winner."""
     env = ReplayEnvironment(
         tasks,
         seed_skill=incumbent,
@@ -128,11 +200,15 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     )
     run_dir = night_dir(ctx.report.run_id) / name
     ctx.say(f"training {name} on {len(tasks)} replayed tasks with {tool.value}")
+    new = new_family is not None
+    family = new_family.id if new_family is not None else None
     try:
         result = _train(ctx, name, env, tool, incumbent, tasks, run_dir)
     except NightBudgetExceeded as exc:
         why = exc.message + "; nothing was registered"
-        return SkillOutcome(name, "budget", why, tasks=len(tasks), run_dir=str(run_dir))
+        return SkillOutcome(
+            name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=new, family=family
+        )
     summary = result.summary
     outcome = SkillOutcome(
         name,
@@ -141,6 +217,8 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
         run_dir=str(run_dir),
         baseline=summary.get("initial_val"),
         candidate=summary.get("best_val"),
+        new=new,
+        family=family,
     )
     best = result.best_skill
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
@@ -154,22 +232,39 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
         outcome.status, outcome.reason = "leak", why
         return outcome
     found = evidence(result, env, incumbent, best, tasks, ctx.budget, tool)
+    if new_family is not None:
+        found.update(new_skill=True, family=seeding.family_record(new_family))
+        found["install_to"] = _install_to(ctx.settings, new_family)
     if ctx.dry_run:
         outcome.status = "dry-run"
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
-    return _propose(ctx, outcome, best, found, current)
+    return _propose(ctx, outcome, best, found, parent)
+
+
+def _install_to(settings: Settings, fam: Family) -> list[str]:
+    """Where a new skill installs: every tool its family was seen in, in user scope; in the project when the
+    user chose project scope and the family lives in one repository."""
+    project = fam.projects[0] if len(fam.projects) == 1 else None
+    if settings.night.new_skill_scope == "project" and project:
+        return [f"{tool}:project:{project}" for tool in fam.tools]
+    return [f"{tool}:user" for tool in fam.tools]
+
+
+def replay_tool(fams: list[Family]) -> AgentTool | None:
+    """The tool most of the families' tasks were done with: their replays run with it."""
+    tool_counts = Counter(a.tool for f in fams for a in f.attempts)
+    return AgentTool.parse(tool_counts.most_common(1)[0][0]) if tool_counts else None
 
 
 def _replay_tasks(
-    ctx: NightContext, name: str, fams: list[Family]
+    ctx: NightContext, name: str, fams: list[Family], load: TaskLoader
 ) -> tuple[AgentTool, list[dict[str, Any]]] | SkillOutcome:
     """The tool most of the skill's tasks were done with and its replayable tasks, or why there are too few."""
-    tool_counts = Counter(a.tool for f in fams for a in f.attempts)
-    if not tool_counts:
+    tool = replay_tool(fams)
+    if tool is None:
         return SkillOutcome(name, "too-few-tasks", "no mined task relates to this skill")
-    tool = AgentTool.parse(tool_counts.most_common(1)[0][0])
-    tasks = tasks_for_skill(ctx.db, name, tool.value)
+    tasks = load(ctx.db, name, tool.value)
     splits = Counter(t["split"] for t in tasks)
     least = ctx.settings.night.min_tasks
     if len(tasks) < least or not splits.get("train") or not splits.get("val"):
@@ -246,13 +341,12 @@ def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:
 
 
 def _propose(
-    ctx: NightContext, outcome: SkillOutcome, best: SkillBundle, found: dict[str, Any], current: Version
+    ctx: NightContext, outcome: SkillOutcome, best: SkillBundle, found: dict[str, Any], parent: str | None
 ) -> SkillOutcome:
     """Register the winner as a proposal (approved at once when the user opted in for this skill)."""
     name = outcome.skill
-    version = ctx.registry.propose(
-        name, best, found, origin="trained", parent=current.id, note=f"night {ctx.report.run_id}"
-    )
+    note = f"night {ctx.report.run_id}" + (" (new skill)" if outcome.new else "")
+    version = ctx.registry.propose(name, best, found, origin="trained", parent=parent, note=note)
     outcome.status = "proposed"
     outcome.proposal_id = version.id
     outcome.reason = f"validation {outcome.baseline:.3f} → {outcome.candidate:.3f}"

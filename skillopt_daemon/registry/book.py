@@ -38,6 +38,7 @@ from skillopt_daemon.registry.models import (
     Origin,
     TargetState,
     Version,
+    new_skill_targets,
 )
 from skillopt_daemon.registry.versions import new_id
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError, StoreError
@@ -143,14 +144,16 @@ class Registry(Imports):
     # -- deciding ------------------------------------------------------------------------------------------
 
     def _resolve_targets(
-        self, skill: str, targets: Sequence[InstallTarget | str] | None
+        self, skill: str, targets: Sequence[InstallTarget | str] | None, version: Version | None = None
     ) -> list[InstallTarget]:
         if targets:
             return [t if isinstance(t, InstallTarget) else InstallTarget.parse(t) for t in targets]
         found = [ts.target for ts in self.targets(skill) if ts.enabled]
         if not found and not self.targets(skill):
-            # A new skill: send it wherever the user installed skillopt's integration (`skillopt install`).
-            found = [i.target for i in self.integration_targets()]
+            # A new skill: where its evidence says its work happens (a night's new skill installs wherever
+            # its family's sessions came from), else wherever the user installed skillopt's integration.
+            found = new_skill_targets(version.evidence if version else {})
+            found = found or [i.target for i in self.integration_targets()]
         if not found:
             raise ConflictError(
                 f"{skill} is not installed anywhere yet, so skillopt does not know where to install it",
@@ -170,7 +173,7 @@ class Registry(Imports):
             self._reconcile_locked()
             v = self.resolve_id(ref)
             self._require_pending(v)
-            chosen = self._resolve_targets(v.skill, targets)
+            chosen = self._resolve_targets(v.skill, targets, v)
             if dry_run:
                 return ApproveResult(v, plans=self._plans(v, chosen))
             edits = self._preflight(v.skill, chosen, force, incoming=v)

@@ -52,6 +52,13 @@ class Evidence(BaseModel):
     gate: dict[str, Any] | None = None
     tokens: int | None = None
     cost_usd: float | None = None
+    # A night's new skill: drafted for a recurring task family no skill covered. `install_to` lists the
+    # targets (`TOOL:user` or `TOOL:project:PATH`) its family's sessions came from.
+    new_skill: bool = False
+    family: dict[str, Any] | None = None
+    install_to: list[str] = []
+    # For each line the proposal adds: the user corrections, sessions and failed replays behind it.
+    provenance: list[dict[str, Any]] = []
 
     def score_change(self) -> float | None:
         if self.delta is not None:
@@ -287,3 +294,10 @@ class IntegrationTarget:
             instructions=bool(row["instructions"]),
             recorded_at=row["recorded_at"],
         )
+
+
+def new_skill_targets(evidence: Mapping[str, Any]) -> list[InstallTarget]:
+    """Where a new skill installs when the user names no target: its evidence's `install_to`, if any."""
+    if not evidence.get("new_skill"):
+        return []
+    return [InstallTarget.parse(str(t)) for t in evidence.get("install_to") or []]

@@ -55,6 +55,7 @@ def _pending(db: sqlite_utils.Database) -> dict[str, Any]:
                 "skill": v.skill,
                 "version": v.seq,
                 "origin": v.origin,
+                "new": ev.new_skill,
                 "score_change": ev.score_change(),
                 "confidence": ev.confidence,
                 "created_at": v.created_at,

@@ -10,7 +10,9 @@ import sqlite_utils
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
+from skillopt_daemon.night import preferences
 from skillopt_daemon.registry import Evidence, Registry, open_registry
+from skillopt_daemon.registry.models import new_skill_targets
 from skillopt_daemon.web.deps import db
 from skillopt_daemon.web.render import redirect_after, render
 from skillopt_daemon.web.security import check_csrf
@@ -37,11 +39,15 @@ def proposal(request: Request, ref: str, conn: sqlite_utils.Database = Depends(d
     reg = Registry(conn, actor="dashboard")
     v = reg.resolve_id(ref)
     title, diff = reg.diff(v.id)
+    # A night's proposal says what the user said that motivated each line it adds, beside the line.
+    diff = preferences.annotate_diff(diff, v.evidence.get("provenance") or [])
     extra = {k: val for k, val in v.evidence.items() if k not in Evidence.model_fields and k != "tasks"}
     targets = [ts.target.key for ts in reg.targets(v.skill) if ts.enabled]
     if not targets and not reg.targets(v.skill):
-        # A new skill goes where skillopt's integration is installed, as `skillopt approve` does.
-        targets = [i.target.key for i in reg.integration_targets()]
+        # A new skill goes where its family's sessions came from, else where skillopt's integration is
+        # installed, as `skillopt approve` does.
+        targets = [t.key for t in new_skill_targets(v.evidence)]
+        targets = targets or [i.target.key for i in reg.integration_targets()]
     return render(
         request,
         "proposal.html",
@@ -88,6 +94,8 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
             cls = "del"
         elif line.startswith("@@"):
             cls = "hunk"
+        elif line.startswith("  ↳ "):
+            cls = "provenance"
         else:
             cls = "ctx"
         out.append((cls, line))

@@ -60,9 +60,10 @@ def wait_for(predicate: Any, timeout: float = 45.0, what: str = "condition") -> 
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def seed_sessions(env: dict[str, str], n: int = 6, *, with_skill: bool = True) -> None:
-    """A registered skill (unless `with_skill` is false) and sessions that used it, as ingest stored them."""
-    if with_skill:
+def seed_sessions(env: dict[str, str], n: int = 6, *, skill: bool = True) -> None:
+    """A registered skill and sessions that used it, as ingest would have stored them (with `skill=False`,
+    sessions of the same recurring work and no skill at all)."""
+    if skill:
         skill_dir = Path(env["HOME"]) / ".claude" / "skills" / "release-notes"
         skill_dir.mkdir(parents=True)
         (skill_dir / "SKILL.md").write_text(
@@ -157,7 +158,7 @@ def test_a_night_that_trained_nothing_leaves_the_sessions_for_the_next_night(env
 
 
 def test_a_dry_run_leaves_the_sessions_for_the_next_night(env: dict[str, str]) -> None:
-    seed_sessions(env, with_skill=False)
+    seed_sessions(env, skill=False)
     run(env, "sleep", "run", "--now", "--dry-run")
     real = run(env, "sleep", "run")
     assert "Nothing new was ingested" not in real.stdout
@@ -233,3 +234,13 @@ def test_the_daemon_runs_the_night_on_its_schedule(env: dict[str, str]) -> None:
             daemon.kill()
             raise
     assert daemon.returncode == 0
+
+
+def test_status_says_why_a_recurring_family_got_no_new_skill(env: dict[str, str]) -> None:
+    seed_sessions(env, n=3, skill=False)
+    report = json.loads(run(env, "sleep", "run", "--now", "--json").stdout)
+    assert report["status"] == "nothing-to-do"
+    (fam,) = report["families"]
+    assert fam["tasks"] == 3 and fam["reason"] == "too few tasks (3; a new skill needs 4)"
+    status = run(env, "status").stdout
+    assert "no skill for the family" in status and "too few tasks (3; a new skill needs 4)" in status

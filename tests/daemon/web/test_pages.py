@@ -276,3 +276,43 @@ def test_approving_a_new_skill_asks_where_to_install_it(client: Any, world: Worl
     )
     assert r.status_code == 303
     assert (world.claude_home / "skills" / "release-notes" / "SKILL.md").read_text() == text
+
+
+def test_a_nights_new_skill_shows_what_each_line_was_learned_from_and_where_it_installs(
+    client: Any, world: World
+) -> None:
+    from skillopt_daemon.core.store import open_db
+    from skillopt_daemon.registry import Registry
+    from skillopt_lib.skill import SkillBundle
+
+    line = "- Fix the code; never silence the linter with noqa."
+    text = f"---\nname: lint-fixes\ndescription: Fix lint errors. Use when lint fails.\n---\n\n# Lint\n\n{line}\n"
+    said = {
+        "text": "no noqa, fix the code",
+        "tool": "claude-code",
+        "project": "webapp",
+        "date": "2026-11-30",
+        "session": "s1",
+        "task_id": "task-1",
+    }
+    evidence = {
+        "delta": 1.0,
+        "new_skill": True,
+        "family": {"id": "fam-1", "name": "lint", "size": 8, "tools": ["claude-code", "codex"]},
+        "install_to": ["claude-code:user", "codex:user"],
+        "provenance": [
+            {"line": line, "learned_from": [said], "sessions": ["s1"], "failed_replays": ["task-1"]}
+        ],
+    }
+    db = open_db()
+    v = Registry(db, actor="test").propose(
+        "lint-fixes", SkillBundle.from_text(text), evidence, origin="trained"
+    )
+    db.conn.close()
+    page = _text(client.get(f"/proposals/{v.id}").text)
+    assert "new skill" in page
+    assert "installs to claude-code:user, codex:user" in page
+    assert (
+        "↳ learned from: 'no noqa, fix the code' · claude-code · webapp · 2026-11-30 · 1 failed replay"
+        in page
+    )

@@ -1,0 +1,150 @@
+"""The user's own words, as the optimizer may read them: corrections stated in *training* tasks only.
+
+A correction is the clearest thing a user teaches ("no noqa, fix the code"); the optimizer learns a rule
+from it only when it reads it verbatim (already redacted at ingest), with where and when it was said. The
+same words are also the rubric the judge grades validation and test replays by, so only corrections of
+train-split tasks may ever reach the optimizer: `for_optimizer` is the one place that decides, and it
+returns nothing for any other split.
+
+Provenance uses the same records: each line a proposal adds is traced to the corrections (and their
+sessions) that most plausibly motivated it, for `skillopt diff` and the dashboard. Nothing of this is
+written into the skill itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import PurePath
+from typing import Any
+
+TRAIN = "train"
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+@dataclass(frozen=True)
+class Preference:
+    """One correction a user typed, with its tool, project (folder name) and date."""
+
+    text: str
+    tool: str
+    project: str
+    date: str
+    session: str
+    task_id: str
+
+    def line(self) -> str:
+        """How the optimizer and reviewers read it: 'words' · tool · project · date."""
+        return f"'{self.text}' · {self.tool} · {self.project or '?'} · {self.date or '?'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def of_task(task: dict[str, Any]) -> list[Preference]:
+    """The corrections of one mined task (its `corrections`, as `replay.tasks_for_families` loads them)."""
+    project = PurePath(str(task.get("repo") or "")).name
+    date = str(task.get("started_at") or "")[:10]
+    return [
+        Preference(
+            text=str(c),
+            tool=str(task.get("tool") or ""),
+            project=project,
+            date=date,
+            session=str(task.get("session") or ""),
+            task_id=str(task.get("id") or ""),
+        )
+        for c in task.get("corrections") or []
+        if str(c).strip()
+    ]
+
+
+def for_optimizer(task: dict[str, Any]) -> list[Preference]:
+    """What the optimizer may read of this task's corrections: all of them for a train task, none otherwise.
+
+    Validation and test corrections grade candidates (the judge's rubric); showing them to the optimizer
+    would let it write the grader's answers into the skill.
+    """
+    return of_task(task) if task.get("split") == TRAIN else []
+
+
+def train_preferences(tasks: Iterable[dict[str, Any]]) -> list[Preference]:
+    """Every correction the optimizer may read across `tasks`, first occurrence of each wording first."""
+    seen: dict[str, Preference] = {}
+    for t in tasks:
+        for p in for_optimizer(t):
+            seen.setdefault(_normal(p.text), p)
+    return list(seen.values())
+
+
+def render(prefs: Sequence[Preference]) -> str:
+    """The block the optimizer reads under a train task (empty when there is nothing to show)."""
+    return "\n".join(f"- {p.line()}" for p in prefs)
+
+
+# ---------------------------------------------------------------------------------------------- provenance
+
+
+def _terms(text: str) -> set[str]:
+    """Words for matching a skill line to a correction: latin words of 3+ letters, and single CJK characters
+    (Chinese and Japanese have no spaces; one character carries a word's meaning often enough)."""
+    words = {w.lower() for w in _WORD.findall(text) if len(w) >= 3 and not _CJK.search(w)}
+    return words | set(_CJK.findall(text))
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def provenance(
+    added_lines: Sequence[str],
+    prefs: Sequence[Preference],
+    failed_replays: Sequence[str],
+) -> list[dict[str, Any]]:
+    """For each added line: the corrections that share its words (all the train corrections when none do,
+    since the optimizer read them all), their sessions, and the train replays that failed before it."""
+    out: list[dict[str, Any]] = []
+    for line in added_lines:
+        if not line.strip():
+            continue
+        terms = _terms(line)
+        scored = [(len(terms & _terms(p.text)), p) for p in prefs]
+        matched = [p for score, p in sorted(scored, key=lambda sp: -sp[0]) if score > 0]
+        chosen = matched or list(prefs)
+        out.append(
+            {
+                "line": line,
+                "learned_from": [p.to_dict() for p in chosen[:5]],
+                "sessions": sorted({p.session for p in chosen if p.session}),
+                "failed_replays": list(failed_replays),
+                "matched": bool(matched),
+            }
+        )
+    return out
+
+
+def describe(entry: dict[str, Any]) -> str:
+    """One provenance entry as `skillopt diff` prints it beside its line."""
+    parts = []
+    for p in entry.get("learned_from") or []:
+        parts.append(Preference(**p).line())
+    text = "learned from: " + "; ".join(parts) if parts else "learned from: failed replays"
+    failed = entry.get("failed_replays") or []
+    if failed:
+        text += f" · {len(failed)} failed replay{'s' if len(failed) != 1 else ''}"
+    return text
+
+
+def annotate_diff(diff: str, entries: Sequence[dict[str, Any]]) -> str:
+    """A unified diff with each added line's provenance on the line after it (`  ↳ learned from: …`)."""
+    by_line = {str(e.get("line", "")).strip(): e for e in entries}
+    out: list[str] = []
+    for line in diff.splitlines(keepends=True):
+        out.append(line)
+        if line.startswith("+") and not line.startswith("+++"):
+            entry = by_line.get(line[1:].strip())
+            if entry is not None:
+                out.append(f"  ↳ {describe(entry)}\n")
+    return "".join(out)

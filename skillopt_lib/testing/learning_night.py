@@ -1,0 +1,199 @@
+"""Scripted models for a night that must learn what the user taught, where no model knows the answer.
+
+One script answers every model a night talks to, each deciding from its request alone:
+
+- the **agent** (Claude Code's Anthropic requests): loads the skill it is offered (the `Skill` tool), then
+  does the task the right way only when the skill body it loaded states the kind of work's rule, and
+  otherwise the way it did before the user corrected it (e.g. silencing the linter with `# noqa`); it
+  ends by showing the file it wrote;
+- the **optimizer** (Chat Completions, `optimizer_model`): drafts a new skill from the requests it is shown
+  (a name from their commonest words, nothing of any rule), and as an analyst writes a rule into the skill
+  only when its request shows the user's own words (the "stated preferences" lines, any language); with
+  none it proposes something plausible and useless;
+- the **judge** (Chat Completions, any other model): grades each rule it is given against the work shown,
+  failing it when the work shows what the rule forbids.
+
+Only the agent and the judge know the kinds of work (`WorkKind`): the agent how to do each either way, the
+judge how each rule is broken. The optimizer knows nothing but its requests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from skillopt_lib.testing.script import (
+    Conversation,
+    Rule,
+    Script,
+    Selection,
+    Step,
+    bash,
+    call,
+    write_file,
+)
+
+SKILL_LOADED = "Base directory for this skill:"
+SKILL_LISTING = "The following skills are available for use with the Skill tool:"
+_PREFERENCE = re.compile(r"^- '(.+)' · [^·\n]+ · [^·\n]+ · [^·\n]+$", re.M)
+_LISTED_SKILL = re.compile(r"^- ([a-z0-9][a-z0-9-]*): ", re.M)
+_RULE_LINE = re.compile(r"^(\d+)\. (.+)$", re.M)
+_WORD = re.compile(r"[a-z]{4,}")
+_STOP = {
+    "please", "with", "that", "this", "again", "some", "into", "from", "have", "make", "sure", "what",
+    "them", "there", "they", "your", "were", "when", "which", "should", "everywhere",
+}  # fmt: skip
+USELESS = "- Keep each change small, and say what you changed when you finish."
+
+
+@dataclass(frozen=True)
+class WorkKind:
+    """One recurring kind of work as the scripted agent and judge know it."""
+
+    id: str
+    prompts: tuple[str, ...]
+    rule: str  # the user's correction, verbatim: what a skill must say for the agent to do it right
+    work_file: str
+    wrong: str  # what the agent writes without the rule
+    right: str  # what it writes with the rule
+    check: str
+    violation: str  # regular expression: the rule is broken when the work shown matches it
+
+
+class LearningNight(Script):
+    """The scripted server's script for a learning night (see the module docstring)."""
+
+    def __init__(self, kinds: Sequence[WorkKind], *, optimizer_model: str = "opt") -> None:
+        super().__init__(rules=[], default_text="{}")
+        self.kinds = list(kinds)
+        self.optimizer_model = optimizer_model
+
+    def select(self, conv: Conversation) -> Selection:
+        turn = conv.turns_since_user
+        if conv.api == "anthropic":
+            return self._agent(conv, turn)
+        text = conv.request_text
+        if conv.api == "chat" and conv.model == self.optimizer_model:
+            if "skillopt role: skill drafter" in text:
+                return _answer("drafter", _draft(text), turn)
+            if "skillopt role: failure analyst" in text or "skillopt role: success analyst" in text:
+                return _answer("analyst", _analyse(text), turn)
+        if conv.api == "chat" and "You grade whether" in conv.system:
+            return _answer("judge", self._judge(text), turn)
+        return _answer("default", self.default_text, turn)
+
+    # -- the agent ---------------------------------------------------------------------------------------
+
+    def _agent(self, conv: Conversation, turn: int) -> Selection:
+        asked = conv.last_user_text.strip()
+        # A recorded request can carry more than the kind's wording (e.g. "… (use a sub-agent to look first)").
+        kind = next((k for k in self.kinds if any(p in asked for p in k.prompts)), None)
+        if kind is None:
+            return _answer("agent-other", "I can't help with that here.", turn)
+        text = conv.request_text
+        plan: list[Step] = []
+        offered = _offered_skills(text)
+        if offered:
+            plan.append(Step(tool_calls=[call("Skill", {"skill": _best_skill(offered, asked)})]))
+        right = SKILL_LOADED in text and kind.rule in text
+        content = kind.right if right else kind.wrong
+        # Claude Code's Write refuses to replace a file the model has not read first.
+        path = str(PurePosixPath(conv.cwd) / kind.work_file) if conv.cwd else kind.work_file
+        plan.append(Step(tool_calls=[call("Read", {"file_path": path})]))
+        plan.append(Step(tool_calls=[write_file(kind.work_file, content), bash(kind.check)]))
+        plan.append(Step(text=f"Done. {kind.work_file} now reads:\n```\n{content}```"))
+        name = "agent-skill" if offered and turn == 0 else ("agent-right" if right else "agent-wrong")
+        step = plan[turn] if turn < len(plan) else Step(text="Done.")
+        return Selection(Rule(name), step, f"{name}/{turn}", turn)
+
+    # -- the judge ---------------------------------------------------------------------------------------
+
+    def _judge(self, text: str) -> str:
+        work, _, rules = text.partition("Rules (index. rule):")
+        # The work shown: what follows the task (the agent's final message and the files it changed).
+        work = work.rpartition("The agent's final message:")[2] or work
+        items = []
+        for index, rule in _RULE_LINE.findall(rules):
+            kind = next((k for k in self.kinds if k.rule in rule), None)
+            broken = kind is not None and re.search(kind.violation, work) is not None
+            items.append({"index": int(index), "satisfied": not broken})
+        return json.dumps({"items": items})
+
+
+def _answer(name: str, text: str, turn: int) -> Selection:
+    return Selection(Rule(name), Step(text=text), f"{name}/{turn}", turn)
+
+
+def _offered_skills(text: str) -> list[str]:
+    """The skills Claude Code lists for its `Skill` tool: the `- name: description` lines after its header."""
+    at = text.find(SKILL_LISTING)
+    if at < 0:
+        return []
+    names = []
+    for line in text[at + len(SKILL_LISTING) :].lstrip("\n").splitlines():
+        found = _LISTED_SKILL.match(line)
+        if not found:
+            break
+        names.append(found.group(1))
+    return names
+
+
+def _best_skill(names: Sequence[str], asked: str) -> str:
+    """The offered skill whose name shares most words with the request (the first on a tie)."""
+    words = set(re.findall(r"[a-z0-9]+", asked.lower()))
+    return max(names, key=lambda n: len(set(n.split("-")) & words))
+
+
+# -- the optimizer ---------------------------------------------------------------------------------------
+
+
+def _draft(text: str) -> str:
+    """A new skill from the requests shown: a name from their commonest words, a generic body."""
+    section = text.split("## The user's requests", 1)[-1].split("## How to answer", 1)[0]
+    requests = [line[2:] for line in section.splitlines() if line.startswith("- ")]
+    words = Counter(w for r in requests for w in set(_WORD.findall(r.lower())) if w not in _STOP)
+    top = [w for w, _ in words.most_common(2)] or ["recurring", "work"]
+    name = "-".join(top) + "-work"
+    topic = " ".join(top)
+    return json.dumps(
+        {
+            "name": name,
+            "description": f"Does the user's recurring {topic} work in this project. "
+            f"Use when the user asks for {topic} changes.",
+            "body": f"# {topic.capitalize()} work\n\nRead the files involved, make the change, "
+            "then run the project's check.\n",
+        }
+    )
+
+
+def _analyse(text: str) -> str:
+    """Edits from an analyst request: the user's stated rules when it shows any, else a useless one."""
+    skill = text.split("## Current skill", 1)[-1].split("## Budget", 1)[0]
+    said = list(dict.fromkeys(_PREFERENCE.findall(text)))
+    new = [s for s in said if s not in skill]
+    if new:
+        edits = [
+            {
+                "op": "append",
+                "content": f"- The user's rule for this work, in their words: {s}",
+                "rationale": "the user corrected the agent with this rule",
+            }
+            for s in new
+        ]
+        reasoning = "the user stated how they want this done"
+    elif said or USELESS in skill:
+        edits, reasoning = [], "the skill already says what the user asked"
+    else:
+        edits = [{"op": "append", "content": USELESS, "rationale": "clearer reports"}]
+        reasoning = "the failures show no rule; ask for smaller, explained changes"
+    return json.dumps(
+        {
+            "failure_summary": [{"type": "task done differently than expected", "count": 1}],
+            "reasoning": reasoning,
+            "edits": edits,
+        }
+    )
