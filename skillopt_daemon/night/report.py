@@ -13,7 +13,8 @@ from typing import Any
 @dataclass
 class SkillOutcome:
     skill: str
-    status: str  # proposed | approved | no-improvement | leak | budget | too-few-tasks | error | dry-run
+    # proposed | approved | no-improvement | leak | budget | too-few-tasks | undecidable | error | dry-run
+    status: str
     reason: str = ""
     tasks: int = 0
     proposal_id: str | None = None
@@ -22,6 +23,9 @@ class SkillOutcome:
     candidate: float | None = None
     new: bool = False  # a new skill, drafted tonight for a recurring family no skill covered
     family: str | None = None  # the family a new skill was drafted for
+    # What the gate can decide with tonight's validation tasks, said before any replay is spent
+    # (`skillopt_lib.gate.plan_gate`): decidable, changed items needed, replays for one decision.
+    gate_plan: dict[str, Any] | None = None
 
 
 def trained_nothing(skills: list[dict[str, Any]]) -> bool:

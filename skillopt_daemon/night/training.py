@@ -22,7 +22,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
-from skillopt_daemon.night import preferences, seeding
+from skillopt_daemon.night import seeding
 from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
@@ -34,8 +34,8 @@ from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import TrainConfig
-from skillopt_lib.gate import GateConfig
-from skillopt_lib.judge import LeakGuard, overlap
+from skillopt_lib.gate import GateConfig, plan_gate
+from skillopt_lib.judge import LeakGuard
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
 
@@ -219,6 +219,7 @@ def _train_and_propose(
         candidate=summary.get("best_val"),
         new=new,
         family=family,
+        gate_plan=plan_gate(sum(1 for t in tasks if t["split"] == "val"), env_gate(ctx.settings)).to_dict(),
     )
     best = result.best_skill
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
@@ -275,7 +276,27 @@ def _replay_tasks(
             f"needs at least {least} with train and validation tasks",
             tasks=len(tasks),
         )
+    plan = plan_gate(splits["val"], env_gate(ctx.settings))
+    if not plan.decidable and load_pending(name) is None:
+        # Say it before spending it: replays that can never lead to a decision are not run.
+        return SkillOutcome(
+            name,
+            "undecidable",
+            f"{plan.reason}; more sessions of this work will make it decidable",
+            tasks=len(tasks),
+            gate_plan=plan.to_dict(),
+        )
+    ctx.say(
+        f"{name}: {plan.n_items} validation tasks; a decision needs {plan.min_items} that change, "
+        f"about {plan.replays_min}–{plan.replays_max} replays"
+    )
     return tool, tasks
+
+
+def env_gate(settings: Settings) -> GateConfig:
+    """The night's gate, from `night.gate`, `gate_repeats` and `gate_confidence`."""
+    night = settings.night
+    return GateConfig(kind=night.gate, repeats=night.gate_repeats, confidence=night.gate_confidence)
 
 
 def train_config(settings: Settings, train_tasks: int) -> TrainConfig:
@@ -286,7 +307,7 @@ def train_config(settings: Settings, train_tasks: int) -> TrainConfig:
         seed=night.seed,
         epochs=night.epochs,
         batch_size=max(1, train_tasks),
-        gate=GateConfig(kind=night.gate, repeats=night.gate_repeats, confidence=night.gate_confidence),
+        gate=env_gate(settings),
         slow_update=False,
         meta_skill=False,
         patience=None,

@@ -141,7 +141,7 @@ def test_plugin_dir_loads_commands_and_skill_and_the_daemon_records_the_session(
 
 def _documented_plugin_commands() -> list[str]:
     """The slash commands docs/integrations.md tells a plugin user to type."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "integrations.md").read_text()
     section = text[text.index("- `commands/`") :]
     return re.findall(r"`(/skillopt:[a-z-]+)`", section[: section.index("\n- ")])
 

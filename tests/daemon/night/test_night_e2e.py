@@ -55,15 +55,16 @@ def sessions_home(
     return w
 
 
-def test_a_candidate_that_copies_the_check_is_rejected_by_the_leak_guard(sessions_home: World) -> None:
+def test_a_candidate_that_tells_the_agent_to_run_the_check_is_not_a_leak(sessions_home: World) -> None:
+    """Quoting the project's check ("run python3 check_report.py before finishing") is a good rule for a
+    command check: the replays run the check themselves, and gaming it is caught per replay instead."""
     w = restore(sessions_home)
     w.configure("opt-leak")
     report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
     (outcome,) = report["skills"]
-    assert outcome["status"] == "leak", outcome
-    assert "check #1" in outcome["reason"]
-    assert CHECK not in outcome["reason"]  # the reason names the check, never quotes it
-    assert json.loads(w.skillopt("status", "--json").stdout)["pending"]["items"] == []
+    assert outcome["status"] == "proposed", outcome
+    pending = json.loads(w.skillopt("status", "--json").stdout)["pending"]["items"]
+    assert len(pending) == 1 and CHECK in w.skillopt("diff", pending[0]["id"]).stdout
 
 
 def test_a_no_op_edit_is_rejected_by_the_gate(sessions_home: World) -> None:

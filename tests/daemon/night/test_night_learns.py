@@ -126,7 +126,7 @@ def test_a_night_turns_the_users_corrections_into_new_skills(
     w.skillopt("approve", lint)
     for skill_file in (
         w.home / ".claude" / "skills" / name / "SKILL.md",
-        w.home / ".agents" / "skills" / name / "SKILL.md",
+        w.home / ".codex" / "skills" / name / "SKILL.md",
     ):
         assert family("lint").rule in skill_file.read_text(encoding="utf-8"), skill_file
     final = ac.run_claude(
