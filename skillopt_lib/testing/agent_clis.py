@@ -219,6 +219,22 @@ def parse_json_lines(text: str) -> list[dict[str, Any]]:
     return events
 
 
+def run_headless(
+    argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run an agent CLI headless: stdin closed (Codex and Copilot otherwise wait for more prompt), output
+    captured as text, killed at `timeout`."""
+    return subprocess.run(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def run_claude(
     claude: str | Path,
     prompt: str,
@@ -247,15 +263,7 @@ def run_claude(
         session_id = session_id or str(uuid.uuid4())
         argv += ["--session-id", session_id]
     argv += list(extra_args)
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = run_headless(argv, cwd=cwd, env=env, timeout=timeout)
     events = parse_json_lines(proc.stdout)
     sid = resume or session_id
     for e in events:
@@ -356,15 +364,7 @@ def run_codex(
         argv += ["-s", sandbox, *extra_args, prompt]
     else:
         argv += [*extra_args, "resume", resume, prompt]
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = run_headless(argv, cwd=cwd, env=env, timeout=timeout)
     events = parse_json_lines(proc.stdout)
     thread_id = resume
     for e in events:

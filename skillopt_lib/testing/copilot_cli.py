@@ -7,11 +7,16 @@ no GitHub login; `COPILOT_OFFLINE` keeps it from reaching GitHub at all. Session
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, CliRun, isolated_env, parse_json_lines
+from skillopt_lib.testing.agent_clis import (
+    DEFAULT_API_KEY,
+    CliRun,
+    isolated_env,
+    parse_json_lines,
+    run_headless,
+)
 
 # The CLI validates model names against its own list; this one is on it and takes tools.
 COPILOT_MODEL = "gpt-4.1"
@@ -57,15 +62,7 @@ def run_copilot(
     argv = [str(copilot), "-p", prompt, "--no-auto-update", "--output-format", "json", *extra_args]
     if resume is not None:
         argv.append(f"--resume={resume}")
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = run_headless(argv, cwd=cwd, env=env, timeout=timeout)
     events = parse_json_lines(proc.stdout)
     sid = resume
     for e in events:

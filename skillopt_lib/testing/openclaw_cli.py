@@ -9,11 +9,10 @@ OpenAI-compatible provider. It needs Node 24 or newer: the pinned install ships 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, CliRun, isolated_env
+from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, CliRun, isolated_env, run_headless
 
 OPENCLAW_MODEL = "scripted/scripted-model"
 
@@ -79,15 +78,7 @@ def run_openclaw(
     """One `openclaw agent --local` turn; the same `session_id` continues the session."""
     argv = [str(openclaw), "agent", "--local", "--json", "--agent", agent, "--session-id", session_id]
     argv += ["-m", prompt]
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = run_headless(argv, cwd=cwd, env=env, timeout=timeout)
     try:
         payload = json.loads(proc.stdout)
         events = [payload] if isinstance(payload, dict) else []
