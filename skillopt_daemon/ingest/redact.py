@@ -225,6 +225,10 @@ _B64_RUN = re.compile(
     r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{20,}(?:\n[A-Za-z0-9+/]{4,})*={0,2}(?![A-Za-z0-9+/=_\-])"
 )
 _MIN_B64 = 20
+# What the trigger scan looks for in the lower-cased text so that texts without such a run skip the base64
+# pass: every run of `_B64_RUN` holds `_MIN_B64` of these characters in a row (lower-casing keeps them so),
+# and replacing a secret with a mark never joins two shorter runs (a mark starts and ends with a bracket).
+_B64_PRESENT = f"[a-z0-9+/]{{{_MIN_B64}}}"
 
 # A private key's first and last lines, to tell whether a text cut in two left one open (see `redact_tail`).
 _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
@@ -288,16 +292,19 @@ class Redactor:
         self._by_trigger: dict[str, tuple[int, ...]] = {
             t: tuple(i for i, p in enumerate(self._single) if t in p.triggers) for t in self._triggers
         }
-        self._scanner = TriggerScanner(self._triggers)
+        self._scanner = TriggerScanner(self._triggers, presence={"base64": _B64_PRESENT})
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return the text with every secret replaced, and how many were replaced."""
         if not text:
             return text, 0
         total = 0
+        encoded = len(text) >= _MIN_B64  # whether a base64 run may hide a secret
         if len(text) >= 6:
             lower = text.lower()
-            positions = self._scanner.positions(lower)  # every trigger found in one pass
+            scan = self._scanner.scan(lower)  # every trigger found in one pass, and any long base64 run
+            positions = scan.positions
+            encoded = encoded and "base64" in scan.present
             if positions:  # else no built-in pattern can match: most texts stop here
                 for pattern in self._multiline:
                     if any(t in positions for t in pattern.triggers):
@@ -314,7 +321,7 @@ class Redactor:
         for pattern in self._always:
             text, n = self._apply(pattern, text)
             total += n
-        if len(text) >= _MIN_B64:
+        if encoded and len(text) >= _MIN_B64:
             text, n = self._redact_encoded(text)
             total += n
         return text, total

@@ -37,6 +37,10 @@ class CommandRun:
     is_error: bool | None = None
     output: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as `dataclasses.asdict` gives them, without its deep copy (every task row holds some)."""
+        return dict(vars(self))
+
     @property
     def failed(self) -> bool:
         return bool(self.is_error) or (self.exit_code is not None and self.exit_code != 0)
@@ -203,13 +207,16 @@ def segment(
     turns: Sequence[dict[str, Any]],
     calls: Sequence[dict[str, Any]],
     labels: Mapping[str, Label] | None = None,
+    *,
+    messages: Sequence[UserMessage] | None = None,
 ) -> list[Attempt]:
     """Split one session into attempts. `turns` and `calls` are rows of the store's tables, in seq order;
-    `labels` are model labels by request hash (missing ones take the lexical path)."""
+    `labels` are model labels by request hash (missing ones take the lexical path); `messages` are
+    `user_messages(turns)` when the caller has already read them."""
     calls_by_turn: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in calls:
         calls_by_turn[str(c.get("turn_key") or "")].append(c)
-    readings = {id(m.turn): m for m in user_messages(turns)}
+    readings = {id(m.turn): m for m in (user_messages(turns) if messages is None else messages)}
     attempts: list[Attempt] = []
     current: Attempt | None = None
     last_role = ""

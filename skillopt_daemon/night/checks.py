@@ -22,8 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -163,23 +163,36 @@ def decide(
 
 
 def cached_probes(
-    db: sqlite_utils.Database, task: Mapping[str, Any], checks: Sequence[str]
+    db: sqlite_utils.Database,
+    task: Mapping[str, Any],
+    checks: Sequence[str],
+    stored: Mapping[str, Probe] | None = None,
 ) -> dict[str, Probe | None]:
+    """The probes already run for `task`'s checks (None: not run yet); `stored` is `stored_probes(...)`
+    when the caller has read the probes of many tasks at once."""
+    keys = {cmd: probe_key(task, cmd) for cmd in checks}
+    found = stored if stored is not None else stored_probes(db, keys.values())
     out: dict[str, Probe | None] = {}
-    for cmd in checks:
-        rows = list(db.query("SELECT * FROM check_probes WHERE key = ?", [probe_key(task, cmd)]))
-        out[cmd] = (
-            Probe(
-                cmd,
-                rows[0]["exit_code"],
-                bool(rows[0]["passed"]),
-                bool(rows[0]["network"]),
-                rows[0]["output"],
-            )
-            if rows
-            else None
-        )
+    for cmd, key in keys.items():
+        probe = found.get(key)
+        out[cmd] = replace(probe, command=cmd) if probe is not None and probe.command != cmd else probe
     return out
+
+
+def stored_probes(db: sqlite_utils.Database, keys: Iterable[str]) -> dict[str, Probe]:
+    """The stored probes among `keys`, by key, in one query (mining asks for every task of the store)."""
+    wanted = sorted(set(keys))
+    if not wanted or "check_probes" not in db.table_names():
+        return {}
+    rows = db.query(
+        "SELECT key, command, exit_code, passed, network, output FROM check_probes "
+        "WHERE key IN (SELECT value FROM json_each(?))",
+        [json.dumps(wanted)],
+    )
+    return {
+        r["key"]: Probe(r["command"], r["exit_code"], bool(r["passed"]), bool(r["network"]), r["output"])
+        for r in rows
+    }
 
 
 def run_probe(task: Mapping[str, Any], commands: Sequence[str], root: Path) -> list[Probe]:

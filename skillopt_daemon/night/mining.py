@@ -32,6 +32,7 @@ from skillopt_daemon.night.attempts import (
     Attempt,
     CommandRun,
     Message,
+    UserMessage,
     is_acceptance,
     rubric_item,
     segment,
@@ -43,11 +44,13 @@ from skillopt_daemon.night.clustering import (
     LABELLED,
     LEXICAL,
     MICRO_THRESHOLD,
+    Features,
     Weights,
     cluster_matrix,
     cluster_prompts,
     features,
     normalize_prompt,
+    similar_components,
     vectorize,
 )
 from skillopt_daemon.night.exclude import ExcludeRules, exclusion
@@ -100,19 +103,27 @@ class Family:
 # ---------------------------------------------------------------------------------------------- families
 
 
-def cluster_attempts(
-    attempts: Sequence[Attempt], weights: Weights, threshold: float | None = None
-) -> np.ndarray:
-    """A cluster label per attempt; one-off requests (as the model judged them) stay alone."""
-    if not attempts:
-        return np.array([], dtype=int)
-    feats = features(
+def attempt_features(attempts: Sequence[Attempt], weights: Weights) -> Features:
+    """Each attempt's kind of work (or its request), intent, checks and project, as clustering compares them."""
+    return features(
         [a.work or a.prompt for a in attempts],
         [a.intent for a in attempts],
         [sorted(a.final_checks) for a in attempts],
         [a.project_path or "" for a in attempts],
         weights,
     )
+
+
+def cluster_attempts(
+    attempts: Sequence[Attempt],
+    weights: Weights,
+    threshold: float | None = None,
+    feats: Features | None = None,
+) -> np.ndarray:
+    """A cluster label per attempt; one-off requests (as the model judged them) stay alone."""
+    if not attempts:
+        return np.array([], dtype=int)
+    feats = feats or attempt_features(attempts, weights)
     labels = cluster_matrix(feats.matrix, weights.similarity if threshold is None else threshold)
     top = int(labels.max()) + 1 if len(labels) else 0
     for i, a in enumerate(attempts):
@@ -139,11 +150,15 @@ def build_families(
     if not attempts:
         return []
     weights = weights or (LABELLED if any(a.work for a in attempts) else LEXICAL)
-    labels = cluster_attempts(attempts, weights, threshold)
+    feats = attempt_features(attempts, weights)
+    labels = cluster_attempts(attempts, weights, threshold, feats)
     groups: dict[int, list[int]] = defaultdict(list)
     for idx, lab in enumerate(labels):
         groups[int(lab)].append(idx)
-    vec, prompts = vectorize([normalize_prompt(a.prompt) for a in attempts])
+    if any(a.work for a in attempts):
+        vec, prompts = vectorize([normalize_prompt(a.prompt) for a in attempts])
+    else:  # the leading text was the request itself: its TF-IDF is already there
+        vec, prompts = feats.vectorizer, feats.lead
     skill_matrix = None
     if skills:
         skill_matrix = vec.transform(
@@ -238,17 +253,18 @@ def _assign_splits(
     Every family with three or more groups gets at least one validation and one test group.
     """
     n = len(fam.attempts)
-    # Near-duplicate pairs, filtered in numpy (a family of a thousand attempts has a million similarities),
-    # plus one link from each attempt to the first attempt of its session; groups are the components.
-    sims = (sub @ sub.T).tocoo()
-    near = (sims.row < sims.col) & (sims.data >= NEAR_DUPLICATE)
-    rows, cols = list(sims.row[near]), list(sims.col[near])
-    first_of: dict[str, int] = {}
+    # Near-duplicates (compared once per distinct request, `similar_components`), plus one link from each
+    # attempt to its near-duplicate group's first member and to the first attempt of its session.
+    near = similar_components(sub, NEAR_DUPLICATE)
+    rows: list[int] = []
+    cols: list[int] = []
+    first_of: dict[object, int] = {}
     for i, a in enumerate(fam.attempts):
-        first = first_of.setdefault(f"{a.tool}:{a.session_id}", i)
-        if first != i:
-            rows.append(first)
-            cols.append(i)
+        for key in (f"{a.tool}:{a.session_id}", int(near[i])):
+            first = first_of.setdefault(key, i)
+            if first != i:
+                rows.append(first)
+                cols.append(i)
     graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
     _, component = connected_components(graph, directed=False)
     groups: dict[int, list[int]] = defaultdict(list)
@@ -279,12 +295,17 @@ def _assign_splits(
 
 @dataclass
 class StoredSessions:
-    """The sessions mining reads, their turns and tool calls, and the ones it skipped with the reason."""
+    """The sessions mining reads, their turns and tool calls, and the ones it skipped with the reason.
+
+    `messages` holds each mined session's user messages with their lexical reading, read once for the
+    exclusion rules and reused by labelling and segmenting.
+    """
 
     sessions: list[dict[str, Any]]
     turns: dict[int, list[dict[str, Any]]]
     calls: dict[int, list[dict[str, Any]]]
     excluded: list[tuple[dict[str, Any], str]]
+    messages: dict[int, list[UserMessage]] = field(default_factory=dict)
 
 
 def load_sessions(
@@ -316,6 +337,7 @@ def load_sessions(
             out.excluded.append((s, reason))
         else:
             out.sessions.append(s)
+            out.messages[s["id"]] = msgs
     return out
 
 
@@ -336,8 +358,14 @@ def load_attempts(
 def _segment_all(stored: StoredSessions, labels: dict[str, Label]) -> list[Attempt]:
     attempts: list[Attempt] = []
     for s in stored.sessions:
-        attempts.extend(segment(s, stored.turns.get(s["id"], []), stored.calls.get(s["id"], []), labels))
+        turns, calls = stored.turns.get(s["id"], []), stored.calls.get(s["id"], [])
+        attempts.extend(segment(s, turns, calls, labels, messages=stored.messages.get(s["id"])))
     return attempts
+
+
+def _messages(stored: StoredSessions, session_pk: int) -> list[UserMessage]:
+    found = stored.messages.get(session_pk)
+    return found if found is not None else user_messages(stored.turns.get(session_pk, []))
 
 
 def installed_skills(db: sqlite_utils.Database) -> dict[str, str]:
@@ -391,7 +419,7 @@ def _task_row(fam: Family, a: Attempt) -> dict[str, Any]:
         "outcome": a.outcome,
         "accepted": a.accepted,
         "abrupt_end": a.abrupt_end,
-        "commands_json": json.dumps([asdict(c) for c in a.commands][-20:]),
+        "commands_json": json.dumps([c.to_dict() for c in a.commands[-20:]]),
         "corrections_json": json.dumps(a.corrections),
         "skills_used_json": json.dumps(a.skills_used),
     }
@@ -417,19 +445,20 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
     ]
     task_rows = [_task_row(fam, a) for fam in families for a in fam.attempts]
     fam_of = {f.id: f for f in families}
+    stored = check_verdicts.stored_probes(
+        db, (check_verdicts.probe_key(r, c) for r in task_rows for c in fam_of[r["family_id"]].checks)
+    )
     for row in task_rows:
         # Whether the task's check can tell right from wrong, from its session and the probes run so far;
         # the night runs the missing probes (`night/checks.py`).
         fam = fam_of[row["family_id"]]
-        probes = check_verdicts.cached_probes(db, row, fam.checks)
+        probes = check_verdicts.cached_probes(db, row, fam.checks, stored)
         row.update(check_verdicts.decide(row, fam.checks, fam.rubric, probes).row())
     with db.conn:
         db.execute("DELETE FROM tasks")
         db.execute("DELETE FROM task_families")
-        if fam_rows:
-            db.table("task_families").insert_all(fam_rows)
-        if task_rows:
-            db.table("tasks").insert_all(task_rows)
+        _insert_rows(db, "task_families", fam_rows)
+        _insert_rows(db, "tasks", task_rows)
     by_split: Counter[str] = Counter(str(r["split"]) for r in task_rows)
     return MiningReport(
         attempts=sum(len(f.attempts) for f in families),
@@ -438,6 +467,15 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
         by_split=dict(by_split),
         mined_at=now,
     )
+
+
+def _insert_rows(db: sqlite_utils.Database, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Rows that share their keys, in one statement (sqlite-utils' `insert_all` inspects every value)."""
+    if not rows:
+        return
+    cols = list(rows[0])
+    sql = f"INSERT INTO [{table}] ({', '.join(f'[{c}]' for c in cols)}) VALUES ({', '.join('?' * len(cols))})"
+    db.conn.executemany(sql, [[r[c] for c in cols] for r in rows])
 
 
 # ---------------------------------------------------------------------------------------------- one pass
@@ -460,7 +498,7 @@ def label_sessions(
     db: sqlite_utils.Database, stored: StoredSessions, chat: Chat, *, budget: Budget | None, batch: int
 ) -> tuple[dict[str, Label], LabelReport]:
     """Model labels for every user message of the mined sessions (cached ones cost nothing)."""
-    requests = [m.request for s in stored.sessions for m in user_messages(stored.turns.get(s["id"], []))]
+    requests = [m.request for s in stored.sessions for m in _messages(stored, s["id"])]
     labeller = Labeller(db, chat, budget=budget, batch=batch)
     labels = labeller.label(requests)
     return labels, labeller.report

@@ -3,6 +3,7 @@ same secrets, so a platform without the wheel is as safe as one with it, only sl
 
 from __future__ import annotations
 
+import base64
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -77,3 +78,43 @@ def test_one_redactor_serves_several_threads() -> None:
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda _: [redactor.redact(t) for t in texts], range(8)))
     assert all(r == expected for r in results)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_scanner_tells_whether_a_long_run_occurs(native: bool) -> None:
+    scanner = TriggerScanner(["key"], native=native, presence={"run": "[a-z0-9+/]{20}"})
+    long_run = "a key: " + "abcdefghij0123456789+/"
+    assert scanner.scan(long_run).present == {"run"}
+    assert scanner.scan(long_run).positions == {"key": [2]}
+    assert scanner.scan("a key: abcdefghij0123456789").present == {"run"}
+    assert scanner.scan("a key: abcdefghij-0123456789").present == frozenset()
+    assert scanner.scan("ü" * 5 + "x" * 25).present == {"run"}
+    assert scanner.scan("").present == frozenset()
+
+
+def _encoded_envs(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for secret in make_secrets(seed)[:40]:
+        encoded = base64.b64encode(f"HOME=/home/me\n{secret.text}\nLANG=C\n".encode()).decode()
+        wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+        before = rng.choice(["$ env | base64\n", "Ünïcödé İ: ", "ǅ digraph ", ""])
+        out.append(before + rng.choice([encoded, wrapped]) + rng.choice(["", "\n$ echo done"]))
+    return out
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_texts_skipped_by_the_base64_prefilter_hold_no_encoded_secret(
+    native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not native:
+        monkeypatch.setattr(trigger_scan, "hyperscan", None)
+    redactor = Redactor(["internal-[0-9]{6}"])
+    encoded = _encoded_envs(7)
+    found = 0
+    for text in _texts(13) + encoded:
+        out, n = redactor.redact(text)
+        # The base64 pass run on everything the redactor left finds nothing more.
+        assert redactor._redact_encoded(out) == (out, 0)
+        found += text in encoded and n > 0
+    assert found == len(encoded)
