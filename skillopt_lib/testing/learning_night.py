@@ -11,8 +11,8 @@ One script answers every model a night talks to, each deciding from its request 
   (a name from their commonest words, nothing of any rule), and as an analyst writes a rule into the skill
   only when its request shows the user's own words (the "stated preferences" lines, any language); with
   none it proposes something plausible and useless;
-- the **judge** (Chat Completions, any other model): grades each rule it is given against the work shown,
-  failing it when the work shows what the rule forbids.
+- the **judge** (Chat Completions, any other model): grades each rule it is given against the work shown
+  (the diff of what the agent changed), failing it when the work shows what the rule forbids.
 
 Only the agent and the judge know the kinds of work (`WorkKind`): the agent how to do each either way, the
 judge how each rule is broken. The optimizer knows nothing but its requests.
@@ -148,8 +148,10 @@ class LearningNight(Script):
 
     def _judge(self, text: str) -> str:
         work, _, rules = text.partition("Rules (index. rule):")
-        # The work shown: what follows the task (the agent's final message and the files it changed).
-        work = work.rpartition("The agent's final message:")[2] or work
+        # The work is what the agent changed: the diff shown after the task, not the judge's instructions
+        # nor what the agent only read (a skill file it printed that quotes the rule is not the work).
+        work = work.rpartition("The agent's work:")[2] or work
+        work = work.partition("Commands the agent ran:")[0]
         items = []
         for index, rule in _RULE_LINE.findall(rules):
             # A rubric item is the user's rule as mining kept it: their words whole, or without a leading
