@@ -1,5 +1,5 @@
-"""Nights against the scripted server, with the real `claude` CLI as the agent. Needs the pinned agent CLIs
-(`make agent-clis`).
+"""Nights against the scripted server, with the real `claude` CLI as the agent (and the real `codex` for the
+corpus's Codex sessions, when it is installed). Needs the pinned agent CLIs (`make agent-clis`).
 
 `python -m benchmarks.night --corpus [--families lint,logging,…]`: a learning night on the recorded corpus
 (every family by default) with no skill installed and scripted models that do not know the answer
