@@ -1,5 +1,5 @@
-"""Nights against the scripted server, with the real `claude` CLI as the agent. Needs the pinned agent CLIs
-(`make agent-clis`).
+"""Nights against the scripted server, with the real `claude` CLI as the agent (and the real `codex` for the
+corpus's Codex sessions, when it is installed). Needs the pinned agent CLIs (`make agent-clis`).
 
 `python -m benchmarks.night --corpus [--families lint,logging,…]`: a learning night on the recorded corpus
 (every family by default) with no skill installed and scripted models that do not know the answer
@@ -29,14 +29,18 @@ from skillopt_lib.testing.night_scenario import make_world, night_script, record
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 
-def learning_night(claude: Path, families: list[str], *, corrections: bool) -> dict[str, Any]:
+def learning_night(
+    claude: Path, families: list[str], *, corrections: bool, codex: Path | None = None
+) -> dict[str, Any]:
     """One night on the corpus' sessions of `families`; the figures for docs/performance.md."""
     script = LearningNight(night_world.work_kinds(families), optimizer_model=night_world.OPTIMIZER_MODEL)
     with (
         tempfile.TemporaryDirectory() as tmp,
         ScriptedServer(script, expected_key=ac.DEFAULT_API_KEY) as srv,
     ):
-        w = night_world.make_world(Path(tmp) / "world", srv, claude, families, corrections=corrections)
+        w = night_world.make_world(
+            Path(tmp) / "world", srv, claude, families, corrections=corrections, codex=codex
+        )
         # Caps high enough that the figures show a whole night's cost rather than where a cap stops it.
         w.configure(max_cost_usd=1000, max_tokens=100_000_000, max_replays=2000)
         t0 = time.perf_counter()
@@ -77,7 +81,9 @@ def main() -> None:
     if args.corpus:
         fams = [f for f in args.families.split(",") if f]
         for corrections in (True, False):
-            print(json.dumps(learning_night(Path(str(clis.claude)), fams, corrections=corrections), indent=1))
+            codex = Path(str(clis.codex)) if clis.codex else None
+            night = learning_night(Path(str(clis.claude)), fams, corrections=corrections, codex=codex)
+            print(json.dumps(night, indent=1))
         return
     with (
         tempfile.TemporaryDirectory() as tmp,

@@ -70,12 +70,15 @@ def work_kinds(family_ids: Sequence[str]) -> list[WorkKind]:
 class CorpusWorld:
     """A HOME holding the corpus' sessions, the rebuilt repositories, and skillopt's own folder."""
 
-    def __init__(self, root: Path, server: ScriptedServer, claude: Path, labels: Labels) -> None:
+    def __init__(
+        self, root: Path, server: ScriptedServer, claude: Path, labels: Labels, codex: Path | None = None
+    ) -> None:
         self.root = root
         self.home = root / "home"
         self.skillopt_home = root / "skillopt"
         self.server = server
         self.claude = claude
+        self.codex = codex
         self.labels = labels
         self.repos: dict[str, Path] = {}
         self.env: dict[str, str] = {}
@@ -107,9 +110,11 @@ class CorpusWorld:
         return proc
 
     def configure(self, **night: Any) -> None:
-        """The optimizer and judge on the scripted server, replays through the real `claude`."""
+        """The optimizer and judge on the scripted server, replays through the real `claude` (and the real
+        `codex` for the Codex sessions' tasks, when the world has it)."""
         settings = {
             "tools.claude-code.cli": str(self.claude),
+            **({"tools.codex.cli": str(self.codex)} if self.codex else {}),
             "optimizer.backend": "openai",
             "optimizer.model": OPTIMIZER_MODEL,
             "optimizer.base_url": self.server.base_url_openai,
@@ -174,12 +179,16 @@ def make_world(
     *,
     corrections: bool = True,
     corpus: Path = CORPUS,
+    codex: Path | None = None,
 ) -> CorpusWorld:
-    """The corpus' sessions of `families` in a fresh HOME, with the repositories rebuilt; then ingest."""
+    """The corpus' sessions of `families` in a fresh HOME, with the repositories rebuilt; then ingest.
+    With `codex`, Codex's tasks replay through it against the same server (else they are left out)."""
     labels = read_labels(corpus)
-    w = CorpusWorld(root, server, claude, labels)
+    w = CorpusWorld(root, server, claude, labels, codex)
     w.repos = make_repos(root)
     w.env = ac.claude_env(w.home, server.url, trusted_dirs=list(w.repos.values()))
+    if codex is not None:
+        w.env.update(ac.codex_env(w.home, server.base_url_openai, trusted_dirs=list(w.repos.values())))
     w.env[OPT_KEY_ENV] = ac.DEFAULT_API_KEY
     keep = {s["session_id"] for s in labels.sessions if s["family"] in families}
     files = [p for p in sorted(corpus.rglob("*")) if p.is_file() and any(k in str(p) for k in keep)]

@@ -61,17 +61,19 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
                 f"night.local_only is on but the optimizer endpoint {opt.base_url or opt.backend!r} is not on "
                 "this machine: point optimizer.base_url at a local server or turn local_only off"
             )
-    for tool in tools:
-        if tool not in (AgentTool.CLAUDE_CODE, AgentTool.CODEX, AgentTool.COPILOT, AgentTool.CURSOR):
-            missing.append(
-                f"{tool.value} sessions cannot be replayed: skillopt has no headless runner for it"
-            )
-            continue
-        try:
-            make_agent(settings, tool).executable()
-        except SkillOptError as exc:
-            missing.append(f"{exc.message} ({exc.hint})" if exc.hint else exc.message)
+    missing.extend(why for tool in tools if (why := replay_missing(settings, tool)) is not None)
     return missing
+
+
+def replay_missing(settings: Settings, tool: AgentTool) -> str | None:
+    """Why `tool`'s sessions cannot be replayed on this machine (with how to fix it), or None when they can."""
+    if tool not in (AgentTool.CLAUDE_CODE, AgentTool.CODEX, AgentTool.COPILOT, AgentTool.CURSOR):
+        return f"{tool.value} sessions cannot be replayed: skillopt has no headless runner for it"
+    try:
+        make_agent(settings, tool).executable()
+    except SkillOptError as exc:
+        return f"{exc.message} ({exc.hint})" if exc.hint else exc.message
+    return None
 
 
 def make_agent(settings: Settings, tool: AgentTool) -> Any:

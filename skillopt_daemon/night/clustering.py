@@ -43,6 +43,17 @@ class Weights:
 LEXICAL = Weights(intent=0.0, checks=0.6, project=0.2, similarity=FAMILY_SIMILARITY)
 LABELLED = Weights(intent=0.4, checks=0.3, project=0.3, similarity=0.45)
 
+# How the person asked the agent to go about the work, not what the work is: delegating to a sub-agent
+# ("use a sub-agent to look first"), or how hard to think. Rare words weigh most in TF-IDF, so two requests
+# sharing only such a phrase would otherwise pair up across kinds of work, checks and projects.
+_HOW_NOT_WHAT = re.compile(
+    # an aside about delegating, "(use a sub-agent to look first)", whole; elsewhere only the phrase itself
+    r"\([^()\n]*\bsub-?agents?\b[^()\n]*\)"
+    r"|\b(?:use|using|with|via|ask|have|spawn|launch)\s+(?:an?\s+|some\s+)?(?:sub-?agents?|task\s+agents?)\b"
+    r"|\b(?:ultrathink|think\s+(?:hard|harder|step\s+by\s+step))\b",
+    re.IGNORECASE,
+)
+
 _NORMALIZE = [
     (re.compile(r"https?://\S+"), " url "),
     (re.compile(r"(?:[\w.-]*/)+([\w-]+)(?:\.\w+)?"), r" \1 "),
@@ -59,7 +70,7 @@ def normalize_prompt(text: str) -> str:
 
     Cached: the same request text is normalized for its features, its family's name and its rubric.
     """
-    out = text.lower()
+    out = _HOW_NOT_WHAT.sub(" ", text).lower()
     for pattern, repl in _NORMALIZE:
         out = pattern.sub(repl, out)
     return re.sub(r"\s+", " ", out).strip()

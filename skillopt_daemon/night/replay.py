@@ -13,6 +13,9 @@ corrections in that task, verbatim, as their stated preferences (`preferences.fo
 failed check with its output: that is what the user taught, and what a skill should learn. Validation and
 test tasks grade candidates, so their corrections only ever reach the judge, and their feedback only counts.
 
+A family's sessions can come from several tools (Claude Code and Codex); each task is replayed with the
+agent of the tool it was done with, so every task of a family counts whichever tool the user used.
+
 Every result is also recorded by skill hash and item, so the nightly cycle can show per-task baseline and
 candidate outcomes as a proposal's evidence without replaying anything twice.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +126,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
         limits: ExecLimits | None = None,
         env_allowlist: Sequence[str] | None = None,
         keep: bool = False,
+        agents: Mapping[str, ExecBackend] | None = None,
     ) -> None:
         kwargs: dict[str, Any] = {}
         if env_allowlist is not None:
@@ -137,6 +141,8 @@ class ReplayEnvironment(ExecTasksEnvironment):
             **kwargs,
         )
         self.judge = judge
+        # One exec backend per tool: each task replays with the tool it was done with (its `tool`).
+        self.agents = dict(agents or {})
         self._lock = threading.Lock()
         self.observed: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         self.replays = 0
@@ -147,6 +153,8 @@ class ReplayEnvironment(ExecTasksEnvironment):
         return item
 
     def run(self, item: Item, skill: SkillBundle, agent: AgentBackend) -> ItemResult:
+        """Replay `item` with the agent of the tool its task was done with (`agent` when there is none)."""
+        agent = self.agents.get(str(item.meta.get("tool") or ""), agent)
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
                 "replays need an exec backend (claude-code, codex, copilot, cursor) as the agent"

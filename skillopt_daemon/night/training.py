@@ -23,7 +23,7 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.night import seeding
-from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays
+from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.pending import load_pending, store_pending
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
 
 Progress = Callable[[str], None]
-# Loads a skill's (or a new skill's family's) replayable tasks: (db, skill name, tool) -> task dicts.
+# Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> task dicts.
 TaskLoader = Callable[[sqlite_utils.Database, str, str], list[dict[str, Any]]]
 
 
@@ -190,6 +190,8 @@ def _train_and_propose(
     new_family: Family | None,
 ) -> SkillOutcome:
     """Train from `incumbent` (the installed version, or a new skill's draft) and propose a gated winner."""
+    used = sorted({str(t.get("tool") or tool.value) for t in tasks} | {tool.value})
+    agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in used}
     env = ReplayEnvironment(
         tasks,
         seed_skill=incumbent,
@@ -197,13 +199,14 @@ def _train_and_propose(
         judge=ctx.judge,
         env_allowlist=ctx.settings.replay.env_allowlist,
         keep=ctx.settings.replay.keep_workspaces,
+        agents=agents,
     )
     run_dir = night_dir(ctx.report.run_id) / name
-    ctx.say(f"training {name} on {len(tasks)} replayed tasks with {tool.value}")
+    ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}")
     new = new_family is not None
     family = new_family.id if new_family is not None else None
     try:
-        result = _train(ctx, name, env, tool, incumbent, tasks, run_dir)
+        result = _train(ctx, name, env, agents[tool.value], incumbent, tasks, run_dir)
     except NightBudgetExceeded as exc:
         why = exc.message + "; nothing was registered"
         return SkillOutcome(
@@ -253,19 +256,34 @@ def _install_to(settings: Settings, fam: Family) -> list[str]:
 
 
 def replay_tool(fams: list[Family]) -> AgentTool | None:
-    """The tool most of the families' tasks were done with: their replays run with it."""
+    """The tool most of the families' tasks were done with: what stops it from replaying stops the night."""
     tool_counts = Counter(a.tool for f in fams for a in f.attempts)
     return AgentTool.parse(tool_counts.most_common(1)[0][0]) if tool_counts else None
+
+
+def replay_tools(settings: Settings, fams: list[Family]) -> list[AgentTool]:
+    """Every tool the families' tasks were done with that can replay here, the most used first.
+
+    Each task replays with the tool it was done with, so a family whose sessions mix Claude Code and Codex
+    trains and validates on all of them. The most used tool always comes first (what stops it is reported
+    before the night spends anything); another tool that cannot replay here only leaves its tasks out.
+    """
+    counts = Counter(a.tool for f in fams for a in f.attempts)
+    ranked = [AgentTool.parse(t) for t, _ in counts.most_common()]
+    return ranked[:1] + [t for t in ranked[1:] if replay_missing(settings, t) is None]
 
 
 def _replay_tasks(
     ctx: NightContext, name: str, fams: list[Family], load: TaskLoader
 ) -> tuple[AgentTool, list[dict[str, Any]]] | SkillOutcome:
-    """The tool most of the skill's tasks were done with and its replayable tasks, or why there are too few."""
-    tool = replay_tool(fams)
-    if tool is None:
+    """The tool most of the skill's tasks were done with and the replayable tasks of every tool that can
+    replay them, or why there are too few."""
+    tools = replay_tools(ctx.settings, fams)
+    if not tools:
         return SkillOutcome(name, "too-few-tasks", "no mined task relates to this skill")
-    tasks = load(ctx.db, name, tool.value)
+    tool = tools[0]
+    loaded = [t for each in tools for t in load(ctx.db, name, each.value)]
+    tasks = sorted(loaded, key=lambda t: (str(t.get("started_at") or ""), str(t["id"])))
     splits = Counter(t["split"] for t in tasks)
     least = ctx.settings.night.min_tasks
     if len(tasks) < least or not splits.get("train") or not splits.get("val"):
@@ -320,14 +338,14 @@ def _train(
     ctx: NightContext,
     name: str,
     env: ReplayEnvironment,
-    tool: AgentTool,
+    agent: BudgetedAgent,
     incumbent: SkillBundle,
     tasks: list[dict[str, Any]],
     run_dir: Path,
 ) -> TrainResult:
-    """Train from the incumbent, or resume the interrupted night's checkpoint of this skill when it has one."""
+    """Train from the incumbent, or resume the interrupted night's checkpoint of this skill when it has one.
+    `agent` replays the tasks of the most used tool; the environment holds one agent per tool."""
     cfg = train_config(ctx.settings, sum(1 for t in tasks if t["split"] == "train"))
-    agent = BudgetedAgent(make_agent(ctx.settings, tool), ctx.budget)
     resumed = ctx.report.resumed_from
     prev = night_dir(resumed) / name if resumed else None
     if prev is not None and (prev / "state.json").is_file():

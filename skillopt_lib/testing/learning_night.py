@@ -2,16 +2,17 @@
 
 One script answers every model a night talks to, each deciding from its request alone:
 
-- the **agent** (Claude Code's Anthropic requests): loads the skill it is offered (the `Skill` tool), then
-  does the task the right way only when the skill body it loaded states the kind of work's rule, and
-  otherwise the way it did before the user corrected it (e.g. silencing the linter with `# noqa`); it
-  ends by showing the file it wrote;
+- the **agent** (Claude Code's Anthropic requests, Codex's Responses requests): loads the skill it is
+  offered (Claude Code's `Skill` tool; Codex lists only each skill's name, description and SKILL.md path,
+  so the agent reads that file with the shell), then does the task the right way only when the skill body
+  it loaded states the kind of work's rule, and otherwise the way it did before the user corrected it
+  (e.g. silencing the linter with `# noqa`); it ends by showing the file it wrote;
 - the **optimizer** (Chat Completions, `optimizer_model`): drafts a new skill from the requests it is shown
   (a name from their commonest words, nothing of any rule), and as an analyst writes a rule into the skill
   only when its request shows the user's own words (the "stated preferences" lines, any language); with
   none it proposes something plausible and useless;
-- the **judge** (Chat Completions, any other model): grades each rule it is given against the work shown,
-  failing it when the work shows what the rule forbids.
+- the **judge** (Chat Completions, any other model): grades each rule it is given against the work shown
+  (the diff of what the agent changed), failing it when the work shows what the rule forbids.
 
 Only the agent and the judge know the kinds of work (`WorkKind`): the agent how to do each either way, the
 judge how each rule is broken. The optimizer knows nothing but its requests.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +41,9 @@ from skillopt_lib.testing.script import (
 
 SKILL_LOADED = "Base directory for this skill:"
 SKILL_LISTING = "The following skills are available for use with the Skill tool:"
+CODEX_SKILL_LISTING = "### Available skills"
+_CODEX_LISTED_SKILL = re.compile(r"^- ([a-z0-9][a-z0-9:-]*): .*\(file: ([^)\n]+/SKILL\.md)\)$", re.M)
+_CODEX_SKILL_ROOT = re.compile(r"^- `(r\d+)` = `([^`\n]+)`$", re.M)
 _PREFERENCE = re.compile(r"^- '(.+)' · [^·\n]+ · [^·\n]+ · [^·\n]+$", re.M)
 _LISTED_SKILL = re.compile(r"^- ([a-z0-9][a-z0-9-]*): ", re.M)
 _RULE_LINE = re.compile(r"^(\d+)\. (.+)$", re.M)
@@ -76,6 +81,8 @@ class LearningNight(Script):
         turn = conv.turns_since_user
         if conv.api == "anthropic":
             return self._agent(conv, turn)
+        if conv.api == "responses":
+            return self._codex_agent(conv, turn)
         text = conv.request_text
         if conv.api == "chat" and conv.model == self.optimizer_model:
             if "skillopt role: skill drafter" in text:
@@ -110,15 +117,46 @@ class LearningNight(Script):
         step = plan[turn] if turn < len(plan) else Step(text="Done.")
         return Selection(Rule(name), step, f"{name}/{turn}", turn)
 
+    def _codex_agent(self, conv: Conversation, turn: int) -> Selection:
+        """Codex lists skills by name, description and path: the agent reads the SKILL.md it picks with the
+        shell, and does the work right only when what it read states the rule."""
+        asked = conv.last_user_text.strip()
+        kind = next((k for k in self.kinds if any(p in asked for p in k.prompts)), None)
+        if kind is None:
+            return _answer("agent-other", "I can't help with that here.", turn)
+        plan: list[Step] = []
+        listed = _codex_skills(conv.request_text)
+        if listed:
+            best = _best_skill(list(listed), asked)
+            plan.append(Step(tool_calls=[bash(f"cat {shlex.quote(listed[best])}")]))
+        # Only a skill file the agent read counts, never a listing's description.
+        right = any(kind.rule in out for out in conv.tool_outputs_since_user)
+        content = kind.right if right else kind.wrong
+        quoted = shlex.quote(kind.work_file)
+        plan.append(
+            Step(
+                tool_calls=[bash(f"mkdir -p \"$(dirname {quoted})\" && cat > {quoted} <<'EOF'\n{content}EOF")]
+            )
+        )
+        plan.append(Step(tool_calls=[bash(kind.check)]))
+        plan.append(Step(text=f"Done. {kind.work_file} now reads:\n```\n{content}```"))
+        name = "agent-skill" if listed and turn == 0 else ("agent-right" if right else "agent-wrong")
+        step = plan[turn] if turn < len(plan) else Step(text="Done.")
+        return Selection(Rule(name), step, f"{name}/{turn}", turn)
+
     # -- the judge ---------------------------------------------------------------------------------------
 
     def _judge(self, text: str) -> str:
         work, _, rules = text.partition("Rules (index. rule):")
-        # The work shown: what follows the task (the agent's final message and the files it changed).
-        work = work.rpartition("The agent's final message:")[2] or work
+        # The work is what the agent changed: the diff shown after the task, not the judge's instructions
+        # nor what the agent only read (a skill file it printed that quotes the rule is not the work).
+        work = work.rpartition("The agent's work:")[2] or work
+        work = work.partition("Commands the agent ran:")[0]
         items = []
         for index, rule in _RULE_LINE.findall(rules):
-            kind = next((k for k in self.kinds if k.rule in rule), None)
+            # A rubric item is the user's rule as mining kept it: their words whole, or without a leading
+            # "no," ("no, las líneas …" becomes "las líneas …"); either is the kind's rule.
+            kind = next((k for k in self.kinds if k.rule in rule or rule.strip() in k.rule), None)
             broken = kind is not None and re.search(kind.violation, work) is not None
             items.append({"index": int(index), "satisfied": not broken})
         return json.dumps({"items": items})
@@ -140,6 +178,21 @@ def _offered_skills(text: str) -> list[str]:
             break
         names.append(found.group(1))
     return names
+
+
+def _codex_skills(text: str) -> dict[str, str]:
+    """The skills Codex lists after its `### Available skills` header: name -> SKILL.md path, the project's
+    own skills first (Codex lists its bundled `.system` skills too). Paths may be short aliases (`r1/x/
+    SKILL.md`) that its `### Skill roots` lines expand."""
+    at = text.find(CODEX_SKILL_LISTING)
+    if at < 0:
+        return {}
+    roots = dict(_CODEX_SKILL_ROOT.findall(text))
+    found: dict[str, str] = {}
+    for name, path in _CODEX_LISTED_SKILL.findall(text[at:]):
+        alias, _, rest = path.partition("/")
+        found[name] = f"{roots[alias]}/{rest}" if alias in roots else path
+    return dict(sorted(found.items(), key=lambda item: "/.system/" in item[1]))
 
 
 def _best_skill(names: Sequence[str], asked: str) -> str:

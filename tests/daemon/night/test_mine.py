@@ -185,3 +185,33 @@ def test_families_have_checks_rubric_skill_and_leak_free_splits() -> None:
     again = build_families(attempts, seed=1)[0].splits
     assert again == splits
     assert build_families(attempts, seed=2)[0].splits != splits
+
+
+def test_asking_for_a_sub_agent_does_not_make_a_kind_of_work_of_its_own() -> None:
+    """How the person wanted the agent to go about it ("use a sub-agent to look first") is not the work:
+    two requests of different kinds sharing only that aside stay with their own kinds."""
+    lint = [
+        "make the linter pass on app/",
+        "fix what the linter reports in views.py",
+        "sort out the errors the linter reports",
+    ]
+    tests = ["add tests for normalize.py", "write tests for the loader", "cover the exporter with tests"]
+    attempts = [_attempt(i, p, f"l{i}", [("make lint", 0)]) for i, p in enumerate(lint)]
+    attempts += [_attempt(10 + i, p, f"t{i}", [("python -m pytest -q", 0)]) for i, p in enumerate(tests)]
+    attempts.append(
+        _attempt(
+            20,
+            "fix the style errors the linter reports (use a sub-agent to look first)",
+            "l9",
+            [("make lint", 0)],
+        )
+    )
+    attempts.append(
+        _attempt(
+            21, "add tests for export.py (use a sub-agent to look first)", "t9", [("python -m pytest -q", 0)]
+        )
+    )
+    families = build_families(attempts, seed=1)
+    by_check = {tuple(f.checks): {a.session_id for a in f.attempts} for f in families}
+    assert by_check[("make lint",)] == {"l0", "l1", "l2", "l9"}
+    assert by_check[("python -m pytest -q",)] == {"t0", "t1", "t2", "t9"}
