@@ -16,9 +16,7 @@ nothing but its requests (`skillopt_lib.testing.learning_night`).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import family
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.learning_night import WorkKind
+from skillopt_lib.testing.night_scenario import run_skillopt, skillopt_env
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 RECORDED_SRC = "/tmp/skillopt-corpus/src/"
@@ -84,30 +83,10 @@ class CorpusWorld:
         self.env: dict[str, str] = {}
 
     def skillopt_env(self) -> dict[str, str]:
-        env = dict(self.env)
-        env["SKILLOPT_HOME"] = str(self.skillopt_home)
-        env["SKILLOPT_NO_DESKTOP_NOTIFY"] = "1"
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        if os.environ.get("PYTHONPATH"):
-            # The checkout under test, when it is not the installed one.
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        return env
+        return skillopt_env(self.env, self.skillopt_home)
 
     def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        exe = Path(sys.executable).parent / "skillopt"
-        proc = subprocess.run(
-            [str(exe), *args],
-            env=self.skillopt_env(),
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            cwd=self.root,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"skillopt {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-            )
-        return proc
+        return run_skillopt(args, self.skillopt_env(), cwd=self.root, timeout=1800, check=check)
 
     def configure(self, **night: Any) -> None:
         """The optimizer and judge on the scripted server, replays through the real `claude` (and the real

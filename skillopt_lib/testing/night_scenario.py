@@ -85,6 +85,35 @@ def night_script() -> Script:
     return Script(rules=rules, default_text="{}")
 
 
+def skillopt_env(base: dict[str, str], skillopt_home: Path) -> dict[str, str]:
+    """The environment a test world runs the `skillopt` console script in: its own home, no desktop
+    notifications, this Python's scripts first on PATH, and the checkout under test when it is not the
+    installed one (PYTHONPATH)."""
+    env = dict(base)
+    env["SKILLOPT_HOME"] = str(skillopt_home)
+    env["SKILLOPT_NO_DESKTOP_NOTIFY"] = "1"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def run_skillopt(
+    args: Sequence[str], env: dict[str, str], *, cwd: Path, timeout: float, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `skillopt` console script next to this Python; with `check`, a failure raises with its
+    output."""
+    exe = Path(sys.executable).parent / "skillopt"
+    proc = subprocess.run(
+        [str(exe), *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"skillopt {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc
+
+
 class World:
     """The user's machine: a HOME with Claude Code, a project, and skillopt's own folder."""
 
@@ -99,27 +128,10 @@ class World:
         self.env[OPT_KEY_ENV] = ac.DEFAULT_API_KEY
 
     def skillopt_env(self) -> dict[str, str]:
-        env = dict(self.env)
-        env["SKILLOPT_HOME"] = str(self.skillopt_home)
-        env["SKILLOPT_NO_DESKTOP_NOTIFY"] = "1"
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        return env
+        return skillopt_env(self.env, self.skillopt_home)
 
     def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        exe = Path(sys.executable).parent / "skillopt"
-        proc = subprocess.run(
-            [str(exe), *args],
-            env=self.skillopt_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=self.root,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"skillopt {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-            )
-        return proc
+        return run_skillopt(args, self.skillopt_env(), cwd=self.root, timeout=600, check=check)
 
     def configure(self, optimizer_model: str, **night: Any) -> None:
         settings = {
