@@ -75,6 +75,10 @@ class IngestSettings(_Section):
     )
     excerpt_chars: int = 2000
     batch_lines: int = 2000
+    group_commit_s: float = Field(
+        default=0.5,
+        description="reading many files at once (a backfill), commit at least this often; 0: every batch",
+    )
     max_line_bytes: int = Field(default=16 << 20, description="longer log lines are skipped, with an error")
     max_document_bytes: int = Field(default=64 << 20, description="larger whole-JSON transcripts are skipped")
 

@@ -172,8 +172,8 @@ def pin_sessions(
 ) -> int:
     """Record the repo state of sessions not pinned yet (all of them when `pks` is None); returns how many.
 
-    Runs outside the ingest transaction (git can be slow), one short transaction per session; a crash
-    before it runs is caught up on the next start by calling it with None.
+    Reads the repos outside any transaction (git can be slow), then stores what it read in one short
+    transaction; a crash before that is caught up on the next start by calling it with None.
     """
     where = "pinned_at IS NULL AND drop_reason IS NULL AND project_path IS NOT NULL"
     args: list[object] = []
@@ -181,6 +181,7 @@ def pin_sessions(
         where += " AND id IN (SELECT value FROM json_each(?))"
         args.append(json.dumps(list(pks)))
     rows = list(db.table("sessions").rows_where(where, args, select="id, project_path, repo_commit"))
+    pins: list[tuple[int, dict[str, object]]] = []
     for row in rows:
         pin = read_repo(row["project_path"], redactor)
         values: dict[str, object] = {"pinned_at": utcnow_iso(), "pin_error": pin.error}
@@ -195,6 +196,9 @@ def pin_sessions(
             values["repo_dirty"] = None if pin.dirty is None else int(pin.dirty)
             values["repo_diff_hash"] = pin.diff_hash
             values["repo_pin_source"] = "repo" if pin.commit else None
+        pins.append((row["id"], values))
+    if pins:
         with db.conn:
-            db.table("sessions").update(row["id"], values)
+            for pk, values in pins:
+                db.table("sessions").update(pk, values)
     return len(rows)

@@ -40,6 +40,7 @@ from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record
 from skillopt_daemon.ingest.redact import redact
 from skillopt_daemon.ingest.sources import all_sources, redactor_for
 from skillopt_daemon.ingest.sources.base import Record, SessionInfo, SkipRecord, Source
+from skillopt_daemon.ingest.transactions import GROUP_MIN_FILES, BatchTransactions
 from skillopt_daemon.ingest.writer import Batch, RecordWriter, get_row, merge_counts, update_row
 from skillopt_lib.agents import AgentTool
 
@@ -153,6 +154,11 @@ class Pipeline:
         self._reported: set[tuple[str, str]] = set()
         self._stale_since: dict[int, float] = {}
         self._bulk_indexing = False  # this process suspended the search index's triggers for a backfill
+        # New sessions whose repo state is read once the batch that made them is committed.
+        self._pins_due: set[int] = set()
+        self.transactions = BatchTransactions(
+            db.conn, self._pin_due_sessions, group_seconds=settings.ingest.group_commit_s
+        )
 
     # --- discovery ------------------------------------------------------------------------------------------
 
@@ -453,7 +459,7 @@ class Pipeline:
         """
         records, state, batch = parsed
         try:
-            with self.db.conn:
+            with self.transactions.batch():
                 if row_id is None:
                     row_id = self._create_row(source, path)
                 stored = self.db.execute(
@@ -465,11 +471,10 @@ class Pipeline:
                 self._check_versions(source, path, records)
                 self._save_file(row_id, source, path, ident, read, state, len(records), batch)
                 self.writer.finish(batch, row_id)
+                self._pins_due.update(batch.new_sessions)
         except BaseException:
             self.writer.forget()
             raise
-        if batch.new_sessions:
-            pinning.pin_sessions(self.db, sorted(batch.new_sessions), self.redactor)
         return row_id
 
     def _ingest_lines(
@@ -555,18 +560,17 @@ class Pipeline:
             records = [SkipRecord("parser-error", type(exc).__name__)]
         batch = Batch()
         try:
-            with self.db.conn:
+            with self.transactions.batch():
                 if row is not None:
                     self._forget_document(row.id, batch)
                 row_id = row.id if row is not None else self._create_row(source, path)
                 self.writer.apply(source.tool.value, records, row_id, batch)
                 self._save_file(row_id, source, path, ident, None, ctx.state, len(records), batch)
                 self.writer.finish(batch, row_id)
+                self._pins_due.update(batch.new_sessions)
         except BaseException:
             self.writer.forget()
             raise
-        if batch.new_sessions:
-            pinning.pin_sessions(self.db, sorted(batch.new_sessions), self.redactor)
         if on_bytes:
             on_bytes(ident.size)
         self._seen[str(path)] = (ident.device, ident.inode, ident.size, ident.mtime_ns)
@@ -591,6 +595,12 @@ class Pipeline:
         self.writer.forget()
 
     # --- after commits -----------------------------------------------------------------------------------
+
+    def _pin_due_sessions(self) -> None:
+        """Pin the sessions that committed batches created (after the commit: git can be slow)."""
+        if self._pins_due:
+            due, self._pins_due = sorted(self._pins_due), set()
+            pinning.pin_sessions(self.db, due, self.redactor)
 
     def pin_sessions(self, pks: Sequence[int] | None = None) -> int:
         """Record the repo state of sessions not pinned yet (all of them when `pks` is None)."""
@@ -620,11 +630,12 @@ class Pipeline:
             first = self._stale_since.setdefault(row["id"], now)
             if quiet_s <= 0 or (row["updated_at"] or "") <= quiet_before or now - first >= max_delay_s:
                 due.append(row["id"])
-        for pk in due:
-            with self.db.conn:
-                signals.update_sessions(self.db, [pk])
-                update_row(self.db, "sessions", pk, {"signals_stale": 0})
-            self._stale_since.pop(pk, None)
+        with self.transactions.grouped():  # many sessions after a backfill: not one commit each
+            for pk in due:
+                with self.transactions.batch():
+                    signals.update_sessions(self.db, [pk])
+                    update_row(self.db, "sessions", pk, {"signals_stale": 0})
+                self._stale_since.pop(pk, None)
         return len(due)
 
     # --- many files -------------------------------------------------------------------------------------
@@ -648,18 +659,15 @@ class Pipeline:
         if bulk:
             fts.suspend(self.db, utcnow_iso())
             self._bulk_indexing = True
+        # Many files (a backfill, a rescan) share transactions (see `transactions`); tailing commits each batch.
+        many = len(files) >= GROUP_MIN_FILES
+        grouped = self.transactions.grouped() if many else contextlib.nullcontext()
         try:
-            for source, path in files:
-                if should_stop():
-                    break
-                if between is not None:
-                    between()
-                try:
-                    out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
-                except sqlite3.OperationalError:
-                    raise  # the store itself is unusable now (locked, disk full): the caller backs off
-                except Exception as exc:  # a bug on one file must not stop the others: report it, go on
-                    out.append(self._internal_error(source, path, exc))
+            with grouped:
+                self._ingest_each(files, out, should_stop, on_bytes, between)
+        except BaseException:
+            self.writer.forget()  # a failed group commit rolled back rows the writer may have cached
+            raise
         finally:
             if bulk:
                 self._bulk_indexing = False
@@ -671,6 +679,26 @@ class Pipeline:
         if signals and not should_stop():
             self.refresh_signals()
         return out
+
+    def _ingest_each(
+        self,
+        files: Sequence[tuple[Source, Path]],
+        out: list[FileOutcome],
+        should_stop: Callable[[], bool],
+        on_bytes: Callable[[int], None] | None,
+        between: Callable[[], None] | None,
+    ) -> None:
+        for source, path in files:
+            if should_stop():
+                break
+            if between is not None:
+                between()
+            try:
+                out.append(self.ingest_file(source, path, should_stop=should_stop, on_bytes=on_bytes))
+            except sqlite3.OperationalError:
+                raise  # the store itself is unusable now (locked, disk full): the caller backs off
+            except Exception as exc:  # a bug on one file must not stop the others: report it, go on
+                out.append(self._internal_error(source, path, exc))
 
     def _worth_bulk(self, files: Sequence[tuple[Source, Path]]) -> bool:
         return len(files) >= fts.BULK_MIN_FILES and fts.worth_bulk(

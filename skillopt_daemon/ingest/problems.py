@@ -49,21 +49,21 @@ def record_problem(
     tool: str | None = None,
     level: str = "error",
 ) -> None:
-    """Append one problem to the log in its own transaction (or the caller's, when one is open)."""
+    """Append one problem to the log in its own transaction (or the caller's, when one is open: committing
+    it here would commit the caller's half-done work too)."""
+    row: dict[str, object] = {
+        "at": utcnow_iso(),
+        "tool": tool,
+        "path": path,
+        "kind": kind,
+        "level": level,
+        "message": message,
+    }
+    if db.conn.in_transaction:
+        _append(db, [row])
+        return
     with db.conn:
-        _append(
-            db,
-            [
-                {
-                    "at": utcnow_iso(),
-                    "tool": tool,
-                    "path": path,
-                    "kind": kind,
-                    "level": level,
-                    "message": message,
-                }
-            ],
-        )
+        _append(db, [row])
 
 
 def record_counts(db: sqlite_utils.Database, counts: Counter[str], *, path: str, tool: str) -> None:

@@ -7,8 +7,10 @@ backup, so redaction happens inside the sources, before the pipeline sees a reco
 Speed matters because the backfill pushes every byte of a user's history through here. Each pattern has a
 few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, every
 trigger occurrence is found in one pass (`trigger_scan`), and only the patterns whose trigger occurs are
-tried, anchored at those places. Most lines of a transcript contain no trigger at all. A trigger should be
-as long as the pattern allows: `passw`, not `pass`, which every "3 passed" of a test run contains.
+tried, anchored at those places. A trigger should be as long as the pattern allows: `passw`, not `pass`,
+which every "3 passed" of a test run contains. Where hyperscan is installed, an ASCII text first goes
+through all the patterns at once (`PatternPrefilter`), and most texts stop there: a "token" in a code
+listing wakes a trigger, but no pattern.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from skillopt_daemon.ingest.trigger_scan import TriggerScanner
+from skillopt_daemon.ingest.trigger_scan import PatternPrefilter, TriggerScanner
 from skillopt_lib.errors import ConfigError
 
 MARK = "[REDACTED:{kind}]"
@@ -34,6 +36,8 @@ _END = r"""(?=[\s"'`,;)}\]>\\]|$)"""
 # A value never ends in `:` (that is the next key: `label: auth_token: <secret>`).
 _VALUE_LAST = r"""[^\s"'`,;()\[\]{}<>$\\:]"""
 _SECRET = "(" + _VALUE + "{5,}" + _VALUE_LAST + ")"
+# The same, not starting with `:` either: after `key:` that makes `key::name` (a path) no assignment.
+_SECRET_AFTER_COLON = "(" + _VALUE_LAST + _VALUE + "{4,}" + _VALUE_LAST + ")"
 
 
 @dataclass(frozen=True)
@@ -162,12 +166,13 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         group=2,
     ),
     # key = value where the key names a secret: FOO_API_KEY=..., "password": "...", token: ... Only the value
-    # is replaced. The value must end at a delimiter, so `os.environ["X"]` or `get_token()` are left alone.
+    # is replaced. The value must end at a delimiter, so `os.environ["X"]` or `get_token()` are left alone,
+    # and `::` is a path, not an assignment: `tests/test_token.py::test_refresh`, `SecretKey::new()`.
     _p(
         "secret-assignment",
         r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
         r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
-        r"(?=[^\s\"']*[A-Za-z])" + _SECRET + _END,
+        r"(?=[^\s\"']*[A-Za-z])" + _SECRET_AFTER_COLON + _END,
         ["passw", "passphrase", "secret", "token", "key", "credential"],
         group=1,
         back=8,
@@ -229,6 +234,8 @@ _MIN_B64 = 20
 # pass: every run of `_B64_RUN` holds `_MIN_B64` of these characters in a row (lower-casing keeps them so),
 # and replacing a secret with a mark never joins two shorter runs (a mark starts and ends with a bracket).
 _B64_PRESENT = f"[a-z0-9+/]{{{_MIN_B64}}}"
+# The same in text that has not been lower-cased (for the pattern prefilter).
+_B64_PRESENT_ANY_CASE = re.compile(f"[A-Za-z0-9+/]{{{_MIN_B64}}}")
 
 # A private key's first and last lines, to tell whether a text cut in two left one open (see `redact_tail`).
 _PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
@@ -293,6 +300,12 @@ class Redactor:
             t: tuple(i for i, p in enumerate(self._single) if t in p.triggers) for t in self._triggers
         }
         self._scanner = TriggerScanner(self._triggers, presence={"base64": _B64_PRESENT})
+        # Every built-in pattern and the base64 run at once, over ASCII text; None without hyperscan.
+        self._prefilter: PatternPrefilter | None = None
+        try:
+            self._prefilter = PatternPrefilter([p.regex for p in self._triggered] + [_B64_PRESENT_ANY_CASE])
+        except RuntimeError:
+            pass
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return the text with every secret replaced, and how many were replaced."""
@@ -300,7 +313,12 @@ class Redactor:
             return text, 0
         total = 0
         encoded = len(text) >= _MIN_B64  # whether a base64 run may hide a secret
-        if len(text) >= 6:
+        if self._prefilter is not None and text.isascii() and not self._prefilter.may_match(text):
+            # No built-in pattern matches anywhere, and there is no long base64 run: most texts end here.
+            if not self._always:
+                return text, 0
+            encoded = False
+        elif len(text) >= 6:
             lower = text.lower()
             scan = self._scanner.scan(lower)  # every trigger found in one pass, and any long base64 run
             positions = scan.positions

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -235,6 +235,39 @@ def _abrupt_end(
     return None
 
 
+# The columns the signals read, in the order `signals_json_of_rows` takes them.
+TURN_COLUMNS = ("key", "role", "text", "is_meta")
+CALL_COLUMNS = (
+    "key",
+    "turn_key",
+    "name",
+    "input_summary",
+    "exit_code",
+    "is_error",
+    "output_excerpt",
+    "result_at",
+)
+
+
+def signals_json_of_rows(turn_rows: Iterable[Sequence[Any]], call_rows: Iterable[Sequence[Any]]) -> str:
+    """A session's `signals_json` from its stored rows: `TURN_COLUMNS` of its turns and `CALL_COLUMNS` of
+    its tool calls, each in `seq` order. The one conversion from rows, for rows read back from the store
+    and for the rows a batch is about to insert alike."""
+    turns = [
+        TurnRecord("", str(key), role, text or "", is_meta=bool(is_meta))
+        for key, role, text, is_meta in turn_rows
+    ]
+    calls: list[ToolCallRecord] = []
+    results: list[ToolResultRecord] = []
+    for key, turn_key, name, summary, exit_code, is_error, excerpt, result_at in call_rows:
+        key = str(key)
+        calls.append(ToolCallRecord("", key, str(turn_key or ""), str(name or "?"), summary or ""))
+        if result_at is not None or exit_code is not None or is_error is not None:
+            err = None if is_error is None else bool(is_error)
+            results.append(ToolResultRecord("", key, exit_code, err, excerpt or ""))
+    return json.dumps(derive_signals(turns, calls, results).as_dict(), ensure_ascii=False)
+
+
 def update_sessions(db: sqlite_utils.Database, session_pks: Sequence[int]) -> None:
     """Recompute `sessions.signals_json` from the stored turns and tool calls (in `seq` order).
 
@@ -242,26 +275,13 @@ def update_sessions(db: sqlite_utils.Database, session_pks: Sequence[int]) -> No
     describe exactly the committed rows.
     """
     for pk in session_pks:
-        turns = [
-            TurnRecord("", str(key), role, text or "", is_meta=bool(is_meta))
-            for key, role, text, is_meta in db.execute(
-                "SELECT key, role, text, is_meta FROM turns WHERE session_pk = ? ORDER BY seq, id", [pk]
-            )
-        ]
-        calls: list[ToolCallRecord] = []
-        results: list[ToolResultRecord] = []
-        for key, turn_key, name, summary, exit_code, is_error, excerpt, result_at in db.execute(
-            "SELECT key, turn_key, name, input_summary, exit_code, is_error, output_excerpt, result_at "
-            "FROM tool_calls WHERE session_pk = ? ORDER BY seq, id",
-            [pk],
-        ):
-            key = str(key)
-            calls.append(ToolCallRecord("", key, str(turn_key or ""), str(name or "?"), summary or ""))
-            if result_at is not None or exit_code is not None or is_error is not None:
-                err = None if is_error is None else bool(is_error)
-                results.append(ToolResultRecord("", key, exit_code, err, excerpt or ""))
-        sig = derive_signals(turns, calls, results)
+        turn_rows = db.execute(
+            f"SELECT {', '.join(TURN_COLUMNS)} FROM turns WHERE session_pk = ? ORDER BY seq, id", [pk]
+        ).fetchall()
+        call_rows = db.execute(
+            f"SELECT {', '.join(CALL_COLUMNS)} FROM tool_calls WHERE session_pk = ? ORDER BY seq, id", [pk]
+        ).fetchall()
         db.execute(
             "UPDATE sessions SET signals_json = ? WHERE id = ?",
-            [json.dumps(sig.as_dict(), ensure_ascii=False), pk],
+            [signals_json_of_rows(turn_rows, call_rows), pk],
         )

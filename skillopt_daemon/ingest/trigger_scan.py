@@ -7,6 +7,11 @@ wheel is missing (Windows, unusual platforms) the same answer comes from the `st
 
 The same pass also tells whether each of a few named regular expressions occurs at all (`presence`), so
 the redactor's base64 pass is skipped for the texts that hold no long enough run without a scan of its own.
+
+A trigger word alone still wakes the redactor for every "token" in a code listing. `PatternPrefilter` goes
+one step further where hyperscan is installed: it runs the redactor's whole patterns, widened where
+hyperscan cannot follow them exactly, over an ASCII text in one pass, and a text none of them can match is
+done with (most texts are ASCII, and most hold no secret).
 """
 
 from __future__ import annotations
@@ -125,6 +130,65 @@ class TriggerScanner:
         for start, word in hits:
             found.setdefault(self.words[word], []).append(start)
         return found
+
+
+class PatternPrefilter:
+    r"""Whether any of several regular expressions may match an ASCII text, in one hyperscan pass.
+
+    Each expression is compiled in hyperscan's prefilter mode, which widens what it cannot do exactly
+    (look-arounds, lazy repeats), so `may_match` can say True where `re` finds no match but never False
+    where it finds one. On ASCII text the two engines agree on case folding, `\d`, `\w` and `\b`; they
+    differ on `\s`, which in Python's `re` also matches the separators U+001C..U+001F, so a text holding
+    one of those is reported as a possible match. Text with any other character is not this class's to
+    judge: the caller must check `str.isascii()` first.
+
+    Raises RuntimeError when hyperscan is not installed (the caller then goes without), and re.error /
+    hyperscan.error when an expression cannot be compiled. Thread safety as `TriggerScanner`.
+    """
+
+    def __init__(self, patterns: Iterable[re.Pattern[str]]) -> None:
+        if hyperscan is None:
+            raise RuntimeError("hyperscan is not installed")
+        expressions: list[bytes] = [rb"[\x1c-\x1f]"]  # where `re`'s `\s` differs from hyperscan's
+        flags: list[int] = [hyperscan.HS_FLAG_SINGLEMATCH]
+        for pattern in patterns:
+            source, flag = pattern.pattern, hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
+            if source.startswith("(?i)"):
+                source = source[4:]
+            if pattern.flags & re.IGNORECASE:
+                flag |= hyperscan.HS_FLAG_CASELESS
+            if pattern.flags & re.DOTALL:
+                flag |= hyperscan.HS_FLAG_DOTALL
+            if pattern.flags & re.MULTILINE:
+                flag |= hyperscan.HS_FLAG_MULTILINE
+            expressions.append(source.encode())
+            flags.append(flag | hyperscan.HS_FLAG_ALLOWEMPTY)
+        self._db = hyperscan.Database()
+        self._db.compile(
+            expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags
+        )
+        self._local = threading.local()
+        self._new_scratch, self._terminated = hyperscan.Scratch, hyperscan.ScanTerminated
+
+    def may_match(self, text: str) -> bool:
+        """False only if no expression matches anywhere in `text`, which must be ASCII (else ValueError)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._new_scratch(self._db)
+        try:
+            data = text.encode("ascii")
+        except UnicodeEncodeError:
+            raise ValueError("PatternPrefilter judges ASCII text only") from None
+        try:
+            self._db.scan(data, match_event_handler=_stop, scratch=scratch)
+        except self._terminated:
+            return True
+        return False
+
+
+def _stop(_id: int, _from: int, _to: int, _flags: int, _context: object) -> bool:
+    """The first match answers the question: stop the scan (it raises ScanTerminated)."""
+    return True
 
 
 def _collect(word: int, _from: int, to: int, _flags: int, ends: list[tuple[int, int]]) -> None:

@@ -31,6 +31,7 @@ from skillopt_daemon.core.timeutil import (
     utcnow_iso,
 )
 from skillopt_daemon.ingest.problems import problem_of_skip
+from skillopt_daemon.ingest.signals import CALL_COLUMNS, TURN_COLUMNS, signals_json_of_rows
 from skillopt_daemon.ingest.sources.base import (
     Record,
     SessionInfo,
@@ -73,6 +74,7 @@ class Batch:
 class _SessionState:
     pk: int
     dropped: bool
+    session_id: str
     stored: dict[str, Any] | None = None  # the session row as this writer last read or wrote it
 
 
@@ -157,6 +159,7 @@ class RecordWriter:
         """Store `records` of one file (`file_id`, None for none), noting in `batch` what they changed."""
         self._batch_keys = _keys_by_session(records)
         self._stored.clear()
+        state: _SessionState | None = None  # the session of the previous content record, if it still is
         for rec in records:
             if isinstance(rec, SkipRecord):
                 batch.skipped[rec.reason] += 1
@@ -166,18 +169,20 @@ class RecordWriter:
                 continue
             if isinstance(rec, SessionInfo):
                 pk = self._apply_session(tool, rec, batch)
-                dropped = True  # nothing more to store for it
-            else:
-                state = self._session(tool, rec.session_id, batch)
-                pk, dropped = state.pk, state.dropped
-            batch.touched.add(pk)
-            batch.last_session = pk
-            n = getattr(rec, "redactions", None)
-            if n is not None:
-                batch.redactions[pk] = int(n)  # a running total per file: the latest value is the file's
-            if dropped:
+                batch.touched.add(pk)
+                batch.last_session = pk
+                if rec.redactions is not None:  # a running total per file: the latest value is the file's
+                    batch.redactions[pk] = int(rec.redactions)
+                state = None
                 continue
-            if isinstance(rec, TurnRecord):
+            if state is None or state.session_id != rec.session_id:  # records come in runs of one session
+                state = self._session(tool, rec.session_id, batch)
+                batch.touched.add(state.pk)
+                batch.last_session = state.pk
+            pk = state.pk
+            if state.dropped:  # none of its content is kept, but it was active then
+                self._note_time(pk, self._norm_time(rec.timestamp, batch), batch)
+            elif isinstance(rec, TurnRecord):
                 self._apply_turn(pk, rec, file_id, batch)
             elif isinstance(rec, ToolCallRecord):
                 self._apply_call(pk, rec, file_id, batch)
@@ -305,13 +310,13 @@ class RecordWriter:
             )
         )
         if rows:
-            state = _SessionState(int(rows[0]["id"]), rows[0]["drop_reason"] is not None)
+            state = _SessionState(int(rows[0]["id"]), rows[0]["drop_reason"] is not None, session_id)
         else:
             now = utcnow_iso()
             sessions = self.db.table("sessions").insert(
                 {"tool": tool, "session_id": session_id, "first_seen_at": now, "updated_at": now}
             )
-            state = _SessionState(int(sessions.last_rowid or 0), False)
+            state = _SessionState(int(sessions.last_rowid or 0), False, session_id)
             batch.new_sessions.add(state.pk)
         self._sessions[(tool, session_id)] = state
         return state
@@ -425,6 +430,7 @@ class RecordWriter:
     def finish(self, batch: Batch, file_id: int | None = None) -> None:
         """Insert the batch's new rows and fold the batch into the session counters (incrementally: the
         cost does not depend on how long the session already is)."""
+        fresh = self._fresh_signals(batch)
         for table, rows in self._pending.items():
             if rows:
                 columns = _INSERT_COLUMNS[table]
@@ -454,7 +460,7 @@ class RecordWriter:
                 "tool_call_count = CASE WHEN drop_reason IS NULL THEN tool_call_count + :calls ELSE 0 END, "
                 "has_user_turn = CASE WHEN drop_reason IS NULL AND (has_user_turn = 1 OR :user) "
                 "THEN 1 ELSE 0 END, "
-                "signals_stale = 1, "
+                "signals_stale = :fresh IS NULL, signals_json = COALESCE(:fresh, signals_json), "
                 "redaction_count = (SELECT COALESCE(SUM(redactions), 0) FROM file_sessions f "
                 "WHERE f.session_pk = sessions.id), "
                 "updated_at = :now WHERE id = :pk",
@@ -466,6 +472,7 @@ class RecordWriter:
                     "user": int(pk in batch.user_turn),
                     "now": now,
                     "pk": pk,
+                    "fresh": fresh.get(pk),
                 },
             )
         if batch.skipped and batch.last_session is not None:
@@ -475,6 +482,25 @@ class RecordWriter:
             update_row(
                 self.db, "sessions", batch.last_session, {"skipped_json": merge_counts(old, batch.skipped)}
             )
+
+    def _fresh_signals(self, batch: Batch) -> dict[int, str]:
+        """`signals_json` of the sessions this batch created, from the rows it is about to insert.
+
+        Those rows are all such a session has, so they are what `signals.update_sessions` would read back
+        after the commit; a backfill, where nearly every session is new, skips that second read. A session
+        that grew in an earlier batch is marked stale instead and recomputed from the store.
+        """
+        new = {s.pk for s in self._sessions.values() if s.pk in batch.new_sessions and not s.dropped}
+        if not new:
+            return {}
+        rows: dict[int, tuple[list[Any], list[Any]]] = {pk: ([], []) for pk in new}
+        for (pk, _), row in self._pending["turns"].items():  # in seq order, as they were made
+            if pk in rows:
+                rows[pk][0].append(_turn_columns(row))
+        for (pk, _), row in self._pending["tool_calls"].items():
+            if pk in rows:
+                rows[pk][1].append(_call_columns(row))
+        return {pk: signals_json_of_rows(turns, calls) for pk, (turns, calls) in rows.items()}
 
 
 def _keys_by_session(records: Sequence[Record]) -> dict[tuple[str, str], list[str]]:
@@ -497,6 +523,8 @@ _NOT_TIMES = tuple(
 
 
 _not_times = operator.attrgetter(*_NOT_TIMES)
+_turn_columns = operator.itemgetter(*TURN_COLUMNS)
+_call_columns = operator.itemgetter(*CALL_COLUMNS)
 _NONE = (None,) * len(_NOT_TIMES)
 
 

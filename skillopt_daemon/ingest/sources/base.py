@@ -51,8 +51,10 @@ class SessionInfo:
     model: str | None = None
     entrypoint: str | None = None
     tool_version: str | None = None
-    started_at: str | None = None  # UTC ISO
-    ended_at: str | None = None  # UTC ISO; the latest timestamp seen
+    # UTC ISO. The store takes every record's timestamp as the session's activity, so these are needed
+    # only for times no turn, call or result of the same line carries.
+    started_at: str | None = None
+    ended_at: str | None = None
     title: str | None = None
     is_automation: bool | None = None  # e.g. `claude -p` runs (entrypoint sdk-cli)
     # Secrets redacted so far in this file (a running total, not an increment: set, don't add). For
@@ -435,6 +437,8 @@ class BaseSource:
         """Normalize a timestamp; zone/future notes are reported once per file and reason."""
         found: list[SkipRecord] = []
         out = to_utc_iso(value, found)
+        if not found:  # nearly always
+            return out
         seen = ctx.state.setdefault("ts_notes", [])
         for note in found:
             if note.reason not in seen:
@@ -527,7 +531,9 @@ class BaseSource:
         return total
 
     def _finish(self, ctx: FileContext, records: list[Record], *, cumulative: bool) -> list[Record]:
-        count = sum(self._redact(r) for r in records)
+        count = 0
+        for record in records:
+            count += self._redact(record)
         if cumulative:
             if count:
                 ctx.state["redactions"] = int(ctx.state.get("redactions", 0)) + count

@@ -84,6 +84,10 @@ class ClaudeCodeSource(BaseSource):
     line_oriented = True
     known_version = "2.1.197"
 
+    def __init__(self, home: Path, **options: Any) -> None:
+        super().__init__(home, **options)
+        self._signatures: dict[tuple[Any, ...], str] = {}
+
     def roots(self) -> list[Path]:
         return [self.home / "projects", *self.extra_roots]
 
@@ -108,11 +112,13 @@ class ClaudeCodeSource(BaseSource):
             self._alias(ctx, obj)
             return [SkipRecord("sidechain record")]
         if rtype in ("user", "assistant"):
-            self._session(ctx, obj, out)
+            ts = self.ts(ctx, obj.get("timestamp"), out)
+            # The turn carries the line's time: the session needs no record of its own for it.
+            self._session(ctx, obj, out, ts, timed=True)
             if rtype == "user":
-                self._user(ctx, obj, out)
+                self._user(ctx, obj, out, ts)
             else:
-                self._assistant(ctx, obj, out)
+                self._assistant(ctx, obj, out, ts)
             return out
         if rtype == "summary" and isinstance(obj.get("summary"), str):
             out.append(SessionInfo(session_id=self.session_id(ctx), title=obj["summary"][:300]))
@@ -125,7 +131,7 @@ class ClaudeCodeSource(BaseSource):
         if rtype in IGNORED_TYPES:
             self._alias(ctx, obj)
             if rtype == "system" and obj.get("version"):
-                self._session(ctx, obj, out)
+                self._session(ctx, obj, out, self.ts(ctx, obj.get("timestamp"), out), timed=False)
             return out
         self._alias(ctx, obj)
         return [SkipRecord(f"unknown record type {rtype}" if rtype else "record without type")]
@@ -151,16 +157,17 @@ class ClaudeCodeSource(BaseSource):
             hops += 1
         return parent if isinstance(parent, str) else None
 
-    def _session(self, ctx: FileContext, obj: dict[str, Any], out: list[Record]) -> None:
+    def _session(
+        self, ctx: FileContext, obj: dict[str, Any], out: list[Record], ts: str | None, *, timed: bool
+    ) -> None:
+        """The session's fields from a line that names them; `timed`: another record carries `ts`."""
         sid = obj.get("sessionId")
         if isinstance(sid, str) and sid and not ctx.state.get("sid"):
             ctx.state["sid"] = sid
         sid = self.session_id(ctx)
         cwd = as_str(obj.get("cwd"))
         entry = as_str(obj.get("entrypoint"))
-        # Only compared, never shown: kept as a digest so the stored state holds no raw folder or branch.
-        sig = sha256_bytes(json.dumps([cwd, obj.get("gitBranch"), obj.get("version"), entry]).encode())[:16]
-        ts = self.ts(ctx, obj.get("timestamp"), out)
+        sig = self._signature(cwd, obj.get("gitBranch"), obj.get("version"), entry)
         if sig != ctx.state.get("sig") or not ctx.state.get("seen"):
             ctx.state["sig"] = sig
             info = SessionInfo(
@@ -179,18 +186,31 @@ class ClaudeCodeSource(BaseSource):
                 info.ended_at = ts
             out.append(info)
         elif ts:
-            if not ctx.state.get("started"):
-                ctx.state["started"] = True
+            ctx.state["started"] = True
+            if not timed:
                 out.append(SessionInfo(session_id=sid, started_at=ts, ended_at=ts))
-            else:
-                out.append(SessionInfo(session_id=sid, ended_at=ts))
 
-    def _user(self, ctx: FileContext, obj: dict[str, Any], out: list[Record]) -> None:
+    def _signature(self, cwd: str | None, branch: Any, version: Any, entry: str | None) -> str:
+        """What a line says about its session, as a digest: only compared, never shown, so the stored
+        state holds no raw folder or branch. Every line repeats it, so the digests are remembered."""
+        key = (cwd, branch, version, entry)
+        try:
+            return self._signatures[key]
+        except KeyError:
+            pass
+        except TypeError:  # a branch or version that is not a plain value (a hand-edited log)
+            return sha256_bytes(json.dumps(list(key), default=str).encode())[:16]
+        sig = sha256_bytes(json.dumps(list(key)).encode())[:16]
+        if len(self._signatures) >= 4096:
+            self._signatures.clear()
+        self._signatures[key] = sig
+        return sig
+
+    def _user(self, ctx: FileContext, obj: dict[str, Any], out: list[Record], ts: str | None) -> None:
         sid = self.session_id(ctx)
         msg = as_dict(obj.get("message"))
         content = msg.get("content")
         key = as_str(obj.get("uuid")) or f"line-{ctx.state.get('line', 0)}"
-        ts = self.ts(ctx, obj.get("timestamp"), [])
         parent = self._parent(ctx, obj)
         results = (
             [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
@@ -234,11 +254,10 @@ class ClaudeCodeSource(BaseSource):
             timestamp=ts,
         )
 
-    def _assistant(self, ctx: FileContext, obj: dict[str, Any], out: list[Record]) -> None:
+    def _assistant(self, ctx: FileContext, obj: dict[str, Any], out: list[Record], ts: str | None) -> None:
         sid = self.session_id(ctx)
         msg = as_dict(obj.get("message"))
         key = as_str(obj.get("uuid")) or f"line-{ctx.state.get('line', 0)}"
-        ts = self.ts(ctx, obj.get("timestamp"), [])
         model = (
             msg.get("model")
             if isinstance(msg.get("model"), str) and msg.get("model") != "<synthetic>"

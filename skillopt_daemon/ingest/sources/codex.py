@@ -211,16 +211,12 @@ class CodexSource(BaseSource):
                 ctx.state["asst"] = None
                 if not meta:
                     self.check_replay_text(ctx, sid, text, out)
-                    if ts:
-                        out.append(SessionInfo(session_id=sid, ended_at=ts))
             elif role == "assistant":
                 key = self._key(ctx, p, "assistant", text)
                 out.append(
                     TurnRecord(sid, key, "assistant", text, timestamp=ts, model=ctx.state.get("model"))
                 )
                 ctx.state["asst"] = key
-                if ts:
-                    out.append(SessionInfo(session_id=sid, ended_at=ts))
             # developer/system messages are the harness's instructions: not stored.
             return
         if itype in ("function_call", "custom_tool_call", "local_shell_call"):
@@ -247,8 +243,6 @@ class CodexSource(BaseSource):
                 summary = summarize_input(action)
             name = str(p.get("name") or ("local_shell" if itype == "local_shell_call" else "?"))
             out.append(ToolCallRecord(sid, call_id, turn_key, name, summary, timestamp=ts))
-            if ts:
-                out.append(SessionInfo(session_id=sid, ended_at=ts))
             return
         if itype in ("function_call_output", "custom_tool_call_output"):
             ctx.state["asst"] = None

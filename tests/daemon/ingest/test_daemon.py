@@ -163,7 +163,9 @@ def test_sigterm_and_kill_9_mid_backfill_then_restart_equal_a_clean_run(env: Env
     assert len(clean["sessions"]) == 120
 
     log = env.root / "daemon.log"
-    environ = env.environ(SKILLOPT_INGEST__BATCH_LINES="50")
+    # Groups of batches share a transaction; short ones, so that both stops land in the middle of the run
+    # (the kill -9 most likely with a group open, which the restart must then read again).
+    environ = env.environ(SKILLOPT_INGEST__BATCH_LINES="50", SKILLOPT_INGEST__GROUP_COMMIT_S="0.05")
 
     # 1. SIGTERM during the backfill: the daemon finishes its batch and exits cleanly.
     proc = start_daemon(environ, log)
@@ -283,7 +285,9 @@ def test_daemon_reports_faults_and_keeps_running(env: Env) -> None:
 @pytest.mark.slow
 def test_a_hook_note_is_served_during_a_long_backfill(env: Env) -> None:
     _corpus(env, 80)
-    proc = start_daemon(env.environ(SKILLOPT_INGEST__BATCH_LINES="20"), env.root / "daemon.log")
+    # A commit after every batch: the backfill takes long enough for the note to arrive in the middle.
+    environ = env.environ(SKILLOPT_INGEST__BATCH_LINES="20", SKILLOPT_INGEST__GROUP_COMMIT_S="0")
+    proc = start_daemon(environ, env.root / "daemon.log")
     try:
         wait_for(lambda: len(_session_ids(env)) >= 2, timeout=60)
         elsewhere = env.root / "elsewhere" / "projects" / "-tmp-y"

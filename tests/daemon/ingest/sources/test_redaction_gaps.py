@@ -119,6 +119,26 @@ def test_numbers_that_are_not_secrets_are_left_alone(benign: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "benign",
+    [
+        "FAILED tests/test_token.py::test_refresh_expired - AssertionError",
+        "tests/auth/test_secret_store.py::TestVault::test_rotate PASSED [ 40%]",
+        "let key = SecretKey::from_bytes(&raw)?;",
+        "use crate::auth::token::TokenCache;",
+    ],
+)
+def test_test_names_and_paths_with_double_colons_are_not_secrets(benign: str) -> None:
+    # What failed is what the night learns from: a test id must reach the store whole.
+    assert redact(benign) == (benign, 0)
+
+
+def test_a_secret_after_a_single_colon_is_still_redacted() -> None:
+    value = _word(random.Random(4), 24)
+    out, n = redact(f"api_token: {value}")
+    assert value not in out and n == 1
+
+
+@pytest.mark.parametrize(
     "template",
     [
         "mysql -u root -p{s} app",

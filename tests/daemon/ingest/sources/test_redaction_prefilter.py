@@ -1,17 +1,20 @@
-"""The redactor's one-pass trigger search (hyperscan) and its pure-Python fallback redact exactly the
-same secrets, so a platform without the wheel is as safe as one with it, only slower."""
+"""The redactor's one-pass searches (hyperscan: trigger words, and the whole patterns over ASCII text) and
+the pure-Python fallback redact exactly the same secrets, so a platform without the wheel is as safe as
+one with it, only slower."""
 
 from __future__ import annotations
 
 import base64
 import random
+import string
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from harness.fixtures import require
 
 from skillopt_daemon.ingest import trigger_scan
-from skillopt_daemon.ingest.redact import Redactor
-from skillopt_daemon.ingest.trigger_scan import TriggerScanner
+from skillopt_daemon.ingest.redact import _B64_RUN, BUILTIN_PATTERNS, Redactor
+from skillopt_daemon.ingest.trigger_scan import PatternPrefilter, TriggerScanner
 
 from .secrets_corpus import make_secrets
 
@@ -25,6 +28,9 @@ def _texts(seed: int) -> list[str]:
         "export PATH=$HOME/bin:$PATH",
         "Ünïcödé wörds and a ǅ digraph; İstanbul",  # lower() changes the length of some of these
         "see https://example.com/docs?sig=short",
+        "tests/test_token.py::test_refresh_token FAILED",
+        "let key = SecretKey::from_bytes(&raw_key_bytes)?;",
+        "sep\x1cpassword:\x1chunter2hunter2",  # `re`'s \s matches U+001C, hyperscan's does not
         "",
     ]
     out = []
@@ -118,3 +124,57 @@ def test_texts_skipped_by_the_base64_prefilter_hold_no_encoded_secret(
         assert redactor._redact_encoded(out) == (out, 0)
         found += text in encoded and n > 0
     assert found == len(encoded)
+
+
+def _near_misses(seed: int) -> list[str]:
+    """ASCII texts around the secrets: cut, case-flipped, with a character changed or put in between."""
+    rng = random.Random(seed)
+    noise = string.ascii_letters + string.digits + " \t\n:=\"'-_./+\x1c\x1f"
+    out = []
+    for secret in make_secrets(seed):
+        text = secret.text
+        for _ in range(6):
+            chars = list(text)
+            for _ in range(rng.randrange(1, 4)):
+                at = rng.randrange(len(chars) + 1)
+                op = rng.randrange(4)
+                if op == 0:
+                    chars.insert(at, rng.choice(noise))
+                elif op == 1 and at < len(chars):
+                    chars[at] = rng.choice(noise)
+                elif op == 2 and at < len(chars):
+                    chars[at] = chars[at].swapcase()
+                else:
+                    del chars[at:]
+            out.append("".join(chars))
+    return [t for t in out if t.isascii()]
+
+
+def test_a_text_the_pattern_prefilter_rules_out_matches_no_pattern() -> None:
+    require(trigger_scan.hyperscan is not None, "hyperscan is not installed on this platform")
+    prefilter = PatternPrefilter([p.regex for p in BUILTIN_PATTERNS])
+    texts = _near_misses(3) + [t for t in _texts(17) if t.isascii()]
+    ruled_out = 0
+    for text in texts:
+        if not prefilter.may_match(text):
+            ruled_out += 1
+            assert not any(p.regex.search(text) for p in BUILTIN_PATTERNS), text
+    assert 0 < ruled_out < len(texts)  # it does rule some out, and it does not rule out everything
+    assert prefilter.may_match("sep\x1cnothing") is True
+    with pytest.raises(ValueError):
+        prefilter.may_match("Ünïcödé")
+
+
+def test_near_misses_are_redacted_the_same_with_and_without_hyperscan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = _near_misses(5)
+    native = Redactor()
+    monkeypatch.setattr(trigger_scan, "hyperscan", None)
+    fallback = Redactor()
+    assert native._prefilter is not None or trigger_scan.hyperscan is None
+    assert fallback._prefilter is None
+    assert [native.redact(t) for t in texts] == [fallback.redact(t) for t in texts]
+    assert not any(
+        _B64_RUN.search(out) and fallback._redact_encoded(out)[1] for out, _ in map(native.redact, texts)
+    )
