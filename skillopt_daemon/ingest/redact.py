@@ -230,6 +230,8 @@ _B64_RUN = re.compile(
     r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{20,}(?:\n[A-Za-z0-9+/]{4,})*={0,2}(?![A-Za-z0-9+/=_\-])"
 )
 _MIN_B64 = 20
+# Texts up to this long are remembered with what `redact` made of them (a pure function of the text).
+_SHORT = 80
 # What the trigger scan looks for in the lower-cased text so that texts without such a run skip the base64
 # pass: every run of `_B64_RUN` holds `_MIN_B64` of these characters in a row (lower-casing keeps them so),
 # and replacing a secret with a mark never joins two shorter runs (a mark starts and ends with a bracket).
@@ -300,6 +302,7 @@ class Redactor:
             t: tuple(i for i, p in enumerate(self._single) if t in p.triggers) for t in self._triggers
         }
         self._scanner = TriggerScanner(self._triggers, presence={"base64": _B64_PRESENT})
+        self._short: dict[str, tuple[str, int]] = {}  # what `redact` gave for short texts
         # Every built-in pattern and the base64 run at once, over ASCII text; None without hyperscan.
         self._prefilter: PatternPrefilter | None = None
         try:
@@ -311,6 +314,16 @@ class Redactor:
         """Return the text with every secret replaced, and how many were replaced."""
         if not text:
             return text, 0
+        if len(text) <= _SHORT:  # tool names, folders, branches, models: the same few, over and over
+            known = self._short.get(text)
+            if known is None:
+                if len(self._short) >= 4096:
+                    self._short.clear()
+                known = self._short[text] = self._redact_text(text)
+            return known
+        return self._redact_text(text)
+
+    def _redact_text(self, text: str) -> tuple[str, int]:
         total = 0
         encoded = len(text) >= _MIN_B64  # whether a base64 run may hide a secret
         if self._prefilter is not None and text.isascii() and not self._prefilter.may_match(text):

@@ -256,6 +256,7 @@ def signals_json_of_rows(turn_rows: Iterable[Sequence[Any]], call_rows: Iterable
     turns = [
         TurnRecord("", str(key), role, text or "", is_meta=bool(is_meta))
         for key, role, text, is_meta in turn_rows
+        if role != "tool"  # results wrapped as turns: `derive_signals` reads them from the calls
     ]
     calls: list[ToolCallRecord] = []
     results: list[ToolResultRecord] = []

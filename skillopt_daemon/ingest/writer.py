@@ -141,9 +141,13 @@ class RecordWriter:
         self._own_roots = [str(p) for p in (paths.workspaces_dir(), paths.data_dir())]
         self._own_workspace: dict[str, bool] = {}
         self._last_good_time: str | None = None
-        # Per `apply`: the keys its records name, by (table, session id), and which of them the store holds.
-        self._batch_keys: dict[tuple[str, str], list[str]] = {}
+        # Per `apply`: its records; the keys they name, by (table, session id), worked out when a session
+        # that may have stored rows first needs them; which of those keys the store holds; and the
+        # sessions made in the current batch (they have no stored rows to look for).
+        self._records: Sequence[Record] = ()
+        self._batch_keys: dict[tuple[str, str], list[str]] | None = None
         self._stored: dict[tuple[str, int], dict[str, int | None]] = {}
+        self._new_sessions: set[int] = set()
 
     def forget(self) -> None:
         """Drop caches after a rollback: they may name rows that were never committed."""
@@ -157,8 +161,9 @@ class RecordWriter:
 
     def apply(self, tool: str, records: Sequence[Record], file_id: int | None, batch: Batch) -> None:
         """Store `records` of one file (`file_id`, None for none), noting in `batch` what they changed."""
-        self._batch_keys = _keys_by_session(records)
+        self._records, self._batch_keys = records, None
         self._stored.clear()
+        self._new_sessions = batch.new_sessions
         state: _SessionState | None = None  # the session of the previous content record, if it still is
         for rec in records:
             if isinstance(rec, SkipRecord):
@@ -255,20 +260,11 @@ class RecordWriter:
         if pending is not None:
             pending.update(values)
             return False
-        stored = self._stored.get((table, pk))
-        if stored is None:
-            stored = self._stored[(table, pk)] = self._stored_ids(
-                table, pk, self._batch_keys.get((table, session_id), ())
-            )
-        row_id = stored.get(key)
-        if row_id is None and key not in stored:  # not among the batch's keys asked about: ask now
-            row = self.db.execute(
-                f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
-            ).fetchone()
-            row_id = None if row is None else row[0]
-        if row_id is not None:
-            update_row(self.db, table, row_id, values)
-            return False
+        if pk not in self._new_sessions:  # a session made in this batch has nothing stored yet
+            row_id = self._stored_id(table, pk, session_id, key)
+            if row_id is not None:
+                update_row(self.db, table, row_id, values)
+                return False
         self._pending[table][(pk, key)] = {
             **_NEW_ROW[table],
             "file_id": file_id_if_new,
@@ -278,6 +274,22 @@ class RecordWriter:
             "seq": self._seq(table, pk),
         }
         return True
+
+    def _stored_id(self, table: str, pk: int, session_id: str, key: str) -> int | None:
+        """The id of the stored row (session `pk`, `key`) of `table`, or None."""
+        stored = self._stored.get((table, pk))
+        if stored is None:
+            if self._batch_keys is None:
+                self._batch_keys = _keys_by_session(self._records)
+            keys = self._batch_keys.get((table, session_id), ())
+            stored = self._stored[(table, pk)] = self._stored_ids(table, pk, keys)
+        row_id = stored.get(key)
+        if row_id is None and key not in stored:  # not among the batch's keys asked about: ask now
+            row = self.db.execute(
+                f"SELECT id FROM {table} WHERE session_pk = ? AND key = ?", [pk, key]
+            ).fetchone()
+            row_id = None if row is None else row[0]
+        return row_id
 
     def _stored_ids(self, table: str, pk: int, keys: Sequence[str]) -> dict[str, int | None]:
         """For each of `keys`, the id of its row of session `pk` in `table`, or None when it has none."""
@@ -292,7 +304,9 @@ class RecordWriter:
 
     def _seq(self, table: str, pk: int) -> int:
         nxt = self._next_seq.get((table, pk))
-        if nxt is None:
+        if nxt is None and pk in self._new_sessions:
+            nxt = 1
+        elif nxt is None:
             row = self.db.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {table} WHERE session_pk = ?", [pk])
             nxt = int(row.fetchone()[0]) + 1
         self._next_seq[(table, pk)] = nxt + 1

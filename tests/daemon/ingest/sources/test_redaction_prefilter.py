@@ -178,3 +178,16 @@ def test_near_misses_are_redacted_the_same_with_and_without_hyperscan(
     assert not any(
         _B64_RUN.search(out) and fallback._redact_encoded(out)[1] for out, _ in map(native.redact, texts)
     )
+
+
+def test_a_short_text_seen_again_is_redacted_and_counted_again() -> None:
+    # Tool names, folders and branches repeat on every line: the redactor remembers what it made of them.
+    redactor = Redactor()
+    secret = "DB_PASSWORD=73914468"
+    assert redactor.redact(secret) == ("DB_PASSWORD=[REDACTED:secret-assignment]", 1)
+    assert redactor.redact(secret) == ("DB_PASSWORD=[REDACTED:secret-assignment]", 1)
+    assert redactor.redact("Bash") == ("Bash", 0)
+    for i in range(5000):  # the memory is bounded, and what it forgets is worked out again
+        redactor.redact(f"branch-{i}")
+    assert len(redactor._short) <= 4096
+    assert redactor.redact(secret) == ("DB_PASSWORD=[REDACTED:secret-assignment]", 1)
