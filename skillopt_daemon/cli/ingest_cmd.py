@@ -26,8 +26,9 @@ def register(app: typer.Typer) -> None:
         """Ingest new agent sessions now (the daemon does this continuously)."""
         from skillopt_daemon import ingest
         from skillopt_daemon.core.config import load_settings
+        from skillopt_daemon.core.progress import progress_bar
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.service import daemon
+        from skillopt_daemon.ingest.inbox import handle_notes
 
         try:
             tools = [AgentTool.parse(t) for t in tool] or None
@@ -40,10 +41,10 @@ def register(app: typer.Typer) -> None:
         if backfill:
             reset_files(db, [s.tool.value for s in sources])
         pipeline.pin_sessions(None)
-        daemon.handle_notes(pipeline)
+        handle_notes(pipeline)
         files = pipeline.discover()
         total = pipeline.pending_bytes(files)
-        with daemon.progress_bar(None if quiet or as_json else err_console, "ingest", total) as advance:
+        with progress_bar(None if quiet or as_json else err_console, "ingest", total) as advance:
             outcomes = pipeline.ingest_paths(files, on_bytes=advance)
         summary: dict[str, object] = dict(ingest.summarize(outcomes))
         summary["sources"] = sorted({s.tool.value for s in sources})

@@ -24,7 +24,8 @@ from skillopt_daemon.ingest.meta import get_meta, set_meta
 log = logging.getLogger("skillopt.ingest")
 
 SUSPENDED = "fts_suspended"
-BULK_MIN_BYTES = 64 << 20
+# Measured: a first backfill of 10 MB takes a quarter less CPU with the index built at the end, 52 MB too.
+BULK_MIN_BYTES = 8 << 20
 BULK_MIN_FILES = 8
 
 # The triggers of migration m002, word for word (a migration never imports live code, so they are

@@ -16,6 +16,7 @@ done with (most texts are ASCII, and most hold no secret).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -56,15 +57,12 @@ class TriggerScanner:
         self._db: Any = None
         self._local = threading.local()
         if use and (self.words or self.presence):
-            self._db = hyperscan.Database()
             n = len(self.words)
             # Each byte as \xhh: a literal whatever the word holds. A named expression is reported once.
-            self._db.compile(
-                expressions=[b"".join(b"\\x%02x" % c for c in w.encode()) for w in self.words]
-                + [p.pattern.encode() for p in self.presence.values()],
-                ids=list(range(n + len(self.presence))),
-                elements=n + len(self.presence),
-                flags=[0] * n + [hyperscan.HS_FLAG_SINGLEMATCH] * len(self.presence),
+            self._db = _database(
+                tuple(b"".join(b"\\x%02x" % c for c in w.encode()) for w in self.words)
+                + tuple(p.pattern.encode() for p in self.presence.values()),
+                (0,) * n + (hyperscan.HS_FLAG_SINGLEMATCH,) * len(self.presence),
             )
             self._names = list(self.presence)
             self._lengths = [len(w.encode()) for w in self.words]
@@ -163,10 +161,7 @@ class PatternPrefilter:
                 flag |= hyperscan.HS_FLAG_MULTILINE
             expressions.append(source.encode())
             flags.append(flag | hyperscan.HS_FLAG_ALLOWEMPTY)
-        self._db = hyperscan.Database()
-        self._db.compile(
-            expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags
-        )
+        self._db = _database(tuple(expressions), tuple(flags))
         self._local = threading.local()
         self._new_scratch, self._terminated = hyperscan.Scratch, hyperscan.ScanTerminated
 
@@ -189,6 +184,24 @@ class PatternPrefilter:
 def _stop(_id: int, _from: int, _to: int, _flags: int, _context: object) -> bool:
     """The first match answers the question: stop the scan (it raises ScanTerminated)."""
     return True
+
+
+@functools.lru_cache(maxsize=16)
+def _database(expressions: tuple[bytes, ...], flags: tuple[int, ...]) -> Any:
+    """A compiled hyperscan database, once per process for each set of expressions.
+
+    Compiling is the slow part (tens of milliseconds: a command's start-up, not a scan), and every
+    redactor of a process (the default one, the one with the user's patterns) asks for the same sets. A
+    database is read-only once compiled, so scanners share it; each thread scans with its own scratch.
+    """
+    db = hyperscan.Database()
+    db.compile(
+        expressions=list(expressions),
+        ids=list(range(len(expressions))),
+        elements=len(expressions),
+        flags=list(flags),
+    )
+    return db
 
 
 def _collect(word: int, _from: int, to: int, _flags: int, ends: list[tuple[int, int]]) -> None:

@@ -17,7 +17,6 @@ the schedule knows when, the daemon says what.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -28,29 +27,21 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from rich.console import Console
 from rich.logging import RichHandler
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from skillopt_daemon import ingest
 from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.config import Settings, load_settings
+from skillopt_daemon.core.progress import progress_bar
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest import tail
-from skillopt_daemon.ingest.notes import SESSION_START
+from skillopt_daemon.ingest.inbox import handle_notes
 from skillopt_daemon.ingest.redact import redact
 from skillopt_daemon.night import cycle, schedule
 from skillopt_daemon.registry import Registry
@@ -95,34 +86,6 @@ class DaemonLock:
         if self._stack is not None:
             self._stack.close()
             self._stack = None
-
-
-@dataclass
-class Note:
-    path: Path
-    event: str
-    tool: AgentTool
-    transcript_path: str | None
-    session_id: str | None
-
-
-def read_notes() -> list[Note]:
-    """Notes dropped by `skillopt notify`, oldest first; unreadable ones are removed."""
-    folder = paths.inbox_dir()
-    if not folder.is_dir():
-        return []
-    notes: list[Note] = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            tool = AgentTool.parse(str(data.get("tool") or "claude-code"))
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)
-            continue
-        notes.append(
-            Note(path, str(data.get("event", "")), tool, data.get("transcript_path"), data.get("session_id"))
-        )
-    return notes
 
 
 # --- the loop -----------------------------------------------------------------------------------------------
@@ -324,36 +287,6 @@ class Daemon:
         handle_notes(self.pipeline)
 
 
-def handle_notes(pipeline: Any) -> int:
-    """Ingest the transcripts named by hook notes at once, then remove the notes.
-
-    A start note usually arrives before its transcript exists (Claude Code runs the SessionStart hook
-    before it writes the file): that is normal and not reported; the watcher and the end note find the
-    file later. Only a note of another kind naming a missing file is a problem worth showing.
-    """
-    done = 0
-    for note in read_notes():
-        if note.transcript_path:
-            path = Path(note.transcript_path)
-            source = pipeline.source_for(path) or next(
-                (s for s in pipeline.sources if s.tool == note.tool), None
-            )
-            if source is not None and path.is_file():
-                pipeline.ingest_paths([(source, path)], signals=False)
-                done += 1
-            elif source is not None and note.event != SESSION_START:
-                ingest.record_problem(
-                    pipeline.db,
-                    "note-missing-transcript",
-                    f"a {note.event or 'hook'} note named {path}, which does not exist",
-                    path=str(path),
-                    tool=note.tool.value,
-                    level="warning",
-                )
-        note.path.unlink(missing_ok=True)
-    return done
-
-
 def start_dashboard(settings: Settings) -> Any:
     """The web dashboard in a thread of the daemon (`ui.enabled`); a failure is logged, ingest goes on."""
     if not settings.ui.enabled:
@@ -388,38 +321,6 @@ def nightly_job() -> None:
         log.info("nightly cycle: %s", report.status if report else "skipped")
     except Exception:  # the daemon must survive a failed night; the run row says what happened
         log.exception("nightly cycle failed")
-
-
-class progress_bar:
-    """A rich progress bar over bytes on the caller's console (None: no bar); `with progress_bar(...) as advance`."""
-
-    def __init__(self, console: Console | None, label: str, total: int) -> None:
-        self.console = console
-        self.enabled = console is not None and total > 0
-        self.label = label
-        self.total = total
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> Any:
-        if not self.enabled:
-            return lambda n: None
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=False,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task(self.label, total=self.total)
-        return lambda n: self._progress.advance(self._task, n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
 
 
 # --- start / stop / status ------------------------------------------------------------------------------

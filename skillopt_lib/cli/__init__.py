@@ -11,28 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from skillopt_lib import userdir
-from skillopt_lib.backends import create_backend
 from skillopt_lib.cli.output import err_console, print_json
-from skillopt_lib.cli.progress import TrainProgress
-from skillopt_lib.cli.report import print_evaluation, print_training
-from skillopt_lib.cli.runconfig import (
-    DefaultsProvider,
-    benchmark_sets,
-    build_config,
-    new_run_dir,
-    no_defaults,
-)
-from skillopt_lib.envs import load_env
-from skillopt_lib.envs.base import Split
 from skillopt_lib.errors import ConfigError, SkillOptError
-from skillopt_lib.skill import SkillBundle
-from skillopt_lib.trainer import Trainer, evaluate_skill, saved_config
 
-__all__ = ["DefaultsProvider", "TrainCommands", "register"]
+if TYPE_CHECKING:
+    from skillopt_lib.cli.progress import TrainProgress
+    from skillopt_lib.cli.runconfig import DefaultsProvider
+    from skillopt_lib.envs.base import Split
+    from skillopt_lib.trainer import Trainer
+
+# What the commands run with (backends, environments, the trainer) is imported when one of them runs: every
+# other command of the program that registers them starts without those imports (a fifth of a second).
+
+__all__ = ["TrainCommands", "register"]
 
 _NO_ENV_HINT = "pass --env NAME (e.g. --env house-style)"
 _SPLITS: dict[str, Split] = {"train": "train", "val": "val", "test": "test"}
@@ -41,11 +37,12 @@ _SPLITS: dict[str, Split] = {"train": "train", "val": "val", "test": "test"}
 def register(
     app: typer.Typer,
     *,
-    defaults: DefaultsProvider = no_defaults,
+    defaults: DefaultsProvider | None = None,
     runs_dir: Callable[[], Path] = userdir.runs_dir,
 ) -> None:
     """Add `train` and `eval` to `app`. `defaults` supplies TrainConfig data beneath the config file (see
-    `DefaultsProvider`); `runs_dir` is where a run goes without `--run-dir` (default: skillopt's runs folder)."""
+    `runconfig.DefaultsProvider`; None: none); `runs_dir` is where a run goes without `--run-dir` (default:
+    skillopt's runs folder)."""
     commands = TrainCommands(defaults, runs_dir)
     app.command("train")(commands.train)
     app.command("eval")(commands.eval_cmd)
@@ -54,9 +51,13 @@ def register(
 class TrainCommands:
     """The two commands, bound to where their defaults come from."""
 
-    def __init__(self, defaults: DefaultsProvider, runs_dir: Callable[[], Path]) -> None:
-        self.defaults = defaults
+    def __init__(self, defaults: DefaultsProvider | None, runs_dir: Callable[[], Path]) -> None:
+        self._defaults = defaults
         self.runs_dir = runs_dir
+
+    def defaults(self) -> dict[str, Any]:
+        """TrainConfig data from the host program (its user's settings), or none."""
+        return dict(self._defaults()) if self._defaults is not None else {}
 
     def train(
         self,
@@ -86,6 +87,10 @@ class TrainCommands:
         json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
         """Train a skill on an environment: rollouts, reflection, gated edits, checkpoints after every step."""
+        from skillopt_lib.cli.progress import TrainProgress
+        from skillopt_lib.cli.report import print_training
+        from skillopt_lib.cli.runconfig import benchmark_sets
+
         sets = benchmark_sets(sets, sample, data_dir, executor)
         extra: dict[str, int | None] = {"epochs": epochs, "seed": seed}
         progress = TrainProgress(enabled=err_console.is_terminal or not json_out)
@@ -118,6 +123,9 @@ class TrainCommands:
         extra: dict[str, int | None],
         progress: TrainProgress,
     ) -> Trainer:
+        from skillopt_lib.cli.runconfig import build_config
+        from skillopt_lib.trainer import Trainer, saved_config
+
         cfg = None
         if config or sets or any(v is not None for v in extra.values()) or env:
             # Changes apply on top of the configuration the run was started with.
@@ -134,6 +142,11 @@ class TrainCommands:
         run_dir: Path | None,
         progress: TrainProgress,
     ) -> tuple[Trainer, Path]:
+        from skillopt_lib.cli.runconfig import build_config, new_run_dir
+        from skillopt_lib.envs import load_env
+        from skillopt_lib.skill import SkillBundle
+        from skillopt_lib.trainer import Trainer
+
         cfg = build_config(self.defaults(), config, sets, env, extra)
         if not cfg.env:
             raise ConfigError("no environment given", hint=_NO_ENV_HINT)
@@ -164,6 +177,13 @@ class TrainCommands:
         json_out: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
     ) -> None:
         """Score a skill on one split of an environment, without training."""
+        from skillopt_lib.backends import create_backend
+        from skillopt_lib.cli.report import print_evaluation
+        from skillopt_lib.cli.runconfig import benchmark_sets, build_config
+        from skillopt_lib.envs import load_env
+        from skillopt_lib.skill import SkillBundle
+        from skillopt_lib.trainer import evaluate_skill
+
         sets = benchmark_sets(sets, sample, data_dir, None)
         chosen = _SPLITS.get(split)
         if chosen is None:

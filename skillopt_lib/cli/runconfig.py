@@ -21,11 +21,6 @@ DefaultsProvider = Callable[[], dict[str, Any]]
 command; must not raise for a broken user configuration (return `{}` instead)."""
 
 
-def no_defaults() -> dict[str, Any]:
-    """The library's own default: every key comes from the config file, the options or `TrainConfig`."""
-    return {}
-
-
 def merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     """`top` over `base`, recursing into tables present in both."""
     out = dict(base)

@@ -7,8 +7,8 @@ import json
 
 from skillopt_daemon import ingest
 from skillopt_daemon.core import paths
+from skillopt_daemon.ingest.inbox import handle_notes
 from skillopt_daemon.ingest.notes import write_note
-from skillopt_daemon.service.daemon import handle_notes
 
 from .conftest import Env
 from .helpers import cli, write_claude_session
