@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,46 @@ def files_under(root: Path) -> list[Path]:
     for folder, _dirs, names in os.walk(root):
         out.extend(Path(folder) / n for n in names)
     return out
+
+
+class Crash(BaseException):
+    """Not an Exception: the pipeline must not catch it, as it could not catch SIGKILL."""
+
+
+def empty_store(pipeline: Any) -> None:
+    """Every session and file forgotten, by the store and by the pipeline's caches: as before the first run."""
+    with pipeline.db.conn:
+        for table in ("turns", "tool_calls", "file_sessions", "ingest_files", "sessions", "ingest_errors"):
+            pipeline.db.execute(f"DELETE FROM {table}")
+    pipeline.writer.forget()
+    pipeline._seen.clear()
+
+
+def dump_clean(db_path: Path, pipeline: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """The store after an uninterrupted ingest, then emptied again for the run under test."""
+    pipeline.ingest_paths(pipeline.discover())
+    clean = dump(db_path)
+    empty_store(pipeline)
+    return clean
+
+
+@contextlib.contextmanager
+def crash_at_finish(n: int) -> Iterator[None]:
+    """Inside, the writer dies (`Crash`) as it finishes its `n`-th batch, like a process killed in the
+    middle of a transaction: nothing after that point runs. The real writer is back on the way out."""
+    import pytest
+
+    from skillopt_daemon.ingest.writer import RecordWriter
+
+    real_finish = RecordWriter.finish
+    calls = {"n": 0}
+
+    def failing_finish(self: Any, batch: Any, file_id: Any = None) -> None:
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise Crash
+        real_finish(self, batch, file_id)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RecordWriter, "finish", failing_finish)
+        yield

@@ -11,7 +11,7 @@ from skillopt_daemon import ingest
 from skillopt_daemon.ingest import signals, transactions
 
 from .conftest import Env
-from .helpers import claude_line, dump, write_claude_session
+from .helpers import Crash, claude_line, crash_at_finish, dump, dump_clean, empty_store, write_claude_session
 
 
 def _ingest(pipeline: ingest.Pipeline) -> list[ingest.FileOutcome]:
@@ -69,7 +69,6 @@ def test_grouped_backfill_stores_what_file_by_file_ingest_stores(
     env: Env,
     pipeline: ingest.Pipeline,
     monkeypatch: pytest.MonkeyPatch,
-    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     _corpus(env, 11)
     commits: list[int] = []
@@ -91,11 +90,7 @@ def test_grouped_backfill_stores_what_file_by_file_ingest_stores(
     from skillopt_daemon.ingest import pipeline as pipeline_module
 
     monkeypatch.setattr(pipeline_module, "GROUP_MIN_FILES", 10_000)
-    with pipeline.db.conn:
-        for table in ("turns", "tool_calls", "file_sessions", "ingest_files", "sessions", "ingest_errors"):
-            pipeline.db.execute(f"DELETE FROM {table}")
-    pipeline.writer.forget()
-    pipeline._seen.clear()
+    empty_store(pipeline)
     commits.clear()
     _ingest(pipeline)
     assert not commits
@@ -123,38 +118,17 @@ def test_a_session_that_grows_over_several_batches_gets_its_signals_from_the_sto
     assert sig["final_test_outcome"] == "passed"
 
 
-class _Crash(BaseException):
-    """Not an Exception: the pipeline must not catch it, as it could not catch SIGKILL."""
-
-
 def test_a_crash_in_the_middle_of_a_group_loses_and_repeats_nothing(
-    env: Env, pipeline: ingest.Pipeline, monkeypatch: pytest.MonkeyPatch
+    env: Env, pipeline: ingest.Pipeline
 ) -> None:
     _corpus(env, 11)
-    _ingest(pipeline)
-    clean = dump(env.db)
-    with pipeline.db.conn:
-        for table in ("turns", "tool_calls", "file_sessions", "ingest_files", "sessions", "ingest_errors"):
-            pipeline.db.execute(f"DELETE FROM {table}")
-    pipeline.writer.forget()
-    pipeline._seen.clear()
+    clean = dump_clean(env.db, pipeline)
 
-    real_finish = ingest.RecordWriter.finish
-    calls = {"n": 0}
-
-    def failing_finish(self, batch, file_id=None):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 6:
-            raise _Crash
-        return real_finish(self, batch, file_id)
-
-    monkeypatch.setattr(ingest.RecordWriter, "finish", failing_finish)
-    with pytest.raises(_Crash):
+    with crash_at_finish(6), pytest.raises(Crash):
         _ingest(pipeline)
     # The five files before the crash are stored whole; the sixth not at all.
     (files,) = pipeline.db.execute('SELECT COUNT(*) FROM ingest_files WHERE "offset" > 0').fetchone()
     assert files == 5
-    monkeypatch.setattr(ingest.RecordWriter, "finish", real_finish)
     _ingest(pipeline)
     assert dump(env.db) == clean
 

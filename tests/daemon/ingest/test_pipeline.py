@@ -13,7 +13,16 @@ from skillopt_daemon import ingest
 from skillopt_daemon.ingest import pipeline as pipeline_module
 
 from .conftest import Env
-from .helpers import claude_line, claude_session_lines, dump, write_claude_session, write_codex_session
+from .helpers import (
+    Crash,
+    claude_line,
+    claude_session_lines,
+    crash_at_finish,
+    dump,
+    dump_clean,
+    write_claude_session,
+    write_codex_session,
+)
 
 
 def _sessions(db) -> dict[str, dict]:  # type: ignore[no-untyped-def]
@@ -289,46 +298,17 @@ def test_automation_can_be_dropped_by_config(env: Env, pipeline: ingest.Pipeline
     assert _sessions(pipeline.db)["auto"]["drop_reason"] == "automation"
 
 
-def test_a_crash_inside_a_batch_loses_and_repeats_nothing(
-    env: Env, pipeline: ingest.Pipeline, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_crash_inside_a_batch_loses_and_repeats_nothing(env: Env, pipeline: ingest.Pipeline) -> None:
     """Records and offsets commit together: a failure mid-batch rolls both back, the rerun completes."""
     pipeline.settings.ingest.batch_lines = 4
     for i in range(4):
         write_claude_session(env.projects, f"c{i}", turns=4)
-    clean_env_db = dump_clean(env, pipeline)
+    clean_env_db = dump_clean(env.db, pipeline)
 
-    real_finish = ingest.RecordWriter.finish
-    calls = {"n": 0}
-
-    def failing_finish(self, batch, file_id=None):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise _Crash  # like the process dying: nothing after this point runs
-        return real_finish(self, batch, file_id)
-
-    monkeypatch.setattr(ingest.RecordWriter, "finish", failing_finish)
-    with pytest.raises(_Crash):
+    with crash_at_finish(5), pytest.raises(Crash):
         _ingest(pipeline)
-    monkeypatch.setattr(ingest.RecordWriter, "finish", real_finish)
     _ingest(pipeline)
     assert dump(env.db) == clean_env_db
-
-
-class _Crash(BaseException):
-    """Not an Exception: the pipeline must not catch it, as it could not catch SIGKILL."""
-
-
-def dump_clean(env: Env, pipeline: ingest.Pipeline) -> dict:  # type: ignore[type-arg]
-    """The store after an uninterrupted run, then emptied again for the run under test."""
-    _ingest(pipeline)
-    clean = dump(env.db)
-    with pipeline.db.conn:
-        for table in ("turns", "tool_calls", "file_sessions", "ingest_files", "sessions", "ingest_errors"):
-            pipeline.db.execute(f"DELETE FROM {table}")
-    pipeline.writer.forget()
-    pipeline._seen.clear()
-    return clean
 
 
 def test_a_bug_on_one_file_does_not_stop_the_others(
@@ -465,7 +445,7 @@ def test_two_processes_reading_one_file_store_it_once(env: Env, pipeline: ingest
     path.parent.mkdir(parents=True)
     lines = claude_session_lines("two", turns=6)
     path.write_bytes(b"".join(lines[:3]) + b"not json\n" + b"".join(lines[3:]))
-    clean = dump_clean(env, pipeline)
+    clean = dump_clean(env.db, pipeline)
 
     settings = load_settings()
     settings.ingest.batch_lines = 3
