@@ -105,6 +105,11 @@ class TrainConfig(_Model):
     prices: dict[str, Price] = Field(default_factory=dict, description="model name -> USD per million tokens")
     initial_skill: Path | None = None
     evaluate_test: bool = True
+    hold_pending: bool = Field(
+        default=False,
+        description="while a carried candidate is still pending, train no new candidate in this run (its "
+        "evidence keeps the validation items and the error budget to itself)",
+    )
 
 
 def _parse_value(text: str) -> Any:

@@ -130,6 +130,12 @@ class ExecResult:
         return self.status is ExecStatus.OK
 
     @property
+    def finished(self) -> bool:
+        """The agent ran to its end: `ok`, or ok but for tool calls it was refused (a tool the replay does not
+        allow, such as a bundled skill). Its work is scored either way; the refusal is recorded."""
+        return self.status in (ExecStatus.OK, ExecStatus.PERMISSION_DENIED)
+
+    @property
     def checks_passed(self) -> bool | None:
         """True when every check passed, None when the task had none."""
         if not self.checks:

@@ -16,6 +16,19 @@ sessions is at most 1 - confidence under any rule for stopping or continuing. Th
 mirror test on the same evidence ("the candidate is worse"), not one flipped item. `plan_gate` says before
 any replay whether a split can ever decide (k changed items reach at best p = 2^-k).
 
+The sequential gate has two tests. `sign-flip` (the library's default, for training runs on a benchmark):
+the exact test above, spending its error rate over a fixed number of sessions. `e-value` (the nightly
+default, `GateConfig.anytime()`): an anytime-valid betting test for evidence that keeps arriving. Each item
+(near-duplicates merged into one: `clusters`) multiplies a bettor's wealth by 1 + lambda * d, d the item's
+mean paired difference; the e-value is a fixed mixture of two bets (lambda 1 and 1/2). Under "the edit has no
+effect" every item's difference is symmetric about zero, so the wealth is a test martingale and, by Ville's
+inequality, reaches 1/a with probability at most a *however many sessions look at it*: the evidence can be
+kept and extended night after night, never spent or thrown away for being small. An item counts once: items
+already measured (and items of a cluster already measured) are never measured again. The error rate is
+shared by every candidate tested against the same incumbent (`candidate_share`, from a `GateLedger`), so a
+second candidate, a re-run or a best-of-K carry-over buys no fresh budget. An optional lower tier
+(`likely_confidence`) reports a candidate the user may review before it is proven, labelled as such.
+
 `strict` is the published rule: the candidate's validation score must strictly beat the incumbent's cached
 score. On a small validation split an edit with no effect passes that test almost half the time.
 
@@ -34,11 +47,13 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from skillopt_lib.skill import SkillBundle
 
 GateKind = Literal["strict", "paired", "sequential"]
+GateTest = Literal["sign-flip", "e-value"]
+Tier = Literal["proven", "likely"]
 Outcome = Literal["accepted", "rejected", "pending"]
 Arm = Literal["incumbent", "candidate"]
 Metric = Literal["hard", "soft", "mix"]
@@ -78,6 +93,25 @@ class GateConfig(BaseModel):
         description="sequential: shares of the false-accept rate spent per session (night); their count is "
         "how many sessions a pending candidate may use",
     )
+    test: GateTest = Field(
+        default="sign-flip",
+        description="sequential: `sign-flip` (exact test, error spent over `spending` sessions) or `e-value` "
+        "(anytime-valid betting test: evidence accumulates over any number of sessions)",
+    )
+    likely_confidence: float | None = Field(
+        default=None,
+        gt=0.5,
+        lt=1.0,
+        description="e-value: a lower tier; a candidate whose evidence reaches this level but not `confidence` "
+        "is accepted as `likely` (for a person to review, never to install unreviewed)",
+    )
+    first_share: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="e-value: share of the error rate the first candidate tested against an incumbent gets; "
+        "later candidates share the rest, each half the one before",
+    )
     metric: Metric = "hard"
     hard_weight: float = Field(
         default=0.5, ge=0, le=1, description="weight of the hard score when metric=mix"
@@ -95,6 +129,29 @@ class GateConfig(BaseModel):
         if any(not share > 0 for share in shares):
             raise ValueError("every spending share must be positive")
         return shares
+
+    @model_validator(mode="after")
+    def _tiers(self) -> GateConfig:
+        if self.likely_confidence is not None:
+            if self.test != "e-value":
+                raise ValueError("likely_confidence needs test = 'e-value'")
+            if not self.likely_confidence < self.confidence:
+                raise ValueError("likely_confidence must be below confidence")
+        return self
+
+    @classmethod
+    def anytime(cls, **overrides: Any) -> GateConfig:
+        """The gate for evidence gathered over an open-ended number of sessions (the nightly cycle's): the
+        sequential gate with the anytime-valid e-value test, false accepts at most 5% (`proven`) and a
+        lower tier at 10% (`likely`), 2 pairs per item and a third only where the skills disagree."""
+        return cls(**{"kind": "sequential", "test": "e-value", "likely_confidence": 0.9, **overrides})
+
+    def candidate_share(self, index: int) -> float:
+        """The share of the error rate of the `index`-th (0-based) candidate tested against one incumbent.
+        The shares add up to 1, so all candidates ever tested against it together keep the promised rate."""
+        if index <= 0:
+            return self.first_share
+        return (1 - self.first_share) * 0.5**index
 
 
 def item_score(hard: float, soft: float, cfg: GateConfig) -> float:
@@ -158,6 +215,8 @@ class GateDecision:
     stats: dict[str, Any] = field(default_factory=dict)
     outcome: Outcome | None = None
     evidence: PairedEvidence | None = None
+    # For an accepted candidate: `proven` at the gate's confidence, or `likely` at its lower tier.
+    tier: Tier | None = None
 
     def __post_init__(self) -> None:
         if self.outcome is None:
@@ -172,6 +231,7 @@ class GateDecision:
             "accepted": self.accepted,
             "gate": self.gate,
             "outcome": self.outcome,
+            "tier": self.tier,
             "reason": self.reason,
             "stats": self.stats,
         }
@@ -344,26 +404,36 @@ class GatePlan:
     replays_min: int  # agent runs of one decision when exactly `min_items` items disagree
     replays_max: int  # every item disagreeing and replayed to the cap
     reason: str
+    min_items_proven: int = 0  # with a lower tier: improved items the proven tier needs
+
+    @property
+    def missing(self) -> int:
+        """Independent items still to come before a decision is possible (0 when it is possible now)."""
+        return max(0, self.min_items - self.n_items)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_items": self.n_items,
             "decidable": self.decidable,
             "min_items": self.min_items,
+            "min_items_proven": self.min_items_proven or self.min_items,
             "replays_min": self.replays_min,
             "replays_max": self.replays_max,
             "reason": self.reason,
         }
 
 
-def plan_gate(n_items: int, cfg: GateConfig) -> GatePlan:
-    """Can a validation split of `n_items` ever reach a decision, and roughly what does one cost?
+def plan_gate(n_items: int, cfg: GateConfig, share: float | None = None) -> GatePlan:
+    """Can a validation split of `n_items` reach a decision tonight, and roughly what does one cost?
 
     A paired test's unit of evidence is an item (repeats of one item are not independent when the agent is
-    near-deterministic), and k changed items can at best reach p = 2^-k: a split with fewer items than
-    `min_items` can never accept, whatever the edit does, until later sessions bring new items.
+    near-deterministic), and k changed items can at best reach p = 2^-k (e-value: wealth about 2^k): a split
+    with fewer items than `min_items` cannot accept tonight, whatever the edit does. With the e-value test
+    its evidence is kept, and later sessions' new items add to it. `share` is the candidate's share of the
+    error rate (default: the first candidate's).
     """
     cap = cfg.repeats
+    proven = 0
     if cfg.kind == "strict":
         return GatePlan(
             n_items, n_items > 0, 1, n_items * cap, 2 * n_items * cap, "the strict gate has no test"
@@ -372,19 +442,131 @@ def plan_gate(n_items: int, cfg: GateConfig) -> GatePlan:
         k = max(1, math.ceil(math.log2(1 / (1 - cfg.confidence)) - 1e-12))
         replays_min = 2 * cap * n_items
     else:
-        k = min_informative_items(cfg)
+        if cfg.test == "e-value":
+            share = cfg.first_share if share is None else share
+            proven = evalue_items_needed([], (1 - cfg.confidence) * share)
+            likely = cfg.likely_confidence
+            k = evalue_items_needed([], (1 - likely) * share) if likely is not None else proven
+        else:
+            k = min_informative_items(cfg)
         first = min(cfg.first_pairs, cap)
         replays_min = 2 * first * n_items + 2 * (cap - first) * k
     decidable = n_items >= k
     replays_max = 2 * cap * n_items
+    tiers = f" (proven: {proven})" if proven and proven != k else ""
     if decidable:
-        reason = f"{n_items} validation items; a decision needs at least {k} of them to change"
+        reason = f"{n_items} validation items; a decision needs at least {k} of them to change{tiers}"
+    elif cfg.test == "e-value" and cfg.kind == "sequential":
+        reason = (
+            f"{n_items} validation item(s): a decision needs at least {k} that improve{tiers}; the evidence is "
+            f"kept and {k - n_items} more session(s) of this work can complete it"
+        )
     else:
         reason = (
             f"{n_items} validation item(s) can never pass the gate: it needs at least {k} items that change "
             f"(confidence {cfg.confidence:g}); add validation items or carry the evidence to later runs"
         )
-    return GatePlan(n_items, decidable, k, replays_min if decidable else 0, replays_max, reason)
+    return GatePlan(n_items, decidable, k, replays_min if decidable else 0, replays_max, reason, proven)
+
+
+# ------------------------------------------------------------------------------ the e-value test
+# A fixed mixture of two bets on "the candidate is better": all-in (lambda 1: with pass/fail scores, k items
+# that improve give a wealth of 2^k, as strong as the exact test) and a cautious half bet that survives an item
+# that got worse. Fixed before any evidence, so the mixture is itself a test martingale.
+BETS: tuple[tuple[float, float], ...] = ((1.0, 0.75), (0.5, 0.25))
+
+
+def e_value(diffs: Sequence[float]) -> float:
+    """The bettor's wealth after items with these paired differences (each clipped to [-1, 1]).
+
+    Under "the edit has no effect" each difference is symmetric about zero, so every factor 1 + lambda * d
+    has mean 1 and the wealth is a nonnegative martingale over items: P(it ever reaches 1/a) <= a (Ville's
+    inequality), whenever and however often it is looked at. 1 / e_value is therefore an anytime-valid p-value.
+    """
+    clipped = [max(-1.0, min(1.0, d)) for d in diffs]
+    return sum(w * math.prod(1.0 + lam * d for d in clipped) for lam, w in BETS)
+
+
+def evalue_items_needed(diffs: Sequence[float], alpha: float, limit: int = 10_000) -> int:
+    """How many more items that all improve would bring the e-value of `diffs` to 1/alpha."""
+    more = 0
+    while more < limit and e_value([*diffs, *([1.0] * more)]) * alpha < 1 - 1e-9:
+        more += 1
+    return more
+
+
+class GateLedger(Protocol):
+    """Which candidates were tested against which incumbent, kept across runs: no fresh error budgets.
+
+    Every candidate ever tested against one incumbent shares that incumbent's false-accept rate
+    (`GateConfig.candidate_share`), so re-running a night, trying another candidate on the same items or
+    carrying the best of several cannot buy a new one.
+    """
+
+    def share(self, incumbent_hash: str, candidate_hash: str, cfg: GateConfig) -> float | None:
+        """The candidate's share of the incumbent's error rate, recording it as tested.
+
+        Contract: a candidate still undecided against this incumbent gets the share it got when first
+        tested; a new one the next share in order; a candidate already decided against this incumbent
+        gets None and must not be tested again (the same question, asked twice).
+        """
+        ...
+
+    def decided(self, incumbent_hash: str, candidate_hash: str, outcome: str) -> None:
+        """Record how the candidate's test against the incumbent ended (accepted, rejected, ...)."""
+        ...
+
+
+class MemoryLedger:
+    """A `GateLedger` for one run (the nightly cycle keeps its ledger in its store)."""
+
+    def __init__(self) -> None:
+        self.tested: dict[str, list[list[str]]] = {}
+
+    def share(self, incumbent_hash: str, candidate_hash: str, cfg: GateConfig) -> float | None:
+        rows = self.tested.setdefault(incumbent_hash, [])
+        for index, (cand, outcome) in enumerate(rows):
+            if cand == candidate_hash:
+                return cfg.candidate_share(index) if outcome == "pending" else None
+        rows.append([candidate_hash, "pending"])
+        return cfg.candidate_share(len(rows) - 1)
+
+    def decided(self, incumbent_hash: str, candidate_hash: str, outcome: str) -> None:
+        for row in self.tested.get(incumbent_hash, []):
+            if row[0] == candidate_hash:
+                row[1] = outcome
+
+
+class GateStats(BaseModel):
+    """A gate decision's figures, as history records and a proposal's evidence keep them.
+
+    Typed so that code reading a figure no gate writes fails type checking (every gate writes a subset).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    candidate_mean: float | None = None
+    incumbent_mean: float | None = None
+    mean_difference: float | None = None
+    difference: float | None = None
+    lower_bound: float | None = None
+    confidence: float | None = None
+    likely_confidence: float | None = None
+    p_value: float | None = None
+    alpha: float | None = None
+    likely_alpha: float | None = None
+    e_value: float | None = None
+    share: float | None = None
+    test: str | None = None
+    tier: str | None = None
+    n: int | None = None
+    items: int | None = None
+    improved_items: int | None = None
+    worsened_items: int | None = None
+    session: int | None = None
+    replays_total: int | None = None
+    agent_runs: int | None = None
+    more_items_needed: int | None = None
 
 
 @dataclass
@@ -392,14 +574,21 @@ class PairedEvidence:
     """The sequential gate's evidence about one candidate against one incumbent; serialisable.
 
     `pairs[item]` holds [incumbent score, candidate score] per interleaved replay pair; an item's evidence is
-    the mean of its pairs' differences. Store `to_dict()` with the candidate and pass
-    `PairedEvidence.from_dict(...)` to `Gate.decide_paired` in the next session (night).
+    the mean of its pairs' differences. `clusters` maps an item to its group of near-duplicates (the e-value
+    test counts a group as one item: near-copies answered alike are not independent evidence), and `share` is
+    the candidate's share of the incumbent's error rate (`GateLedger`). Store `to_dict()` with the candidate
+    and pass `PairedEvidence.from_dict(...)` to `Gate.decide_paired` in the next session (night).
     """
 
     candidate_hash: str = ""
     incumbent_hash: str = ""
     pairs: dict[str, list[list[float]]] = field(default_factory=dict)
     sessions: int = 0
+    share: float = 1.0
+    clusters: dict[str, str] = field(default_factory=dict)
+
+    def cluster_of(self, item: str) -> str:
+        return self.clusters.get(item, item)
 
     def differences(self, exclude: Collection[str] = ()) -> dict[str, float]:
         return {
@@ -407,6 +596,13 @@ class PairedEvidence:
             for item, ps in self.pairs.items()
             if ps and item not in exclude
         }
+
+    def cluster_differences(self, exclude: Collection[str] = ()) -> dict[str, float]:
+        """Each cluster's mean item difference: the e-value test's independent items."""
+        grouped: dict[str, list[float]] = {}
+        for item, d in self.differences(exclude).items():
+            grouped.setdefault(self.cluster_of(item), []).append(d)
+        return {c: sum(ds) / len(ds) for c, ds in grouped.items()}
 
     def tables(self, exclude: Collection[str] = ()) -> tuple[ScoreTable, ScoreTable]:
         """(candidate scores, incumbent scores) per item, as the fixed-repeat gates report them."""
@@ -425,18 +621,50 @@ class PairedEvidence:
             "incumbent_hash": self.incumbent_hash,
             "pairs": {k: [list(p) for p in v] for k, v in self.pairs.items()},
             "sessions": self.sessions,
+            "share": self.share,
+            "clusters": dict(self.clusters),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PairedEvidence:
+        """Raises ValueError for anything that is not evidence the gate could have written (a list, scores
+        outside [0, 1] or not finite, a pair that is not two scores, a share outside (0, 1])."""
+        if not isinstance(data, Mapping):
+            raise ValueError("paired evidence must be an object")
+        raw_pairs = data.get("pairs") or {}
+        if not isinstance(raw_pairs, Mapping):
+            raise ValueError("paired evidence: `pairs` must map items to lists of pairs")
+        pairs: dict[str, list[list[float]]] = {}
+        for item, runs in raw_pairs.items():
+            if not isinstance(runs, list):
+                raise ValueError(f"paired evidence: item {item!r} holds no list of pairs")
+            pairs[str(item)] = [_score_pair(p) for p in runs]
+        share = float(data.get("share", 1.0))
+        if not (math.isfinite(share) and 0 < share <= 1):
+            raise ValueError(f"paired evidence: share {share!r} is outside (0, 1]")
+        clusters = data.get("clusters") or {}
+        if not isinstance(clusters, Mapping):
+            raise ValueError("paired evidence: `clusters` must map items to groups")
+        sessions = int(data.get("sessions", 0))
+        if sessions < 0:
+            raise ValueError("paired evidence: negative session count")
         return cls(
             candidate_hash=str(data.get("candidate_hash", "")),
             incumbent_hash=str(data.get("incumbent_hash", "")),
-            pairs={
-                str(k): [[float(a), float(b)] for a, b in v] for k, v in (data.get("pairs") or {}).items()
-            },
-            sessions=int(data.get("sessions", 0)),
+            pairs=pairs,
+            sessions=sessions,
+            share=share,
+            clusters={str(k): str(v) for k, v in clusters.items()},
         )
+
+
+def _score_pair(pair: Any) -> list[float]:
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise ValueError(f"paired evidence: {pair!r} is not an [incumbent, candidate] pair")
+    a, b = float(pair[0]), float(pair[1])
+    if not all(math.isfinite(x) and 0.0 <= x <= 1.0 for x in (a, b)):
+        raise ValueError(f"paired evidence: scores {pair!r} are not in [0, 1]")
+    return [a, b]
 
 
 def _interleave(items: Sequence[str], rounds: int, offset: int = 0) -> list[Request]:
@@ -456,7 +684,8 @@ def evidence_figures(evidence: PairedEvidence, cfg: GateConfig) -> dict[str, Any
     difference, p-value, session and replays so far."""
     stats = sequential_decision(evidence, cfg).stats
     keep = ("n", "improved_items", "worsened_items", "mean_difference", "p_value", "session", "replays_total")
-    return {k: stats[k] for k in keep}
+    extra = ("e_value", "more_items_needed", "tier")
+    return {k: stats[k] for k in keep} | {k: stats[k] for k in extra if k in stats}
 
 
 def _integer_differences(evidence: PairedEvidence, exclude: Collection[str]) -> tuple[list[int], int]:
@@ -470,6 +699,97 @@ def _integer_differences(evidence: PairedEvidence, exclude: Collection[str]) -> 
     return [int(round(d * scale)) for d in diffs.values()], scale
 
 
+def evalue_decision(
+    evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
+) -> GateDecision:
+    """Decide on all the evidence so far with the anytime-valid e-value test: accepted (`proven`, or
+    `likely` at the lower tier), rejected, or pending until more items arrive.
+
+    Accepted when 1 / e_value <= the candidate's share of 1 - confidence: exact however many sessions
+    looked before (Ville's inequality), so pending evidence can wait for new items without limit. Rejected
+    when it is no better on average (ties or worse): rejecting never raises the false-accept rate; the veto is
+    the mirror test at `veto_confidence`.
+    """
+    diffs = list(evidence.differences(exclude).values())
+    values = list(evidence.cluster_differences(exclude).values())
+    n = len(values)
+    cand, inc = evidence.tables(exclude)
+    e_plus = e_value(values) if n else 1.0
+    e_minus = e_value([-v for v in values]) if n else 1.0
+    p_better = min(1.0, 1.0 / e_plus) if e_plus > 0 else 1.0
+    p_worse = min(1.0, 1.0 / e_minus) if e_minus > 0 else 1.0
+    alpha = (1 - cfg.confidence) * evidence.share
+    likely_alpha = (1 - cfg.likely_confidence) * evidence.share if cfg.likely_confidence else None
+    mean_diff = sum(values) / n if n else 0.0
+    stats: dict[str, Any] = {
+        "test": "e-value",
+        "candidate_mean": round(mean_score(cand), 6),
+        "incumbent_mean": round(mean_score(inc), 6),
+        "mean_difference": round(mean_diff, 6),
+        "n": n,
+        "items": len(diffs),
+        "informative_items": sum(1 for v in values if v),
+        "improved_items": sum(1 for v in values if v > 0),
+        "worsened_items": sum(1 for v in values if v < 0),
+        "repeats": max((len(v) for v in cand.values()), default=0),
+        "e_value": round(e_plus, 6),
+        "p_value": round(p_better, 6),
+        "p_worse": round(p_worse, 6),
+        "alpha": round(alpha, 6),
+        "likely_alpha": round(likely_alpha, 6) if likely_alpha is not None else None,
+        "share": evidence.share,
+        "confidence": cfg.confidence,
+        "likely_confidence": cfg.likely_confidence,
+        "session": max(evidence.sessions, 1),
+        "replays_total": evidence.replays,
+        "agent_runs": agent_runs,
+    }
+
+    def verdict(outcome: Outcome, reason: str, tier: Tier | None = None) -> GateDecision:
+        stats["outcome"] = outcome
+        stats["tier"] = tier
+        return GateDecision(outcome == "accepted", "sequential", reason, stats, outcome, evidence, tier)
+
+    where = f"{n} independent item(s), {stats['improved_items']} better, {stats['worsened_items']} worse"
+    if n == 0:
+        return verdict("rejected", "no validation items were scored for both skills")
+    if p_better <= alpha + 1e-12:
+        return verdict(
+            "accepted",
+            f"proven: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} >= {1 / alpha:.1f} "
+            f"(false accepts <= {alpha:.1%}; {where})",
+            "proven",
+        )
+    if likely_alpha is not None and p_better <= likely_alpha + 1e-12:
+        need = evalue_items_needed(values, alpha)
+        return verdict(
+            "accepted",
+            f"likely, not yet proven: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} >= "
+            f"{1 / likely_alpha:.1f} (false proposals <= {likely_alpha:.1%}); proven needs {1 / alpha:.1f}, "
+            f"about {need} more improved item(s) ({where})",
+            "likely",
+        )
+    if cfg.no_regression and mean_diff < 0 and p_worse <= 1 - cfg.veto_confidence:
+        return verdict(
+            "rejected",
+            f"the paired evidence says the candidate is worse: e-value {e_minus:.1f} ({where})",
+        )
+    if mean_diff <= 0:
+        word = "ties" if mean_diff == 0 else "is worse than"
+        return verdict(
+            "rejected",
+            f"candidate {word} the incumbent ({stats['candidate_mean']:.3f} vs {stats['incumbent_mean']:.3f})",
+        )
+    more = evalue_items_needed(values, likely_alpha if likely_alpha is not None else alpha)
+    stats["more_items_needed"] = more
+    stats["more_items_proven"] = evalue_items_needed(values, alpha)
+    return verdict(
+        "pending",
+        f"pending evidence: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} < {1 / (likely_alpha or alpha):.1f} "
+        f"({where}); needs about {more} more improved item(s), kept for later sessions",
+    )
+
+
 def sequential_decision(
     evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
 ) -> GateDecision:
@@ -480,7 +800,10 @@ def sequential_decision(
     item's difference is then symmetric about zero, whatever the repeats and however correlated), so the
     chance of any false accept over all sessions is at most their sum, 1 - confidence, however the caller
     decides to stop or continue. The veto is the mirror test ("the candidate is worse") at veto_confidence.
+    With `cfg.test == "e-value"` the decision is `evalue_decision`'s.
     """
+    if cfg.test == "e-value":
+        return evalue_decision(evidence, cfg, exclude, agent_runs)
     session = max(evidence.sessions - 1, 0)
     diffs = list(evidence.differences(exclude).values())
     values, scale = _integer_differences(evidence, exclude)
@@ -607,21 +930,34 @@ class Gate:
         evidence: PairedEvidence | None = None,
         *,
         exclude: Collection[str] = (),
+        clusters: Mapping[str, str] | None = None,
     ) -> GateDecision:
         """One session of the sequential gate: measure `items`, then decide on all the evidence.
 
         Every new item gets `first_pairs` interleaved pairs and, if any of them disagrees, more up to `repeats`
-        (extra replays only where they can decide something); items carried from an earlier session get `repeats` more pairs
-        if any of their pairs disagreed. Items in `exclude` (a test split) are neither measured nor counted.
-        The decision carries the updated evidence; when it is pending, keep it for the next session.
+        (extra replays only where they can decide something). With the sign-flip test, items carried from an
+        earlier session get `repeats` more pairs if any of their pairs disagreed; with the e-value test an item
+        counts once, so items already measured (or of a cluster already measured: `clusters` maps an item to its
+        group of near-duplicates) are not measured again. Items in `exclude` (a test split) are neither
+        measured nor counted. The decision carries the updated evidence; when it is pending, keep it for the
+        next session.
         """
         ev = evidence if evidence is not None else PairedEvidence()
-        if ev.sessions >= len(self.cfg.spending):
+        anytime = self.cfg.test == "e-value"
+        if not anytime and ev.sessions >= len(self.cfg.spending):
             return sequential_decision(ev, self.cfg, exclude, 0)
         wanted = [i for i in dict.fromkeys(items) if i not in exclude]
-        new = [i for i in wanted if i not in ev.pairs]
-        # Items measured before whose pairs disagreed get another full set of pairs; agreeing ones are settled.
-        again = [i for i in wanted if i in ev.pairs and any(a != b for a, b in ev.pairs[i])]
+        for i in wanted:
+            if clusters and i in clusters and i not in ev.pairs:
+                ev.clusters[i] = str(clusters[i])
+        if anytime:
+            settled = {ev.cluster_of(i) for i in ev.pairs}
+            new = [i for i in wanted if i not in ev.pairs and ev.cluster_of(i) not in settled]
+            again: list[str] = []
+        else:
+            new = [i for i in wanted if i not in ev.pairs]
+            # Items measured before whose pairs disagreed get another full set of pairs; agreeing ones are settled.
+            again = [i for i in wanted if i in ev.pairs and any(a != b for a, b in ev.pairs[i])]
         runs = 0
 
         def run(requests: list[Request]) -> None:
@@ -642,5 +978,6 @@ class Gate:
         discordant = [i for i in new if any(a != b for a, b in ev.pairs[i])]
         if self.cfg.repeats > first:
             run(_interleave(discordant, self.cfg.repeats - first, ev.sessions + 1))
-        ev.sessions += 1
+        if new or again or not anytime:
+            ev.sessions += 1
         return sequential_decision(ev, self.cfg, exclude, runs)

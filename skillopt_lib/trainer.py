@@ -52,6 +52,8 @@ from skillopt_lib.gate import (
     Gate,
     GateConfig,
     GateDecision,
+    GateLedger,
+    MemoryLedger,
     PairedEvidence,
     PairedMeasure,
     Request,
@@ -187,6 +189,8 @@ class RunState:
     history_lines: int = 0
     pending: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # The tier of every accepted decision (`proven`, or `likely` at the gate's lower tier), in order.
+    tiers: list[str] = field(default_factory=list)
     stopped: str | None = None
     started: str = field(default_factory=utc_iso)
     test: dict[str, Any] | None = None
@@ -238,9 +242,13 @@ class Trainer:
         initial_skill: SkillBundle | None = None,
         on_event: EventHandler | None = None,
         pending: PendingCandidate | None = None,
+        ledger: GateLedger | None = None,
     ) -> None:
         self.cfg = config
         self._carried = pending
+        # Which candidates were tested against which incumbent: the e-value gate shares one error rate
+        # between them. A caller that runs again on the same incumbent (the nightly cycle) passes its own.
+        self.ledger: GateLedger = ledger if ledger is not None else MemoryLedger()
         self.env = env
         self.on_event = on_event or (lambda e: None)
         self.redactor = Redactor(config_secrets(config))
@@ -448,6 +456,10 @@ class Trainer:
                 self._emit("warning", message=message)
         if state.phase == "baseline":
             self._baseline(state)
+            if self.cfg.hold_pending and state.pending is not None:
+                state.stopped = "a carried candidate is still gathering evidence; no new candidate this run"
+                state.phase = "done"
+                self._checkpoint(state)
         while state.phase != "done":
             if state.phase == "epoch_end":
                 self._epoch_end(state)
@@ -470,8 +482,11 @@ class Trainer:
 
     def _baseline(self, state: RunState) -> None:
         skill = bundle_from_json(state.incumbent)
-        self._emit("baseline", n=len(self.val_items), repeats=self.gate.repeats)
-        table = self._measure(skill, self.gate.repeats)
+        # The sequential gate measures the incumbent again beside each candidate; its baseline is a figure
+        # for the report, so one run per item is enough.
+        repeats = 1 if self.cfg.gate.kind == "sequential" else self.gate.repeats
+        self._emit("baseline", n=len(self.val_items), repeats=repeats)
+        table = self._measure(skill, repeats)
         score = mean_score(table)
         state.incumbent_scores, state.initial_val, state.incumbent_val = table, score, score
         state.phase = "step"
@@ -480,7 +495,7 @@ class Trainer:
             {
                 "kind": "baseline",
                 "step": 0,
-                "val": {"score": round(score, 6), "n": len(table), "repeats": self.gate.repeats},
+                "val": {"score": round(score, 6), "n": len(table), "repeats": repeats},
                 "skill_hash": skill.content_hash,
             },
         )
@@ -494,19 +509,29 @@ class Trainer:
         """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
         incumbent = bundle_from_json(state.incumbent)
         record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
-        if self.cfg.gate.kind != "sequential" or pending.incumbent_hash != incumbent.content_hash:
-            record.update(
-                accepted=False, gate=None, reason="the carried candidate was measured against another skill"
-            )
+        why = self._carried_mismatch(pending, incumbent)
+        if why:
+            record.update(accepted=False, gate=None, reason=why)
             self._history(state, record)
+            self._emit("pending", accepted=False, outcome="dropped", reason=why)
             return
         evidence = PairedEvidence.from_dict(pending.evidence.to_dict())
+        if self.cfg.gate.test == "e-value":
+            share = self.ledger.share(incumbent.content_hash, pending.skill.content_hash, self.cfg.gate)
+            if share is None:
+                why = "the carried candidate was already decided against this skill"
+                record.update(accepted=False, gate=None, reason=why)
+                self._history(state, record)
+                self._emit("pending", accepted=False, outcome="dropped", reason=why)
+                return
+            evidence.share = share  # the ledger's word, not the file's
         test_ids = {item.id for item in self.test_items}
         decision = self.gate.decide_paired(
             self._measure_pairs(pending.skill, incumbent),
             [item.id for item in self.val_items],
             evidence,
             exclude=test_ids,
+            clusters=self._clusters(),
         )
         record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
         if decision.accepted:
@@ -517,8 +542,29 @@ class Trainer:
             state.pending = PendingCandidate(
                 pending.skill, incumbent.content_hash, evidence, decision.reason
             ).to_dict()
+        if not decision.pending:
+            self.ledger.decided(incumbent.content_hash, pending.skill.content_hash, str(decision.outcome))
         self._history(state, record)
         self._emit("pending", accepted=decision.accepted, outcome=decision.outcome, reason=decision.reason)
+
+    def _carried_mismatch(self, pending: PendingCandidate, incumbent: SkillBundle) -> str | None:
+        """Why a carried candidate cannot be continued here, or None. Evidence is bound to the two skills'
+        hashes: evidence measured for other skills (or edited to name these) is never trusted."""
+        if self.cfg.gate.kind != "sequential":
+            return "the carried candidate was measured against another skill"
+        if pending.incumbent_hash != incumbent.content_hash:
+            return "the carried candidate was measured against another skill"
+        ev = pending.evidence
+        if ev.incumbent_hash and ev.incumbent_hash != incumbent.content_hash:
+            return "the carried evidence names another incumbent"
+        if ev.candidate_hash and ev.candidate_hash != pending.skill.content_hash:
+            return "the carried evidence names another candidate"
+        return None
+
+    def _clusters(self) -> dict[str, str]:
+        """Validation items that are near-duplicates of each other (an environment sets `meta["group"]`):
+        the e-value test counts each group once."""
+        return {item.id: str(item.meta.get("group") or item.id) for item in self.val_items}
 
     def _batch(self, epoch: int, batch: int) -> list[Item]:
         order = list(self.train_items)
@@ -649,9 +695,24 @@ class Trainer:
 
     def _decide(self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
         if self.cfg.gate.kind == "sequential":
-            decision = self.gate.decide_paired(
-                self._measure_pairs(candidate, incumbent), [item.id for item in self.val_items]
+            evidence = PairedEvidence(
+                candidate_hash=candidate.content_hash, incumbent_hash=incumbent.content_hash
             )
+            if self.cfg.gate.test == "e-value":
+                share = self.ledger.share(incumbent.content_hash, candidate.content_hash, self.cfg.gate)
+                if share is None:
+                    return GateDecision(
+                        False, "sequential", "this candidate was already tested against this skill"
+                    )
+                evidence.share = share
+            decision = self.gate.decide_paired(
+                self._measure_pairs(candidate, incumbent),
+                [item.id for item in self.val_items],
+                evidence,
+                clusters=self._clusters(),
+            )
+            if not decision.pending:
+                self.ledger.decided(incumbent.content_hash, candidate.content_hash, str(decision.outcome))
             assert decision.evidence is not None
             cand_scores, inc_scores = decision.evidence.tables()
             state.incumbent_val = mean_score(inc_scores)
@@ -691,6 +752,7 @@ class Trainer:
         state.incumbent_scores = cand_scores
         state.incumbent_val = mean_score(cand_scores)
         state.accepted_steps += 1
+        state.tiers.append(decision.tier or "proven")
         state.no_improve = 0
         state.pending = None  # measured against the old incumbent: no longer comparable
         state.epoch_accepted.extend(
@@ -833,6 +895,8 @@ class Trainer:
             "rejected_edits": len(state.rejected),
             "stopped": state.stopped,
             "gate": self.cfg.gate.kind,
+            # The weakest tier among the accepted decisions that made the best skill.
+            "tier": ("likely" if "likely" in state.tiers else "proven") if state.accepted_steps else None,
             "initial_val": round(float(state.initial_val or 0.0), 6),
             "best_val": round(float(state.incumbent_val or 0.0), 6),
             "test": state.test or {},

@@ -152,7 +152,7 @@ def mine_now(
         db,
         seed=settings.night.seed if seed is None else seed,
         rules=mining.ExcludeRules.from_settings(settings.night),
-        ratios=settings.night.split_ratios,
+        test_share=settings.night.test_share,
         chat=chat,
         budget=budget,
         batch=settings.night.label_batch,

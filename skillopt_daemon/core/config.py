@@ -7,12 +7,21 @@ typo is an error naming the key, not a setting silently ignored.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -25,6 +34,7 @@ from skillopt_lib.agents import AgentTool
 from skillopt_lib.config import BackendConfig, Price, masked_dump
 from skillopt_lib.config import is_secret_key as is_secret_key
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.gate import GateConfig
 
 
 class _Section(BaseModel):
@@ -123,6 +133,11 @@ class ExcludeSettings(_Section):
         return value
 
 
+# The night's gate: the library's anytime-valid sequential gate (`GateConfig.anytime()`); the settings below
+# take their defaults from it, so the gate the night runs is the one benchmarks/gate.py measures.
+_NIGHT_GATE = GateConfig.anytime()
+
+
 class NightSettings(_Section):
     enabled: bool = True
     schedule: str = Field(
@@ -150,18 +165,36 @@ class NightSettings(_Section):
         description="label requests with the optimizer's model while mining, when one is configured",
     )
     label_batch: int = Field(default=40, ge=1, le=200, description="requests per labelling call")
-    split_ratios: tuple[float, float, float] = Field(
-        default=(0.5, 0.25, 0.25),
-        description="train / val / test shares of each task family (whole groups of near-duplicates move together)",
+    test_share: float = Field(
+        default=0.2,
+        ge=0,
+        lt=1,
+        description="share of a large family's requests (16 or more distinct ones) held out as a test split, "
+        "reported and never gated on; smaller families keep every request that does not teach for the gate",
     )
     epochs: int = Field(
         default=1, ge=1, description="training epochs over a skill's replayed tasks per night"
     )
     gate: Literal["sequential", "paired", "strict"] = "sequential"
     gate_repeats: int = Field(
-        default=1, ge=1, description="replays per validation task and skill at the gate"
+        default=_NIGHT_GATE.repeats,
+        ge=1,
+        description="replays per validation task and skill at the gate (sequential: the cap; 2 pairs first, "
+        "a third only where the skills disagree)",
     )
-    gate_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
+    gate_confidence: float = Field(
+        default=_NIGHT_GATE.confidence,
+        gt=0.5,
+        lt=1.0,
+        description="1 - the false-proposal rate of a proven proposal, over every night and candidate",
+    )
+    gate_likely_confidence: float | None = Field(
+        default=_NIGHT_GATE.likely_confidence,
+        gt=0.5,
+        lt=1.0,
+        description="a lower tier shown for review as 'likely, not yet proven' (never auto-approved); "
+        "unset it to propose proven candidates only",
+    )
     leak_threshold: float = Field(
         default=0.6,
         gt=0,
@@ -177,6 +210,19 @@ class NightSettings(_Section):
         description="where an approved new skill installs: user scope, or the project when its family "
         "lives in one repository",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        """`split_ratios` is retired (splits follow what each session teaches, `night/mining.py`): a config
+        file that still sets it loads, with a warning."""
+        if isinstance(data, dict) and "split_ratios" in data:
+            data = {k: v for k, v in data.items() if k != "split_ratios"}
+            logging.getLogger("skillopt.config").warning(
+                "night.split_ratios is no longer used (a family's splits follow what each session teaches); "
+                "remove it from the config file"
+            )
+        return data
 
 
 class UISettings(_Section):

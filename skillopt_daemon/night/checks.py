@@ -10,8 +10,11 @@ the wrong one score the same. So before a task scores by its check the night mak
   it does not pass. When that cannot be run (no pinned commit, the project is gone), a failed run earlier
   in the session counts instead.
 
-Checks that fail either test are dropped from the task. A task left with no check is scored by its rubric
-(the user's corrections, judged on the work) when its family has one, else left out of the replays. Each
+Checks that fail either test are dropped from the task, but for one that already passes before the work: it
+cannot tell right from wrong, yet a replay that breaks it did damage, so it is kept as a *guard* (the replay
+fails when a guard fails) and combines with the rubric. A task left with no discriminating check is scored by
+its rubric (the user's corrections, judged on the work) when its family has one, with its guards, else left
+out of the replays. Each
 task's verdict and the reason are stored on its row (`tasks.scoring`, `scoring_why`), which
 `skillopt tasks show` prints. Mining decides from the session alone (and probes already run); the night runs
 the missing probes, each (repository, commit, uncommitted changes, command) once ever.
@@ -69,12 +72,14 @@ class Verdict:
     why: str
     checks: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)  # pass before the work: a replay must not break them
 
     def row(self) -> dict[str, Any]:
         return {
             "scoring": self.scoring,
             "scoring_why": self.why,
             "scored_checks_json": json.dumps(self.checks),
+            "guard_checks_json": json.dumps(self.guards),
         }
 
 
@@ -92,8 +97,12 @@ def _failed(run: Mapping[str, Any]) -> bool:
     return bool(run.get("is_error")) or (run.get("exit_code") is not None and run.get("exit_code") != 0)
 
 
-def _one(task: Mapping[str, Any], command: str, probe: Probe | None) -> tuple[bool | None, str]:
-    """(discriminates, why). None: it passes after the work, and nothing yet shows it fails before."""
+GUARD = "guard"
+
+
+def _one(task: Mapping[str, Any], command: str, probe: Probe | None) -> tuple[bool | str | None, str]:
+    """(discriminates, why). None: it passes after the work, and nothing yet shows it fails before; GUARD:
+    it passes before the work too, so it only guards against damage."""
     runs = _runs(task, command)
     if not runs:
         return False, f"`{command}` never ran in this task's session, so nothing shows it can pass here"
@@ -126,8 +135,9 @@ def _one(task: Mapping[str, Any], command: str, probe: Probe | None) -> tuple[bo
     if probe is not None:
         if probe.passed:
             return (
-                False,
-                f"`{command}` already passes before any work at this commit: it passes whatever is done",
+                GUARD,
+                f"`{command}` already passes before any work at this commit, so it cannot tell right from "
+                "wrong; kept as a guard (a replay that breaks it fails)",
             )
         if probe.network:
             return False, f"`{command}` needs the network (it could not connect before the work)"
@@ -143,20 +153,25 @@ def decide(
     """The task's scoring from its session and the probes run so far (`probes[cmd]` None: not run yet)."""
     kept: list[str] = []
     pending: list[str] = []
+    guards: list[str] = []
     reasons: list[str] = []
     for cmd in checks:
         ok, why = _one(task, cmd, probes.get(cmd))
         reasons.append(why)
-        if ok is not False:
+        if ok == GUARD:
+            guards.append(cmd)
+        elif ok is not False:
             kept.append(cmd)
         if ok is None:
             pending.append(cmd)
     if kept:
-        return Verdict(CHECK, "; ".join(reasons), kept, pending)
+        return Verdict(CHECK, "; ".join(reasons), kept, pending, guards)
     if not checks:
         reasons.append("its family has no check")
     if rubric:
-        return Verdict(RUBRIC, "; ".join([*reasons, "scored by the user's stated rules instead"]))
+        return Verdict(
+            RUBRIC, "; ".join([*reasons, "scored by the user's stated rules instead"]), guards=guards
+        )
     return Verdict(
         EXCLUDED, "; ".join([*reasons, "no rule from the user to judge it by: left out of replays"])
     )

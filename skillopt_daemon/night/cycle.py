@@ -98,7 +98,7 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
         ctx.db,
         seed=settings.night.seed,
         rules=mining.ExcludeRules.from_settings(settings.night),
-        ratios=settings.night.split_ratios,
+        test_share=settings.night.test_share,
         chat=labeller,
         budget=ctx.budget,
         batch=settings.night.label_batch,

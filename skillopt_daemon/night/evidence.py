@@ -14,6 +14,7 @@ from typing import Any
 from skillopt_daemon.night import preferences
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_lib.agents import AgentTool
+from skillopt_lib.gate import GateStats
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.skill import SkillBundle
 
@@ -74,6 +75,22 @@ def usage_spend(usage: dict[str, Any]) -> tuple[int, float]:
     return tokens, cost
 
 
+def tier_note(tier: str, stats: GateStats) -> str:
+    """The proposal's tier in the reviewer's terms: how many validation tasks improved and what that means."""
+    n, better = stats.n or 0, stats.improved_items or 0
+    head = f"{better} of {n} independent validation task(s) improved"
+    if stats.test != "e-value":
+        return f"{head}; p={stats.p_value} <= {stats.alpha}" if stats.p_value is not None else head
+    if tier == "likely":
+        need = 1 / stats.alpha if stats.alpha else float("inf")
+        rate = stats.likely_alpha or 0.0
+        return (
+            f"{head}; e-value {stats.e_value or 0:.1f}: likely, not yet proven (false proposals at this tier "
+            f"<= {rate:.0%}; proven needs {need:.1f})"
+        )
+    return f"{head}; e-value {stats.e_value or 0:.1f}: proven (false proposals <= {stats.alpha or 0:.1%})"
+
+
 def evidence(
     result: Any,
     env: Any,
@@ -86,17 +103,20 @@ def evidence(
     """The proposal's evidence from a finished training `result` on the replay `env`."""
     summary = result.summary
     gate = last_accepted_gate(result.run_dir)
-    stats = (gate or {}).get("stats") or {}
+    stats = GateStats.model_validate((gate or {}).get("stats") or {})
     tokens, cost = usage_spend(summary.get("usage") or {})
+    tier = str(summary.get("tier") or stats.tier or "proven")
     return {
         "baseline_score": summary.get("initial_val"),
         "candidate_score": summary.get("best_val"),
         "delta": (summary.get("best_val") or 0.0) - (summary.get("initial_val") or 0.0),
-        "confidence": stats.get("confidence"),
-        "ci_low": stats.get("bound") if stats.get("bound") is not None else stats.get("lower_bound"),
-        "p_value": stats.get("p_value"),
-        "alpha": stats.get("alpha"),
-        "gate_session": stats.get("session"),
+        "confidence": stats.confidence,
+        "ci_low": stats.lower_bound,
+        "p_value": stats.p_value,
+        "alpha": stats.alpha,
+        "gate_session": stats.session,
+        "tier": tier,
+        "tier_note": tier_note(tier, stats),
         "task_ids": [t["id"] for t in tasks],
         "gate": gate,
         "tokens": tokens,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -90,6 +90,8 @@ class Family:
     rubric: list[str] = field(default_factory=list)
     skill_name: str | None = None
     splits: dict[str, str] = field(default_factory=dict)  # attempt key -> train | val | test
+    groups: dict[str, str] = field(default_factory=dict)  # attempt key -> its group of near-duplicates
+    roles: dict[str, str] = field(default_factory=dict)  # attempt key -> corrected | failure | plain
 
     @property
     def tools(self) -> list[str]:
@@ -139,13 +141,15 @@ def build_families(
     min_size: int = 2,
     seed: int = 42,
     skills: dict[str, str] | None = None,
-    ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
     weights: Weights | None = None,
+    previous: Mapping[str, str] | None = None,
+    test_share: float = 0.2,
 ) -> list[Family]:
     """Cluster attempts into families of at least `min_size`, with checks, rubric, skill and splits.
 
     `skills` maps installed skill names to descriptions, to relate a family to a skill when the sessions
     never called one explicitly. The weights default to the model path when any attempt carries a label.
+    `previous` holds the splits attempts were given on earlier nights (they keep them; `_assign_splits`).
     """
     if not attempts:
         return []
@@ -168,7 +172,9 @@ def build_families(
     for members in groups.values():
         if len(members) < min_size:
             continue
-        fam = _family([attempts[i] for i in members], prompts[members], vec, seed=seed, ratios=ratios)
+        fam = _family(
+            [attempts[i] for i in members], prompts[members], vec, previous=previous, test_share=test_share
+        )
         fam.skill_name = _family_skill(fam.attempts, prompts[members], skill_matrix, list(skills or {}))
         families.append(fam)
     families.sort(key=lambda f: (-len(f.attempts), f.id))
@@ -180,8 +186,8 @@ def _family(
     prompts: Any,
     vec: TfidfVectorizer,
     *,
-    seed: int,
-    ratios: tuple[float, float, float],
+    previous: Mapping[str, str] | None,
+    test_share: float,
 ) -> Family:
     order = sorted(range(len(members)), key=lambda i: (members[i].started_at or "", members[i].key))
     fam_attempts = [members[i] for i in order]
@@ -190,7 +196,7 @@ def _family(
     fam = Family(id=fid, name=_family_name(fam_attempts, sub, vec), attempts=fam_attempts)
     fam.checks = _family_checks(fam_attempts)
     fam.rubric = _family_rubric(fam_attempts)
-    fam.splits = _assign_splits(fam, sub, seed=seed, ratios=ratios)
+    _assign_splits(fam, sub, previous=previous, test_share=test_share)
     return fam
 
 
@@ -244,14 +250,24 @@ def _family_skill(
     return skill_names[best] if sims[best] >= 0.2 else None
 
 
-def _assign_splits(
-    fam: Family, sub: csr_matrix, *, seed: int, ratios: tuple[float, float, float]
-) -> dict[str, str]:
-    """Group attempts that share a session or are near-duplicates; order groups by a seeded hash; cut.
+# A family needs this many distinct requests before any is held out as a test split: below it, every request
+# that does not teach the optimizer validates (the gate of a small family needs them all).
+TEST_SPLIT_MIN_GROUPS = 16
+CORRECTED, FAILURE, PLAIN = "corrected", "failure", "plain"
 
-    Whole groups go to one split, so a request and its near-copy are never on both sides of the gate.
-    Every family with three or more groups gets at least one validation and one test group.
-    """
+
+def attempt_role(a: Attempt) -> str:
+    """What an attempt is good for: `corrected` (the user said how they want it: it teaches), `failure` (it
+    ended failing: its failed checks teach; as a validation task it may fail whatever a skill says), `plain`."""
+    if a.corrections:
+        return CORRECTED
+    if a.outcome == "failure":
+        return FAILURE
+    return PLAIN
+
+
+def _split_groups(fam: Family, sub: csr_matrix) -> list[list[int]]:
+    """Attempts that share a session or are near-duplicates, as groups of indexes, in time order."""
     n = len(fam.attempts)
     # Near-duplicates (compared once per distinct request, `similar_components`), plus one link from each
     # attempt to its near-duplicate group's first member and to the first attempt of its session.
@@ -268,26 +284,71 @@ def _assign_splits(
     graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
     _, component = connected_components(graph, directed=False)
     groups: dict[int, list[int]] = defaultdict(list)
-    for i in range(n):
+    for i in range(n):  # attempts are in time order, so groups are ordered by their first attempt
         groups[int(component[i])].append(i)
+    return list(groups.values())
 
-    def order(members: list[int]) -> str:
-        key = min(fam.attempts[i].key for i in members)
-        return hashlib.sha256(f"{seed}:{fam.id}:{key}".encode()).hexdigest()
 
-    ordered = sorted(groups.values(), key=order)
-    g = len(ordered)
-    n_val = max(1, round(g * ratios[1])) if g >= 2 else 0
-    n_test = max(1, round(g * ratios[2])) if g >= 3 else 0
-    n_val = min(n_val, g - 1) if g >= 2 else 0
-    if n_val + n_test >= g:
-        n_test = max(0, g - n_val - 1)
-    out: dict[str, str] = {}
-    for rank, members in enumerate(ordered):
-        split = "val" if rank < n_val else "test" if rank < n_val + n_test else "train"
-        for i in members:
-            out[fam.attempts[i].key] = split
-    return out
+def _assign_splits(
+    fam: Family,
+    sub: csr_matrix,
+    *,
+    previous: Mapping[str, str] | None = None,
+    test_share: float = 0.2,
+) -> None:
+    """Give every group of near-duplicate attempts a split; an attempt keeps the split it was given on an
+    earlier night (`previous`: attempt key -> split), so evidence gathered on it stays valid.
+
+    Whole groups go to one split, so a request and its near-copy are never on both sides of the gate. The
+    optimizer learns from what the user said; the gate judges on everything else:
+    - groups with a correction train, in time order, while the family has fewer corrected train groups than
+      a third of its corrected groups (at least one): every family with a correction shows one to the
+      optimizer, and the others validate (their corrections still reach the judge as the family's rubric);
+    - a family with no correction yet trains on one group (a failure first: its failed checks teach);
+    - every other group validates. A validation task that fails whatever a skill says costs replays but
+      never weakens the test (its difference is zero); a held-out test split (`test_share`) is taken only
+      once the family has `TEST_SPLIT_MIN_GROUPS` groups, so it never starves a small family's gate.
+    """
+    previous = previous or {}
+    groups = _split_groups(fam, sub)
+    fam.splits, fam.groups, fam.roles = {}, {}, {}
+    role_of: list[str] = []
+    split_of: list[str | None] = []
+    for members in groups:
+        attempts = [fam.attempts[i] for i in members]
+        roles = {attempt_role(a) for a in attempts}
+        role_of.append(CORRECTED if CORRECTED in roles else FAILURE if FAILURE in roles else PLAIN)
+        kept = [previous[a.key] for a in attempts if a.key in previous]
+        split_of.append(kept[0] if kept else None)
+    corrected_seen = corrected_train = 0
+    for g, role in enumerate(role_of):  # 1. corrections teach
+        if role != CORRECTED:
+            continue
+        corrected_seen += 1
+        if split_of[g] is None and corrected_train < max(1, round(corrected_seen / 3)):
+            split_of[g] = "train"
+        corrected_train += split_of[g] == "train"
+    if "train" not in split_of:  # 2. nothing teaches yet: one failure, else the first group
+        free = [g for g, split in enumerate(split_of) if split is None]
+        pick = next((g for g in free if role_of[g] == FAILURE), free[0] if free else None)
+        if pick is not None:
+            split_of[pick] = "train"
+    tests = split_of.count("test")
+    for g in range(len(groups)):  # 3. the rest judge
+        if split_of[g] is None:
+            seen = g + 1
+            if seen >= TEST_SPLIT_MIN_GROUPS and tests < round(test_share * seen):
+                split_of[g] = "test"
+                tests += 1
+            else:
+                split_of[g] = "val"
+    for members, split in zip(groups, split_of, strict=True):
+        attempts = [fam.attempts[i] for i in members]
+        group = "grp-" + hashlib.sha1(min(a.key for a in attempts).encode()).hexdigest()[:10]
+        for a in attempts:
+            fam.splits[a.key] = str(split)
+            fam.groups[a.key] = group
+            fam.roles[a.key] = attempt_role(a)
 
 
 # ---------------------------------------------------------------------------------------------- the store
@@ -416,12 +477,23 @@ def _task_row(fam: Family, a: Attempt) -> dict[str, Any]:
         "repo_diff_hash": a.repo_diff_hash,
         "started_at": a.started_at,
         "split": fam.splits.get(a.key, "train"),
+        "split_group": fam.groups.get(a.key, a.key),
+        "role": fam.roles.get(a.key, attempt_role(a)),
         "outcome": a.outcome,
         "accepted": a.accepted,
         "abrupt_end": a.abrupt_end,
         "commands_json": json.dumps([c.to_dict() for c in a.commands[-20:]]),
         "corrections_json": json.dumps(a.corrections),
         "skills_used_json": json.dumps(a.skills_used),
+    }
+
+
+def stored_splits(db: sqlite_utils.Database) -> dict[str, str]:
+    """The split every attempt was first given (attempt key -> split), from earlier mining passes."""
+    if "split_assignments" not in db.table_names():
+        return {}
+    return {
+        r["attempt_key"]: r["split"] for r in db.query("SELECT attempt_key, split FROM split_assignments")
     }
 
 
@@ -454,11 +526,24 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
         fam = fam_of[row["family_id"]]
         probes = check_verdicts.cached_probes(db, row, fam.checks, stored)
         row.update(check_verdicts.decide(row, fam.checks, fam.rubric, probes).row())
+    assigned = [
+        {
+            "attempt_key": r["attempt_key"],
+            "family_id": r["family_id"],
+            "split": r["split"],
+            "split_group": r["split_group"],
+            "role": r["role"],
+            "assigned_at": now,
+        }
+        for r in task_rows
+    ]
     with db.conn:
         db.execute("DELETE FROM tasks")
         db.execute("DELETE FROM task_families")
         _insert_rows(db, "task_families", fam_rows)
         _insert_rows(db, "tasks", task_rows)
+        # First assignment wins: an attempt keeps the split it validated or trained in.
+        db.table("split_assignments").insert_all(assigned, ignore=True)
     by_split: Counter[str] = Counter(str(r["split"]) for r in task_rows)
     return MiningReport(
         attempts=sum(len(f.attempts) for f in families),
@@ -511,7 +596,7 @@ def mine_detailed(
     threshold: float | None = None,
     min_size: int = 2,
     rules: ExcludeRules | None = None,
-    ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
+    test_share: float = 0.2,
     chat: Chat | None = None,
     budget: Budget | None = None,
     batch: int = 40,
@@ -529,7 +614,8 @@ def mine_detailed(
         min_size=min_size,
         seed=seed,
         skills=installed_skills(db),
-        ratios=ratios,
+        previous=stored_splits(db),
+        test_share=test_share,
     )
     report = save_families(db, families, seed=seed)
     report.attempts = len(attempts)
@@ -549,7 +635,7 @@ def mine(
     threshold: float | None = None,
     min_size: int = 2,
     include_automation: bool = False,
-    ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
+    test_share: float = 0.2,
     rules: ExcludeRules | None = None,
     chat: Chat | None = None,
     budget: Budget | None = None,
@@ -562,7 +648,7 @@ def mine(
         threshold=threshold,
         min_size=min_size,
         rules=rules or ExcludeRules(include_automation=include_automation),
-        ratios=ratios,
+        test_share=test_share,
         chat=chat,
         budget=budget,
         batch=batch,

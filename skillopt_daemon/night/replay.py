@@ -26,6 +26,7 @@ import json
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,13 @@ def _task(t: dict[str, Any], rubric: list[str]) -> dict[str, Any]:
         "checks": [] if t["scoring"] == RUBRIC else json.loads(t["scored_checks_json"] or "[]"),
         "rubric": rubric,
         "scoring": t["scoring"],
+        # Checks that passed before the work at this commit: they cannot tell right from wrong, but a
+        # replay that breaks one fails.
+        "guards": json.loads(t.get("guard_checks_json") or "[]"),
         "split": t["split"],
+        # Near-duplicates (and attempts of one session) share a group: the gate counts a group once.
+        "group": t.get("split_group") or t["id"],
+        "role": t.get("role") or "",
         "family": t["family_id"],
         "tool": t["tool"],
         "session": t["session_id"],
@@ -159,20 +166,32 @@ class ReplayEnvironment(ExecTasksEnvironment):
             raise ConfigError(
                 "replays need an exec backend (claude-code, codex, copilot, cursor) as the agent"
             )
+        checks = list(item.gold.get("checks") or [])
+        guards = [g for g in item.meta.get("guards") or [] if g not in checks]
         task = ReplayTask(
             prompt=str(item.data["prompt"]),
             repo=item.data.get("repo"),
             commit=item.data.get("commit"),
             dirty_diff=item.data.get("dirty_diff"),
-            checks=list(item.gold.get("checks") or []),
+            checks=checks + guards,
             id=item.id,
             check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),
         )
         result = replay(task, agent, self.config, skill=skill, limits=self.limits)
         gamed = gaming.assess(result.diff, task.checks, task.prompt)
-        scored = score(item.id, result, gamed)
+        broken = [c for c in result.checks if c.command in guards and not c.passed]
+        scored = score(
+            item.id, replace(result, checks=[c for c in result.checks if c.command not in guards]), gamed
+        )
+        if broken:
+            # A check that passed before the work and fails after it: the work did damage.
+            scored.hard = scored.soft = 0.0
+            scored.details["guards_broken"] = [c.command for c in broken]
+            scored.feedback += "\nThe work broke a check that passed before it: " + ", ".join(
+                f"`{c.command}`" for c in broken
+            )
         rubric = list(item.gold.get("rubric") or [])
-        if rubric and self.judge is not None and result.ok and not gamed:
+        if rubric and self.judge is not None and result.finished and not gamed and not broken:
             verdict = judge_rubric(self.judge, task.prompt, work_record(result), rubric)
             unmet = sum(1 for ok in verdict.satisfied if not ok)
             has_checks = bool(task.checks)
@@ -197,6 +216,8 @@ class ReplayEnvironment(ExecTasksEnvironment):
                     "checks_total": scored.details.get("checks_total"),
                     "rubric_unmet": scored.details.get("rubric_unmet"),
                     "gaming": scored.details.get("gaming") or [],
+                    "guards_broken": scored.details.get("guards_broken") or [],
+                    "refused": scored.details.get("refused"),
                     "duration_s": round(scored.duration_s, 2),
                 }
             )

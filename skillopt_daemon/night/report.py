@@ -13,7 +13,8 @@ from typing import Any
 @dataclass
 class SkillOutcome:
     skill: str
-    # proposed | approved | no-improvement | leak | budget | too-few-tasks | undecidable | error | dry-run
+    # proposed | approved | pending | waited | no-improvement | leak | retracted | budget | too-few-tasks |
+    # error | dry-run
     status: str
     reason: str = ""
     tasks: int = 0
@@ -26,6 +27,10 @@ class SkillOutcome:
     # What the gate can decide with tonight's validation tasks, said before any replay is spent
     # (`skillopt_lib.gate.plan_gate`): decidable, changed items needed, replays for one decision.
     gate_plan: dict[str, Any] | None = None
+    # What it still needs before it can be decided, in the user's terms ("2 more sessions of this work").
+    needs: str = ""
+    # A proposal's tier: `proven`, or `likely` (shown for review, never auto-approved).
+    tier: str | None = None
 
 
 def trained_nothing(skills: list[dict[str, Any]]) -> bool:
@@ -52,6 +57,8 @@ class CycleReport:
     families: list[dict[str, Any]] = field(default_factory=list)
     spend: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # Things the night set aside and the user should know (damaged pending evidence, ...).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -42,9 +42,13 @@ class FamilyNote:
     name: str
     tasks: int
     reason: str
+    needs: str = ""  # what would change it, in the user's terms ("2 more sessions of this work")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "name": self.name, "tasks": self.tasks, "reason": self.reason}
+        out = {"family": self.family, "name": self.name, "tasks": self.tasks, "reason": self.reason}
+        if self.needs:
+            out["needs"] = self.needs
+        return out
 
 
 class Draft(BaseModel):
@@ -71,17 +75,21 @@ def candidates(
             continue
         size = len(fam.attempts)
         splits = set(fam.splits.values())
-        reason = ""
+        reason = needs = ""
         if size < min_tasks:
             reason = f"too few tasks ({size}; a new skill needs {min_tasks})"
+            needs = f"{min_tasks - size} more session(s) of this work"
         elif not fam.checks and not fam.rubric:
             reason = "no check: no command proved the work and the user stated no rule to grade it by"
+            needs = "a session where the project's check runs, or a correction saying how you want it"
         elif not {"train", "val"} <= splits:
             reason = "too few distinct requests to keep some for validation"
+            needs = "1 more session of this work, asked differently"
         elif fam.id in rejected and size <= rejected[fam.id]:
             reason = f"its new skill was rejected at {rejected[fam.id]} tasks; proposed again once it grows"
+            needs = f"{rejected[fam.id] - size + 1} more session(s) of this work"
         if reason:
-            notes.append(FamilyNote(fam.id, fam.name, size, reason))
+            notes.append(FamilyNote(fam.id, fam.name, size, reason, needs))
         else:
             out.append(fam)
     return out, notes

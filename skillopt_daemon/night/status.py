@@ -57,10 +57,14 @@ def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
         text += f": {last['error']}"
     lines = [text]
     for s in data["last"]["skills"]:
-        if s.get("new"):
-            lines.append(
-                f"new skill {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
-            )
+        if s.get("new") or s.get("status") in ("pending", "waited", "retracted"):
+            what = "new skill" if s.get("new") else "skill"
+            line = f"{what} {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
+            if s.get("needs"):
+                line += f"; needs {s['needs']}"
+            lines.append(line)
+    data["warnings"] = summary.get("warnings") or []
+    lines.extend(f"warning: {w}" for w in data["warnings"])
     for f in data["families"]:
         lines.append(f"no skill for the family '{f['name']}' ({f['tasks']} tasks): {f['reason']}")
     return lines

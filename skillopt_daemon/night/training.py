@@ -11,6 +11,7 @@ never leaves half of one.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -26,15 +27,17 @@ from skillopt_daemon.night import seeding
 from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
-from skillopt_daemon.night.pending import load_pending, store_pending
+from skillopt_daemon.night.ledger import StoreLedger, new_skill_target
+from skillopt_daemon.night.pending import Carried, load_pending, store_pending
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.night.runs import night_dir
+from skillopt_daemon.night.retracted import blocks, retracted
+from skillopt_daemon.night.runs import last_run, night_dir
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import TrainConfig
-from skillopt_lib.gate import GateConfig, plan_gate
+from skillopt_lib.gate import GateConfig, PairedEvidence, plan_gate, sequential_decision
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
@@ -86,7 +89,8 @@ def targets_for(
 
 def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None) -> None:
     """Train every target skill in turn, then seed and train a new skill for each recurring family that no
-    skill covers; one outcome per skill in the night's report."""
+    skill covers; one outcome per skill in the night's report. Targets that waited for budget last night go
+    first, then those with the user's corrections, then the larger ones."""
     report = ctx.report
     targets = targets_for(ctx.db, families, skill)
     new = _new_skill_families(ctx, families) if skill is None else []
@@ -107,13 +111,40 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         report.status = "completed"
         return
     _open_backends(ctx)
-    for name, fams in targets.items():
-        report.skills.append(train_one(ctx, name, fams))
+    waited = _waited_last_night(ctx.db)
+    jobs: list[tuple[str, list[Family], bool]] = [(n, f, False) for n, f in targets.items()]
+    jobs += [(f.name, [f], True) for f in new]
+
+    def priority(job: tuple[str, list[Family], bool]) -> tuple[int, int, int]:
+        name, fams, is_new = job
+        key = new_skill_target(fams[0].id) if is_new else name
+        corrected = any(a.corrections for f in fams for a in f.attempts)
+        return (key not in waited, not corrected, -sum(len(f.attempts) for f in fams))
+
     taken = set(mining_installed(ctx.db))
-    for fam in new:
-        outcome = train_new(ctx, fam, taken)
-        taken.add(outcome.skill)
+    for name, fams, is_new in sorted(jobs, key=priority):
+        if is_new:
+            outcome = train_new(ctx, fams[0], taken)
+            taken.add(outcome.skill)
+        else:
+            outcome = train_one(ctx, name, fams)
         report.skills.append(outcome)
+
+
+def _waited_last_night(db: sqlite_utils.Database) -> set[str]:
+    """The targets the last night left waiting for budget (they go first tonight)."""
+    last = last_run(db)
+    if not last:
+        return set()
+    try:
+        skills = json.loads(last.get("summary_json") or "{}").get("skills") or []
+    except ValueError:
+        return set()
+    return {
+        new_skill_target(s["family"]) if s.get("new") and s.get("family") else str(s.get("skill"))
+        for s in skills
+        if isinstance(s, dict) and s.get("status") == "waited"
+    }
 
 
 def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Family]:
@@ -146,6 +177,10 @@ def _open_backends(ctx: NightContext) -> None:
 
 def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     """Train one installed skill on replays of its tasks; a gated, leak-free winner becomes a proposal."""
+    if not ctx.dry_run:
+        # Train from what the agent reads: a hand edit at any target becomes the active version first.
+        for edit in ctx.registry.record_hand_edits(name):
+            ctx.say(f"{name} was edited by hand at {edit.target}; training from the edited version")
     picked = _replay_tasks(ctx, name, fams, tasks_for_skill)
     if isinstance(picked, SkillOutcome):
         return picked
@@ -154,11 +189,14 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     if current is None:
         return SkillOutcome(name, "error", "the skill has no active version to improve", tasks=len(tasks))
     incumbent = ctx.registry.load_bundle(current.id)
-    return _train_and_propose(ctx, name, tool, tasks, incumbent, current.id, None)
+    return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None)
 
 
 def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
-    """Draft a new skill for a family no skill covers, train it from the draft, and propose it as new."""
+    """Draft a new skill for a family no skill covers, train it from the draft, and propose it as new.
+
+    A family whose candidate is still gathering evidence keeps its draft: the next night measures the same
+    pair, and the family's error budget is one (`night/ledger.py`), however often it is re-drafted."""
 
     def family_tasks(db: sqlite_utils.Database, _name: str, tool: str) -> list[dict[str, Any]]:
         return tasks_for_families(db, [fam.id], tool)
@@ -168,28 +206,99 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
         picked.family, picked.new = fam.id, True
         return picked
     tool, tasks = picked
-    try:
-        draft, note = seeding.draft(ctx.optimizer, fam, taken)
-    except NightBudgetExceeded as exc:
-        return SkillOutcome(fam.name, "budget", exc.message, tasks=len(tasks), family=fam.id, new=True)
-    name = draft.doc.name
-    ctx.say(f"drafted a new skill {name} for the recurring task family '{fam.name}'")
-    outcome = _train_and_propose(ctx, name, tool, tasks, draft, None, fam)
+    target = new_skill_target(fam.id)
+    carried = load_pending(ctx.db, target, ctx.report.warnings)
+    note: str | None = None
+    if carried is not None and carried.incumbent is not None:
+        draft = carried.incumbent
+    else:
+        try:
+            draft, note = seeding.draft(ctx.optimizer, fam, taken)
+        except NightBudgetExceeded as exc:
+            return SkillOutcome(fam.name, "budget", exc.message, tasks=len(tasks), family=fam.id, new=True)
+        ctx.say(f"drafted a new skill {draft.doc.name} for the recurring task family '{fam.name}'")
+    outcome = _train_and_propose(ctx, draft.doc.name, target, tool, tasks, draft, None, fam, carried)
     if note:
         outcome.reason = f"{outcome.reason}; {note}" if outcome.reason else note
     return outcome
 
 
+def _new_items(tasks: list[dict[str, Any]], carried: Carried | None) -> int:
+    """Validation groups the carried evidence has not measured yet (what tonight can add to it)."""
+    groups = {str(t.get("group") or t["id"]) for t in tasks if t["split"] == "val"}
+    if carried is None:
+        return len(groups)
+    ev = carried.pending.evidence
+    seen = {ev.cluster_of(i) for i in ev.pairs} | set(ev.pairs)
+    return len(groups - seen)
+
+
+def _planned_replays(tasks: list[dict[str, Any]], cfg: GateConfig, new_items: int, holding: bool) -> int:
+    """The most replays tonight's training of these tasks can use: train rollouts (none when a carried
+    candidate holds the budget), the baseline, and every new validation item replayed to the gate's cap."""
+    n_train = sum(1 for t in tasks if t["split"] == "train")
+    n_val = sum(1 for t in tasks if t["split"] == "val")
+    return (0 if holding else n_train) + n_val + 2 * cfg.repeats * new_items
+
+
+# Tokens one replay is planned at before the night has measured any (a Claude Code run of a few turns).
+TOKENS_PER_REPLAY = 60_000
+
+
+def _budget_wait(ctx: NightContext, planned: int) -> str | None:
+    """Why the night's remaining budget cannot finish this plan, or None: a target is started only when the
+    budget left can decide it (a half-measured candidate is evidence wasted)."""
+    budget = ctx.budget
+    left = budget.max_replays - budget.replays
+    per = budget.tokens / budget.replays if budget.replays else TOKENS_PER_REPLAY
+    tokens_left = budget.max_tokens - budget.tokens
+    if planned > left:
+        return f"needs up to {planned} replays and the night has {left} left (night.max_replays)"
+    if planned * per > tokens_left:
+        return (
+            f"needs about {int(planned * per):,} tokens for {planned} replays and the night has "
+            f"{max(tokens_left, 0):,} left (night.max_tokens)"
+        )
+    return None
+
+
 def _train_and_propose(
     ctx: NightContext,
     name: str,
+    target: str,
     tool: AgentTool,
     tasks: list[dict[str, Any]],
     incumbent: SkillBundle,
     parent: str | None,
     new_family: Family | None,
+    carried: Carried | None = None,
 ) -> SkillOutcome:
-    """Train from `incumbent` (the installed version, or a new skill's draft) and propose a gated winner."""
+    """Train from `incumbent` (the installed version, or a new skill's draft) and propose a gated winner.
+
+    `target` names what is improved in the gate's ledger and the pending evidence (`night/ledger.py`)."""
+    new = new_family is not None
+    family = new_family.id if new_family is not None else None
+    if carried is None and not new:
+        carried = load_pending(ctx.db, target, ctx.report.warnings)
+    if carried is not None and carried.pending.incumbent_hash != incumbent.content_hash:
+        carried = None  # measured against a version that is no longer the incumbent
+    ledger = StoreLedger(ctx.db, target)
+    gate = env_gate(
+        ctx.settings, ledger.confidence(incumbent.content_hash, ctx.settings.night.gate_confidence)
+    )
+    fresh = _new_items(tasks, carried)
+    n_val = len({str(t.get("group") or t["id"]) for t in tasks if t["split"] == "val"})
+    plan = plan_gate(n_val, gate)
+    base = SkillOutcome(name, "pending", tasks=len(tasks), new=new, family=family, gate_plan=plan.to_dict())
+    if carried is not None and not fresh:
+        base.reason = f"waiting for new sessions of this work: {carried.pending.reason}"
+        base.needs = _needs_text(carried.pending.evidence.to_dict(), gate)
+        return base
+    planned = _planned_replays(tasks, gate, fresh, carried is not None)
+    wait = _budget_wait(ctx, planned)
+    if wait:
+        base.status, base.reason = "waited", f"{wait}; it goes first next night"
+        return base
     used = sorted({str(t.get("tool") or tool.value) for t in tasks} | {tool.value})
     agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in used}
     env = ReplayEnvironment(
@@ -202,16 +311,16 @@ def _train_and_propose(
         agents=agents,
     )
     run_dir = night_dir(ctx.report.run_id) / name
-    ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}")
-    new = new_family is not None
-    family = new_family.id if new_family is not None else None
+    ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}; {plan.reason}")
     try:
-        result = _train(ctx, name, env, agents[tool.value], incumbent, tasks, run_dir)
+        result = _train(ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried)
     except NightBudgetExceeded as exc:
         why = exc.message + "; nothing was registered"
         return SkillOutcome(
             name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=new, family=family
         )
+    if not ctx.dry_run:
+        store_pending(ctx.db, target, result.pending, incumbent if new else None)
     summary = result.summary
     outcome = SkillOutcome(
         name,
@@ -222,10 +331,15 @@ def _train_and_propose(
         candidate=summary.get("best_val"),
         new=new,
         family=family,
-        gate_plan=plan_gate(sum(1 for t in tasks if t["split"] == "val"), env_gate(ctx.settings)).to_dict(),
+        gate_plan=plan.to_dict(),
     )
     best = result.best_skill
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
+        if result.pending is not None:
+            outcome.status = "pending"
+            outcome.reason = f"evidence kept for the next nights: {result.pending.reason}"
+            outcome.needs = _needs_text(result.pending.evidence.to_dict(), gate)
+            return outcome
         outcome.reason = "no candidate passed the gate"
         gamed = env.gaming()
         if gamed:
@@ -235,7 +349,15 @@ def _train_and_propose(
     if not ok:
         outcome.status, outcome.reason = "leak", why
         return outcome
+    took_back = retracted(ctx.registry).get(best.content_hash)
+    if took_back is not None and blocks(took_back, len(tasks)):
+        outcome.status = "retracted"
+        outcome.reason = f"{took_back.describe()}; not proposed again until its tasks grow"
+        return outcome
     found = evidence(result, env, incumbent, best, tasks, ctx.budget, tool)
+    if took_back is not None:
+        found["same_as_retracted"] = took_back.describe()
+    outcome.tier = found.get("tier")
     if new_family is not None:
         found.update(new_skill=True, family=seeding.family_record(new_family))
         found["install_to"] = _install_to(ctx.settings, new_family)
@@ -244,6 +366,15 @@ def _train_and_propose(
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
     return _propose(ctx, outcome, best, found, parent)
+
+
+def _needs_text(evidence: dict[str, Any], gate: GateConfig) -> str:
+    """What a pending candidate still needs, for status: "about 2 more sessions of this work"."""
+    stats = sequential_decision(PairedEvidence.from_dict(evidence), gate).stats
+    more = int(stats.get("more_items_needed") or 0)
+    if more <= 0:
+        return ""
+    return f"about {more} more session(s) of this work whose replays improve"
 
 
 def _install_to(settings: Settings, fam: Family) -> list[str]:
@@ -277,7 +408,10 @@ def _replay_tasks(
     ctx: NightContext, name: str, fams: list[Family], load: TaskLoader
 ) -> tuple[AgentTool, list[dict[str, Any]]] | SkillOutcome:
     """The tool most of the skill's tasks were done with and the replayable tasks of every tool that can
-    replay them, or why there are too few."""
+    replay them, or why there are too few.
+
+    A family too small to decide tonight is still trained when it has a task to learn from and one to
+    judge on: its evidence is kept and the next sessions of its kind complete it (`night/pending.py`)."""
     tools = replay_tools(ctx.settings, fams)
     if not tools:
         return SkillOutcome(name, "too-few-tasks", "no mined task relates to this skill")
@@ -287,70 +421,74 @@ def _replay_tasks(
     splits = Counter(t["split"] for t in tasks)
     least = ctx.settings.night.min_tasks
     if len(tasks) < least or not splits.get("train") or not splits.get("val"):
-        return SkillOutcome(
+        short = max(least - len(tasks), 0 if splits.get("val") and splits.get("train") else 1)
+        out = SkillOutcome(
             name,
             "too-few-tasks",
-            f"{len(tasks)} tasks (train {splits.get('train', 0)}, val {splits.get('val', 0)}); "
-            f"needs at least {least} with train and validation tasks",
+            f"{len(tasks)} replayable tasks (train {splits.get('train', 0)}, val {splits.get('val', 0)}); "
+            f"training needs {least} with one to learn from and one to judge on",
             tasks=len(tasks),
         )
-    plan = plan_gate(splits["val"], env_gate(ctx.settings))
-    if not plan.decidable and load_pending(name) is None:
-        # Say it before spending it: replays that can never lead to a decision are not run.
-        return SkillOutcome(
-            name,
-            "undecidable",
-            f"{plan.reason}; more sessions of this work will make it decidable",
-            tasks=len(tasks),
-            gate_plan=plan.to_dict(),
-        )
-    ctx.say(
-        f"{name}: {plan.n_items} validation tasks; a decision needs {plan.min_items} that change, "
-        f"about {plan.replays_min}–{plan.replays_max} replays"
-    )
+        out.needs = f"{max(short, 1)} more session(s) of this work"
+        return out
     return tool, tasks
 
 
-def env_gate(settings: Settings) -> GateConfig:
-    """The night's gate, from `night.gate`, `gate_repeats` and `gate_confidence`."""
+def env_gate(settings: Settings, confidence: float | None = None) -> GateConfig:
+    """The night's gate, from `night.gate`, `gate_repeats`, `gate_confidence` and `gate_likely_confidence`:
+    with the default `sequential`, the library's anytime-valid gate (`GateConfig.anytime()`). `confidence`
+    overrides the setting (the ledger's, when a question was first asked at a stricter level)."""
     night = settings.night
-    return GateConfig(kind=night.gate, repeats=night.gate_repeats, confidence=night.gate_confidence)
+    conf = night.gate_confidence if confidence is None else confidence
+    if night.gate != "sequential":
+        return GateConfig(kind=night.gate, repeats=night.gate_repeats, confidence=conf)
+    likely = night.gate_likely_confidence
+    return GateConfig.anytime(
+        repeats=night.gate_repeats,
+        confidence=conf,
+        likely_confidence=likely if likely is not None and likely < conf else None,
+    )
 
 
-def train_config(settings: Settings, train_tasks: int) -> TrainConfig:
-    """The trainer's configuration for a night: the night's seed, epochs and gate, every train task a batch."""
+def train_config(settings: Settings, train_tasks: int, gate: GateConfig | None = None) -> TrainConfig:
+    """The trainer's configuration for a night: the night's seed, epochs and gate, every train task a batch,
+    and no new candidate while a carried one is still gathering evidence."""
     night = settings.night
     return TrainConfig(
         env="replay",
         seed=night.seed,
         epochs=night.epochs,
         batch_size=max(1, train_tasks),
-        gate=env_gate(settings),
+        gate=gate or env_gate(settings),
         slow_update=False,
         meta_skill=False,
         patience=None,
         concurrency=max(1, settings.replay.max_parallel),
         evaluate_test=True,
+        hold_pending=True,
     )
 
 
 def _train(
     ctx: NightContext,
-    name: str,
     env: ReplayEnvironment,
     agent: BudgetedAgent,
     incumbent: SkillBundle,
     tasks: list[dict[str, Any]],
     run_dir: Path,
+    gate: GateConfig,
+    ledger: StoreLedger,
+    carried: Carried | None,
 ) -> TrainResult:
     """Train from the incumbent, or resume the interrupted night's checkpoint of this skill when it has one.
     `agent` replays the tasks of the most used tool; the environment holds one agent per tool."""
-    cfg = train_config(ctx.settings, sum(1 for t in tasks if t["split"] == "train"))
+    cfg = train_config(ctx.settings, sum(1 for t in tasks if t["split"] == "train"), gate)
     resumed = ctx.report.resumed_from
-    prev = night_dir(resumed) / name if resumed else None
+    prev = night_dir(resumed) / run_dir.name if resumed else None
     if prev is not None and (prev / "state.json").is_file():
         shutil.copytree(prev, run_dir, dirs_exist_ok=True)
         trainer = Trainer.resume(run_dir, config=cfg, env=env, agent=agent, optimizer=ctx.optimizer)
+        trainer.ledger = ledger
     else:
         trainer = Trainer(
             cfg,
@@ -359,12 +497,10 @@ def _train(
             agent=agent,
             optimizer=ctx.optimizer,
             initial_skill=incumbent,
-            pending=load_pending(name),
+            pending=carried.pending if carried is not None else None,
+            ledger=ledger,
         )
-    result = trainer.train()
-    if not ctx.dry_run:
-        store_pending(name, result.pending)
-    return result
+    return trainer.train()
 
 
 def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:
@@ -389,7 +525,12 @@ def _propose(
     outcome.status = "proposed"
     outcome.proposal_id = version.id
     outcome.reason = f"validation {outcome.baseline:.3f} → {outcome.candidate:.3f}"
-    if name in ctx.settings.night.auto_approve:
+    if found.get("tier") == "likely":
+        outcome.reason += f"; {found.get('tier_note') or 'likely, not yet proven'}"
+    if found.get("same_as_retracted"):
+        outcome.reason += f"; {found['same_as_retracted']}"
+    # A likely proposal is shown to the user, never installed unreviewed.
+    if name in ctx.settings.night.auto_approve and found.get("tier") != "likely":
         ctx.registry.approve(version.id)
         outcome.status = "approved"
         outcome.reason += " (auto-approved)"

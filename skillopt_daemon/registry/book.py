@@ -34,6 +34,7 @@ from skillopt_daemon.registry.models import (
     ApproveResult,
     Event,
     Evidence,
+    HandEdit,
     InstallOutcome,
     Origin,
     TargetState,
@@ -298,6 +299,20 @@ class Registry(Imports):
         if current is not None and dest.id == current.id:
             raise ConflictError(f"{dest.label} is already active at {t}")
         return ts or self.ensure_target(skill, t), dest
+
+    def record_hand_edits(self, skill: str) -> list[HandEdit]:
+        """Compare every enabled target of `skill` with what skillopt wrote there and record each difference
+        as the skill's `hand-edit` version, active at that target: what the agent actually reads. The night
+        calls this before it replays, so it never trains from a version the user edited away."""
+        found: list[HandEdit] = []
+        with self._install_lock():
+            for ts in self.targets(skill):
+                if not ts.enabled or ts.active_version_id is None:
+                    continue
+                changed = self.check_drift(skill, ts.target)
+                if changed is not None:
+                    found.append(self._import_drift(skill, ts.target, changed))
+        return found
 
     def uninstall(self, skill: str, target: InstallTarget, force: bool = False) -> list[Path]:
         """Remove what skillopt placed at `target` and restore what was there before its first install."""

@@ -157,8 +157,9 @@ class ExecTasksEnvironment:
 
 def score(item_id: str, result: ExecResult, gamed: Sequence[gaming.Finding] = ()) -> ItemResult:
     """Hard: finished and every check passed. Soft: fraction of checks passed (the status when none).
-    Work that games the checks (`gamed`, from `skillopt_lib.gaming.assess`) scores 0 and says why."""
-    ok = result.status is ExecStatus.OK
+    Work that games the checks (`gamed`, from `skillopt_lib.gaming.assess`) scores 0 and says why.
+    A run whose only trouble was a refused tool call finished: its work is scored, the refusal recorded."""
+    ok = result.finished
     n = len(result.checks)
     passed = sum(1 for c in result.checks if c.passed)
     if n:
@@ -187,6 +188,7 @@ def score(item_id: str, result: ExecResult, gamed: Sequence[gaming.Finding] = ()
             "checks_total": n,
             "warnings": result.warnings,
             "gaming": [f.why for f in gamed],
+            "refused": result.error if result.status is ExecStatus.PERMISSION_DENIED else None,
         },
     )
 

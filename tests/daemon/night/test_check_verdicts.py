@@ -134,18 +134,29 @@ def test_weak_and_offline_checks_are_dropped_and_tasks_left_without_a_check_or_r
     why = scoring(db)
     assert why["s1"][0] == "excluded"
     assert (
-        f"`{WEAK}` already passes before any work at this commit: it passes whatever is done" in why["s1"][1]
+        f"`{WEAK}` already passes before any work at this commit, so it cannot tell right from wrong"
+        in (why["s1"][1])
     )
     assert f"`{ONLINE}` needs the network (it could not connect before the work)" in why["s1"][1]
     assert f"`{ONLINE}` needs the network (its last run could not connect)" in why["s2"][1]
     assert why["s2"][1].endswith("no rule from the user to judge it by: left out of replays")
 
 
-def test_a_weak_check_next_to_a_good_one_is_dropped_from_the_task(home: Path) -> None:
+def test_a_weak_check_next_to_a_good_one_is_kept_as_a_guard(home: Path) -> None:
     db, _, _ = mined(home, rubric=[RULE], checks=[GOOD, WEAK])
     tasks = tasks_for_skill(db, "report-writer", probe_root=home / "ws")
     first = next(t for t in tasks if t["prompt"].endswith("team 1 into report.md"))
     assert first["checks"] == [GOOD]
+    assert first["guards"] == [WEAK]
+
+
+def test_a_check_that_passes_before_the_work_guards_a_rubric_task(home: Path) -> None:
+    """It cannot tell right from wrong, so the rubric scores the task, but the check stays: a replay that
+    breaks it did damage and fails (`night/replay.py`)."""
+    db, _, _ = mined(home, rubric=[RULE], checks=[WEAK])
+    tasks = tasks_for_skill(db, "report-writer", probe_root=home / "ws")
+    first = next(t for t in tasks if t["prompt"].endswith("team 1 into report.md"))
+    assert first["scoring"] == "rubric" and first["checks"] == [] and first["guards"] == [WEAK]
 
 
 def test_tasks_show_says_how_each_task_is_scored_and_why(home: Path) -> None:

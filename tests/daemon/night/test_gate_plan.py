@@ -1,5 +1,6 @@
-"""Say it before spending it: a skill whose validation tasks can never reach a decision is not replayed, and
-the night says why and what would help; a decidable one says what a decision will cost."""
+"""Plan before spending: a small family is still replayed (its evidence is kept and later sessions complete
+it), a family with nothing to learn from or judge on says what it needs, and a target is started only when
+the night's budget left can finish its plan."""
 
 from __future__ import annotations
 
@@ -14,17 +15,22 @@ from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.mining import Family
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.night.training import NightContext, _replay_tasks
+from skillopt_daemon.night.training import (
+    NightContext,
+    _budget_wait,
+    _planned_replays,
+    _replay_tasks,
+    env_gate,
+)
+from skillopt_lib.gate import plan_gate
 
 
-def _context(tmp_path: Path, said: list[str]) -> NightContext:
-    settings = Settings()
-    settings.night.gate_confidence = 0.9
+def _context(tmp_path: Path, said: list[str], max_replays: int = 1000) -> NightContext:
     return NightContext(
         db=open_db(tmp_path / "store.db"),
-        settings=settings,
+        settings=Settings(),
         report=CycleReport(run_id="r", trigger="manual", status="running", dry_run=False, started_at="now"),
-        budget=NightBudget(max_tokens=10**9, max_cost_usd=100.0, max_wall_s=3600.0, max_replays=1000),
+        budget=NightBudget(max_tokens=10**9, max_cost_usd=100.0, max_wall_s=3600.0, max_replays=max_replays),
         dry_run=False,
         say=said.append,
     )
@@ -37,9 +43,13 @@ def _family(n: int) -> Family:
     return Family(id="fam-1", name="fix lint", attempts=attempts, skill_name="lint-fixes")
 
 
-def _tasks(train: int, val: int) -> Any:
+def _rows(train: int, val: int) -> list[dict[str, Any]]:
     rows = [{"id": f"t{i}", "split": "train"} for i in range(train)]
-    rows += [{"id": f"v{i}", "split": "val"} for i in range(val)]
+    return rows + [{"id": f"v{i}", "split": "val"} for i in range(val)]
+
+
+def _tasks(train: int, val: int) -> Any:
+    rows = _rows(train, val)
     return lambda _db, _name, _tool: rows
 
 
@@ -48,20 +58,37 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLOPT_HOME", str(tmp_path / "home"))
 
 
-def test_too_few_validation_tasks_are_not_replayed_and_the_night_says_why(tmp_path: Path) -> None:
-    said: list[str] = []
-    out = _replay_tasks(_context(tmp_path, said), "lint-fixes", [_family(6)], _tasks(train=3, val=2))
-    assert isinstance(out, SkillOutcome)
-    assert out.status == "undecidable"
-    assert "can never pass the gate" in out.reason and "more sessions of this work" in out.reason
-    assert out.gate_plan is not None and out.gate_plan["decidable"] is False
-    assert out.gate_plan["min_items"] > 2
-
-
-def test_a_decidable_split_says_what_a_decision_needs_before_replaying(tmp_path: Path) -> None:
-    said: list[str] = []
-    out = _replay_tasks(_context(tmp_path, said), "lint-fixes", [_family(10)], _tasks(train=4, val=6))
+def test_a_family_too_small_to_decide_tonight_is_still_replayed(tmp_path: Path) -> None:
+    """Three validation tasks cannot decide tonight, but their evidence is kept: replaying them now is what
+    lets the next sessions of this work complete a decision."""
+    out = _replay_tasks(_context(tmp_path, []), "lint-fixes", [_family(4)], _tasks(train=1, val=3))
     assert not isinstance(out, SkillOutcome)
-    tool, tasks = out
-    assert tool.value == "claude-code" and len(tasks) == 10
-    assert any("6 validation tasks; a decision needs" in line and "replays" in line for line in said), said
+    plan = plan_gate(3, env_gate(Settings()))
+    assert not plan.decidable and plan.missing == 1
+    assert "the evidence is kept and 1 more session(s) of this work can complete it" in plan.reason
+
+
+def test_a_family_with_nothing_to_judge_on_says_what_it_needs(tmp_path: Path) -> None:
+    out = _replay_tasks(_context(tmp_path, []), "lint-fixes", [_family(4)], _tasks(train=4, val=0))
+    assert isinstance(out, SkillOutcome) and out.status == "too-few-tasks"
+    assert out.needs == "1 more session(s) of this work"
+    few = _replay_tasks(_context(tmp_path, []), "lint-fixes", [_family(2)], _tasks(train=1, val=1))
+    assert isinstance(few, SkillOutcome) and few.needs == "2 more session(s) of this work"
+
+
+def test_the_nightly_gate_is_the_anytime_gate_at_the_shipped_defaults() -> None:
+    gate = env_gate(Settings())
+    assert gate.kind == "sequential" and gate.test == "e-value"
+    assert (gate.confidence, gate.likely_confidence, gate.repeats, gate.first_pairs) == (0.95, 0.9, 3, 2)
+    plan = plan_gate(5, gate)
+    assert plan.decidable and (plan.min_items, plan.min_items_proven) == (4, 5)
+
+
+def test_a_target_waits_when_the_budget_left_cannot_finish_its_plan(tmp_path: Path) -> None:
+    gate = env_gate(Settings())
+    planned = _planned_replays(_rows(train=2, val=5), gate, new_items=5, holding=False)
+    assert planned == 2 + 5 + 2 * 3 * 5
+    ctx = _context(tmp_path, [], max_replays=30)
+    why = _budget_wait(ctx, planned)
+    assert why is not None and "needs up to 37 replays and the night has 30 left" in why
+    assert _budget_wait(_context(tmp_path, [], max_replays=40), planned) is None

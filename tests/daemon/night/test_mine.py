@@ -178,13 +178,16 @@ def test_families_have_checks_rubric_skill_and_leak_free_splits() -> None:
     assert fam.rubric == ["run pytest with -q"]
     assert fam.skill_name == "test-fixer"
     splits = fam.splits
-    assert set(splits.values()) == {"train", "val", "test"}
+    # Four corrected groups (sessions 0, 3+20+99, 6, 9): one teaches, the others judge with the rest; a
+    # family of 12 groups keeps no test split (it would starve the gate).
+    assert set(splits.values()) == {"train", "val"}
+    assert [a.session_id for a in fam.attempts if splits[a.key] == "train"] == ["s0"]
     assert len({splits[a.key] for a in fam.attempts if a.session_id == "s3"}) == 1
     assert splits["claude-code:s3:u3"] == splits["claude-code:s99:u21"]
-    # Deterministic from the seed, and a different seed gives a different assignment.
+    assert fam.groups["claude-code:s3:u3"] == fam.groups["claude-code:s99:u21"]
+    # Deterministic: the same attempts give the same assignment.
     again = build_families(attempts, seed=1)[0].splits
     assert again == splits
-    assert build_families(attempts, seed=2)[0].splits != splits
 
 
 def test_asking_for_a_sub_agent_does_not_make_a_kind_of_work_of_its_own() -> None:

@@ -16,6 +16,7 @@ from skillopt_daemon.core.store.migrations import (
     m004_integration_targets,
     m005_labels,
     m006_check_verdicts,
+    m007_evidence,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -27,4 +28,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m004_integration_targets", m004_integration_targets.migrate),
     ("m005_labels", m005_labels.migrate),
     ("m006_check_verdicts", m006_check_verdicts.migrate),
+    ("m007_evidence", m007_evidence.migrate),
 ]
