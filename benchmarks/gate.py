@@ -23,10 +23,17 @@ more often than not, p = min(x, 1 - x) with x from the model's Beta, that turns 
 q = p + 0.75 (1 - p)). Cross-night mode: a candidate left pending is carried to the next night, which brings n
 new validation items of the same family (new draws from the same model); `nights` caps how many.
 
-Gates: `sequential` (the default: interleaved pairs, adaptive repeats capped at 3 per arm and item, betting
-e-value) and `fixed` (the earlier default, `paired` with 3 repeats: two separate batches, t bound plus sign-flip
-test plus the single-flip veto). Seeds: thresholds were chosen on seeds 1 and 2; the documented table is seed
-42, not used while choosing.
+Gates: `night` is the nightly cycle's gate exactly as the shipped settings build it
+(`skillopt_daemon.night.training.night_gate(NightSettings())`: the anytime-valid e-value test, proven at
+confidence 0.95, a `likely` tier at 0.90, 2 pairs per item and a third where the skills disagree, the first
+candidate's 0.8 share of the error rate); `library` is `GateConfig()`, the library's default for training runs
+(exact sign-flip test spending p <= 1/32, then 3/160, over two sessions); `fixed` the earlier fixed-repeat
+`paired` gate. Seeds: thresholds were chosen on seeds 1 and 2; the documented table is seed 42.
+
+`--nightly` measures the night's gate on a new user's families (`FAMILY_SIZES`: one task teaches, the rest
+validate) over `NIGHTS` nights, each bringing `--per-night` new validation items of the family (0: a night
+2 with nothing new), and with near-duplicate clusters (`--cluster 3`: each request has near-copies that the
+agent answers alike; the night's gate counts a cluster once, the library's counts every copy).
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from skillopt_daemon.core.config import NightSettings
+from skillopt_daemon.night.training import night_gate
 from skillopt_lib.gate import Arm, Gate, GateConfig, PairedEvidence, Request, ScoreTable
 from skillopt_lib.skill import SkillBundle
 
@@ -86,7 +95,13 @@ class SimAgent:
     """Validation items of one family under one noise model; `run` is one agent run of one arm."""
 
     def __init__(
-        self, model: dict[str, Any], effect: str, n: int, rng: random.Random, prefix: str = "v"
+        self,
+        model: dict[str, Any],
+        effect: str,
+        n: int,
+        rng: random.Random,
+        prefix: str = "v",
+        cluster: int = 1,
     ) -> None:
         a = model["beta"]
         ps = [rng.betavariate(a, a) for _ in range(n)]
@@ -100,11 +115,15 @@ class SimAgent:
             qs = [p + 0.75 * (1 - p) for p in ps]
         else:
             qs = shifted(ps, float(effect))
-        self.ids = [f"{prefix}{i}" for i in range(n)]
+        # `cluster` copies of each request: near-duplicates the agent answers alike (they share outcomes)
+        self.ids = [f"{prefix}{i}.{c}" for i in range(n) for c in range(cluster)]
+        self.clusters = {iid: iid.rsplit(".", 1)[0] for iid in self.ids}
         self.logits = {
-            "incumbent": dict(zip(self.ids, map(_logit, ps), strict=True)),
-            "candidate": dict(zip(self.ids, map(_logit, qs), strict=True)),
+            "incumbent": {iid: _logit(ps[i // cluster]) for i, iid in enumerate(self.ids)},
+            "candidate": {iid: _logit(qs[i // cluster]) for i, iid in enumerate(self.ids)},
         }
+        self.count: dict[tuple[str, str], int] = {}
+        self.shared: dict[tuple[str, str, int], float] = {}
         self.keep = math.sqrt(model["rho"]) if model.get("rho") else 0.0
         self.drift = float(model.get("drift", 0.0))
         self.first: dict[tuple[str, str], float] = {}
@@ -112,10 +131,21 @@ class SimAgent:
 
     def add(self, other: SimAgent) -> None:
         self.ids += other.ids
+        self.clusters.update(other.clusters)
         for arm in ("incumbent", "candidate"):
             self.logits[arm].update(other.logits[arm])
 
     def run(self, item: str, arm: str, shift: float) -> float:
+        k = self.count.get((item, arm), 0)
+        self.count[(item, arm)] = k + 1
+        shared = (self.clusters[item], arm, k)
+        if shared in self.shared:  # a near-copy of a request already run: the same answer
+            return self.shared[shared]
+        out = self._draw(item, arm, shift)
+        self.shared[shared] = out
+        return out
+
+    def _draw(self, item: str, arm: str, shift: float) -> float:
         key = (item, arm)
         if self.keep and key in self.first and self.rng.random() < self.keep:
             return self.first[key]
@@ -139,22 +169,93 @@ class SimAgent:
 def sequential(
     model: dict[str, Any], effect: str, n: int, nights: int, rng: random.Random
 ) -> tuple[int, int]:
-    """(night of acceptance or 0, agent runs spent) for one candidate carried up to `nights` nights."""
-    gate = Gate(GateConfig(kind="sequential", repeats=CAP))
-    agent = SimAgent(model, effect, n, rng, "n0.")
-    evidence: PairedEvidence | None = None
+    """(night of acceptance or 0, agent runs spent) for one candidate carried up to `nights` nights, each
+    bringing n new items: the library's default gate."""
+    night, _, runs = carried(GateConfig(kind="sequential", repeats=CAP), model, effect, [n] * nights, rng)
+    return night, runs
+
+
+NIGHT_GATE = night_gate(NightSettings())
+FAMILY_SIZES = (4, 5, 6, 8, 12)
+NIGHTS = 4
+
+
+def carried(
+    cfg: GateConfig,
+    model: dict[str, Any],
+    effect: str,
+    schedule: list[int],
+    rng: random.Random,
+    cluster: int = 1,
+) -> tuple[int, str | None, int]:
+    """(night decided or 0, tier, agent runs) for one candidate: night k brings schedule[k] new requests
+    (night 1's are the family's validation tasks), each with `cluster` near-copies."""
+    gate = Gate(cfg)
+    agent = SimAgent(model, effect, schedule[0], rng, "n0.", cluster)
+    share = cfg.candidate_share(0) if cfg.test == "e-value" else 1.0
+    evidence: PairedEvidence | None = PairedEvidence(share=share)
     runs = 0
-    for night in range(1, nights + 1):
-        if night > 1:
-            agent.add(SimAgent(model, effect, n, rng, f"n{night}."))
-        d = gate.decide_paired(agent.measure_pairs, agent.ids, evidence)
+    for night, new in enumerate(schedule, 1):
+        if night > 1 and new:
+            agent.add(SimAgent(model, effect, new, rng, f"n{night}.", cluster))
+        d = gate.decide_paired(agent.measure_pairs, agent.ids, evidence, clusters=agent.clusters)
         runs += int(d.stats["agent_runs"])
         if d.accepted:
-            return night, runs
+            return night, d.tier or "proven", runs
         if not d.pending:
-            return 0, runs
+            return 0, None, runs
         evidence = d.evidence
-    return 0, runs
+    return 0, None, runs
+
+
+def nightly_cell(args: tuple[str, str, int, int, int, int, int]) -> dict[str, Any]:
+    """A new user's family of `size` sessions (one teaches, size - 1 validate) under the night's gate (or the
+    library's, for comparison), over NIGHTS nights bringing `per_night` new requests each."""
+    gate_name, name, size, per_night, cluster, trials, seed = args
+    cfg = NIGHT_GATE if gate_name == "night" else GateConfig()
+    model = MODELS[name]
+    n = size - 1
+    schedule = [n] + [per_night] * (NIGHTS - 1)
+    row: dict[str, Any] = {
+        "gate": gate_name, "model": name, "size": size, "per_night": per_night, "cluster": cluster,
+    }  # fmt: skip
+
+    def sims(effect: str) -> list[tuple[int, str | None, int]]:
+        r = random.Random(f"{seed}:{gate_name}:{name}:{size}:{per_night}:{cluster}:{effect}")
+        return [carried(cfg, model, effect, schedule, r, cluster) for _ in range(trials)]
+
+    null = sims("0")
+    row["fp_proven_1"] = sum(night == 1 and tier == "proven" for night, tier, _ in null) / trials
+    row["fp_proven"] = sum(night > 0 and tier == "proven" for night, tier, _ in null) / trials
+    row["fp_any"] = sum(night > 0 for night, _, _ in null) / trials
+    row["null_runs"] = sum(runs for _, _, runs in null) / trials
+    if not model.get("reshuffle"):
+        rule = sims("rule")
+        row["rule_1"] = sum(night == 1 for night, _, _ in rule) / trials
+        row["rule_proven_1"] = sum(night == 1 and tier == "proven" for night, tier, _ in rule) / trials
+        row["rule_2"] = sum(0 < night <= 2 for night, _, _ in rule) / trials
+        row["rule_proven_2"] = sum(0 < night <= 2 and tier == "proven" for night, tier, _ in rule) / trials
+        row["rule_runs"] = sum(runs for _, _, runs in rule) / trials
+    return row
+
+
+def nightly_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| gate | noise | family | new/night | copies | false: proven night 1 | false: proven ≤4 nights "
+        "| false: any tier ≤4 nights | rule night 1 (proven) | rule ≤2 nights (proven) | runs, no effect "
+        "| runs, rule |"
+    )
+    out = [head, "|" + "---|" * 12]
+    for r in rows:
+        rule1 = f"{_pct(r, 'rule_1')} ({_pct(r, 'rule_proven_1')})" if "rule_1" in r else "–"
+        rule2 = f"{_pct(r, 'rule_2')} ({_pct(r, 'rule_proven_2')})" if "rule_2" in r else "–"
+        rule_runs = f"{r['rule_runs']:.0f}" if "rule_runs" in r else "–"
+        out.append(
+            f"| {r['gate']} | {r['model']} | {r['size']} | {r['per_night']} | {r['cluster']} | "
+            f"{_pct(r, 'fp_proven_1')} | {_pct(r, 'fp_proven')} | {_pct(r, 'fp_any')} | {rule1} | {rule2} | "
+            f"{r['null_runs']:.0f} | {rule_runs} |"
+        )
+    return "\n".join(out)
 
 
 def fixed(model: dict[str, Any], effect: str, n: int, rng: random.Random) -> tuple[bool, int]:
@@ -244,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated noise models")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated validation sizes")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
+    parser.add_argument(
+        "--nightly", action="store_true", help="the night's gate on a new user's families (see the docstring)"
+    )
+    parser.add_argument("--per-night", type=int, default=1, help="--nightly: new requests per later night")
+    parser.add_argument("--cluster", type=int, default=1, help="--nightly: near-copies of each request")
+    parser.add_argument("--gates", default="night,library", help="--nightly: gates to compare")
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
@@ -251,6 +358,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown noise model(s): {', '.join(unknown)}")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     started = time.monotonic()
+    if args.nightly:
+        families = [s for s in sizes if s in FAMILY_SIZES] or list(FAMILY_SIZES)
+        jobs = [
+            (g, m, size, args.per_night, args.cluster, args.trials, args.seed)
+            for g in args.gates.split(",")
+            for m in models
+            for size in families
+        ]
+        with ProcessPoolExecutor(max(1, args.workers)) as pool:
+            nightly_rows = list(pool.map(nightly_cell, jobs))
+        if args.json:
+            print(json.dumps({"trials": args.trials, "seed": args.seed, "rows": nightly_rows}, indent=2))
+        else:
+            print(nightly_table(nightly_rows))
+            print(
+                f"\n{args.trials} families per cell, seed {args.seed}, {time.monotonic() - started:.0f}s",
+                file=sys.stderr,
+            )
+        return 0
     rows = run(args.trials, args.seed, args.workers, models, sizes)
     if args.json:
         print(json.dumps({"trials": args.trials, "seed": args.seed, "rows": rows}, indent=2))

@@ -106,11 +106,6 @@ class CorpusWorld:
             "judge.max_retries": "0",
             "night.include_automation": "true",
             "night.label_with_model": "false",
-            "night.min_tasks": "4",
-            # A family has eight sessions, five of them Claude Code's: a quarter train, half validate, and
-            # a gate at 0.8 can decide on three validation tasks (see skillopt_lib.gate.plan_gate).
-            "night.split_ratios": "[0.25, 0.5, 0.25]",
-            "night.gate_confidence": "0.8",
             "replay.max_parallel": "2",
             "replay.timeout_s": "120",
             "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),

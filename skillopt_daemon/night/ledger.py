@@ -99,7 +99,7 @@ class StoreLedger:
         self.decided(incumbent_hash, candidate_hash, f"discarded: {why}"[:200])
 
 
-def tested(db: sqlite_utils.Database, target: str) -> list[dict[str, Any]]:
+def ledger_rows(db: sqlite_utils.Database, target: str) -> list[dict[str, Any]]:
     """Every candidate tested for `target`, oldest first (for status and the tests)."""
     if TABLE not in db.table_names():
         return []

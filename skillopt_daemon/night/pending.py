@@ -26,7 +26,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.night.ledger import TABLE, StoreLedger
-from skillopt_lib.gate import GateConfig, PairedEvidence, evidence_figures
+from skillopt_lib.gate import GateConfig, evidence_figures
 from skillopt_lib.runfiles import bundle_from_json, bundle_to_json
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import PendingCandidate
@@ -67,7 +67,7 @@ def load_pending(db: sqlite_utils.Database, target: str, warnings: list[str] | N
     ledger = StoreLedger(db, target)
     try:
         carried, why = _parse(raw, target, ledger)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         carried, why = None, f"it is damaged ({str(exc)[:120]})"
     if carried is None:
         _discard(path, ledger, raw, target, why or "it is damaged", warnings)
@@ -105,7 +105,7 @@ def _discard(
         data = json.loads(raw.decode("utf-8"))
         cand = data["candidate"]
         ledger.discard(str(cand["incumbent_hash"]), str(cand["evidence"]["candidate_hash"]), why)
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         pass  # nothing identifiable to retire; the file still goes
     try:
         path.replace(path.with_name(path.name + ".discarded"))
@@ -153,10 +153,10 @@ def pending_lines(db: sqlite_utils.Database | None = None) -> list[str]:
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            evidence = PairedEvidence.from_dict(data["candidate"]["evidence"])
+            evidence = PendingCandidate.from_dict(data["candidate"]).evidence
             s = evidence_figures(evidence, GateConfig.anytime())
             target = str(data["target"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             lines.append(f"pending evidence: {path.name} is damaged; the next night discards it")
             continue
         need = s.get("more_items_needed")

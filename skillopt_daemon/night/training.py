@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.core.config import Settings
+from skillopt_daemon.core.config import NightSettings, Settings
 from skillopt_daemon.night import seeding
 from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
@@ -435,10 +435,15 @@ def _replay_tasks(
 
 
 def env_gate(settings: Settings, confidence: float | None = None) -> GateConfig:
+    """The night's gate from the user's settings (`night_gate`)."""
+    return night_gate(settings.night, confidence)
+
+
+def night_gate(night: NightSettings, confidence: float | None = None) -> GateConfig:
     """The night's gate, from `night.gate`, `gate_repeats`, `gate_confidence` and `gate_likely_confidence`:
     with the default `sequential`, the library's anytime-valid gate (`GateConfig.anytime()`). `confidence`
-    overrides the setting (the ledger's, when a question was first asked at a stricter level)."""
-    night = settings.night
+    overrides the setting (the ledger's, when a question was first asked at a stricter level). This is the
+    configuration `benchmarks/gate.py` measures."""
     conf = night.gate_confidence if confidence is None else confidence
     if night.gate != "sequential":
         return GateConfig(kind=night.gate, repeats=night.gate_repeats, confidence=conf)

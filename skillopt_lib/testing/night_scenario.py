@@ -142,9 +142,6 @@ class World:
             "optimizer.api_key_env": OPT_KEY_ENV,
             "optimizer.max_retries": "0",
             "night.include_automation": "true",
-            "night.min_tasks": "4",
-            # Small families: half of the tasks validate, so the gate has enough items to be sure.
-            "night.split_ratios": "[0.25, 0.5, 0.25]",
             "replay.max_parallel": "2",
             "replay.timeout_s": "120",
             "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),

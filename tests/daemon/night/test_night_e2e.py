@@ -76,14 +76,18 @@ def test_a_no_op_edit_is_rejected_by_the_gate(sessions_home: World) -> None:
     assert json.loads(w.skillopt("status", "--json").stdout)["pending"]["items"] == []
 
 
-def test_a_budget_cap_stops_the_night_cleanly(sessions_home: World) -> None:
+def test_a_budget_too_small_for_the_plan_spends_nothing_and_says_so(sessions_home: World) -> None:
+    """The night plans a target's replays before it spends any: a budget that cannot finish the plan leaves
+    the target waiting (first in line next night) instead of half-measuring a candidate."""
     w = restore(sessions_home)
     w.configure("opt-useful", max_replays=3)
     report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
     (outcome,) = report["skills"]
-    assert outcome["status"] == "budget", outcome
-    assert "replay cap (3)" in outcome["reason"]
-    assert report["spend"]["replays"] == 3
+    assert outcome["status"] == "waited", outcome
+    assert "the night has 3 left (night.max_replays)" in outcome["reason"]
+    assert report["spend"]["replays"] == 0
+    status = w.skillopt("status").stdout
+    assert "report-writer: waited" in status
     assert json.loads(w.skillopt("status", "--json").stdout)["pending"]["items"] == []
     history = json.loads(w.skillopt("sleep", "history", "--json").stdout)
     assert history[0]["status"] in ("completed", "budget")
