@@ -343,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated noise models")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated validation sizes")
+    parser.add_argument(
+        "--sizes", default="", help="comma-separated validation sizes (--nightly: family sizes, 4,5,6,8,12)"
+    )
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     parser.add_argument(
         "--nightly", action="store_true", help="the night's gate on a new user's families (see the docstring)"
@@ -356,15 +358,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         parser.error(f"unknown noise model(s): {', '.join(unknown)}")
-    sizes = [int(x) for x in args.sizes.split(",") if x]
+    sizes = [int(x) for x in args.sizes.split(",") if x] or list(FAMILY_SIZES if args.nightly else SIZES)
     started = time.monotonic()
     if args.nightly:
-        families = [s for s in sizes if s in FAMILY_SIZES] or list(FAMILY_SIZES)
         jobs = [
             (g, m, size, args.per_night, args.cluster, args.trials, args.seed)
             for g in args.gates.split(",")
             for m in models
-            for size in families
+            for size in sizes
         ]
         with ProcessPoolExecutor(max(1, args.workers)) as pool:
             nightly_rows = list(pool.map(nightly_cell, jobs))

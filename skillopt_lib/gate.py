@@ -19,8 +19,8 @@ any replay whether a split can ever decide (k changed items reach at best p = 2^
 The sequential gate has two tests. `sign-flip` (the library's default, for training runs on a benchmark):
 the exact test above, spending its error rate over a fixed number of sessions. `e-value` (the nightly
 default, `GateConfig.anytime()`): an anytime-valid betting test for evidence that keeps arriving. Each item
-(near-duplicates merged into one: `clusters`) multiplies a bettor's wealth by 1 + lambda * d, d the item's
-mean paired difference; the e-value is a fixed mixture of two bets (lambda 1 and 1/2). Under "the edit has no
+(near-duplicates merged into one: `clusters`) multiplies a bettor's wealth by 1 + lambda * sign(d), d the
+item's mean paired difference; the e-value is a fixed mixture of two bets (lambda 1 and 1/2). Under "the edit has no
 effect" every item's difference is symmetric about zero, so the wealth is a test martingale and, by Ville's
 inequality, reaches 1/a with probability at most a *however many sessions look at it*: the evidence can be
 kept and extended night after night, never spent or thrown away for being small. An item counts once: items
@@ -470,21 +470,24 @@ def plan_gate(n_items: int, cfg: GateConfig, share: float | None = None) -> Gate
 
 
 # ------------------------------------------------------------------------------ the e-value test
-# A fixed mixture of two bets on "the candidate is better": all-in (lambda 1: with pass/fail scores, k items
-# that improve give a wealth of 2^k, as strong as the exact test) and a cautious half bet that survives an item
-# that got worse. Fixed before any evidence, so the mixture is itself a test martingale.
+# A fixed mixture of two bets on "the candidate is better", on the *sign* of each item's difference: all-in
+# (lambda 1: k items that improve give a wealth of 2^k, as strong as the exact test when every item moves) and a
+# cautious half bet that survives an item that got worse. Betting on the sign rather than the size keeps the
+# power of a noisy agent's small gains (an item that improved in one of three pairs counts as fully as one that
+# improved in all). Fixed before any evidence, so the mixture is itself a test martingale.
 BETS: tuple[tuple[float, float], ...] = ((1.0, 0.75), (0.5, 0.25))
 
 
 def e_value(diffs: Sequence[float]) -> float:
-    """The bettor's wealth after items with these paired differences (each clipped to [-1, 1]).
+    """The bettor's wealth after items with these paired differences (items that tie do not bet).
 
-    Under "the edit has no effect" each difference is symmetric about zero, so every factor 1 + lambda * d
-    has mean 1 and the wealth is a nonnegative martingale over items: P(it ever reaches 1/a) <= a (Ville's
-    inequality), whenever and however often it is looked at. 1 / e_value is therefore an anytime-valid p-value.
+    Under "the edit has no effect" the arms are exchangeable within an item, so given its size each item's
+    difference is as likely negative as positive: every factor 1 + lambda * sign(d) has mean 1 and the wealth
+    is a nonnegative martingale over items, P(it ever reaches 1/a) <= a (Ville's inequality), whenever and
+    however often it is looked at. 1 / e_value is therefore an anytime-valid p-value.
     """
-    clipped = [max(-1.0, min(1.0, d)) for d in diffs]
-    return sum(w * math.prod(1.0 + lam * d for d in clipped) for lam, w in BETS)
+    signs = [1.0 if d > 0 else -1.0 for d in diffs if d != 0]
+    return sum(w * math.prod(1.0 + lam * s for s in signs) for lam, w in BETS)
 
 
 def evalue_items_needed(diffs: Sequence[float], alpha: float, limit: int = 10_000) -> int:

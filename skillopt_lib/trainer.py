@@ -665,6 +665,7 @@ class Trainer:
             record["accepted"] = decision.accepted
             record["reason"] = decision.reason
             record["changed_tokens"] = bundle_changed_tokens(incumbent, candidate)
+            record["candidate_hash"] = candidate.content_hash
             if decision.accepted:
                 self._accept(state, candidate, applied, decision)
             else:

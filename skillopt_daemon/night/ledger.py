@@ -12,6 +12,7 @@ A *target* is what a night improves: an installed skill (its name) or a family's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlite_utils
@@ -29,9 +30,15 @@ def new_skill_target(family_id: str) -> str:
 class StoreLedger:
     """A `skillopt_lib.gate.GateLedger` for one target, kept in the store's `gate_ledger` table."""
 
-    def __init__(self, db: sqlite_utils.Database, target: str) -> None:
+    def __init__(
+        self, db: sqlite_utils.Database, target: str, may_reopen: Callable[[str], bool] | None = None
+    ) -> None:
+        """`may_reopen(candidate_hash)`: whether a candidate already decided may be asked about again (a text
+        the user took back, once the evidence behind it grew materially); it is then charged the next share,
+        like a new candidate, so asking again never buys a fresh budget."""
         self.db = db
         self.target = target
+        self.may_reopen = may_reopen
 
     def _rows(self, incumbent_hash: str) -> list[dict[str, Any]]:
         return list(
@@ -55,11 +62,22 @@ class StoreLedger:
 
     def share(self, incumbent_hash: str, candidate_hash: str, cfg: GateConfig) -> float | None:
         rows = self._rows(incumbent_hash)
-        for row in rows:
-            if row["candidate_hash"] == candidate_hash:
-                return float(row["share"]) if row["outcome"] == "pending" else None
-        index = len(rows)
+        index = max((int(r["idx"]) for r in rows), default=-1) + 1
         share = cfg.candidate_share(index)
+        for row in rows:
+            if row["candidate_hash"] != candidate_hash:
+                continue
+            if row["outcome"] == "pending":
+                return float(row["share"])
+            if self.may_reopen is None or not self.may_reopen(candidate_hash):
+                return None
+            with self.db.conn:
+                self.db.execute(
+                    f"UPDATE {TABLE} SET idx = ?, share = ?, outcome = 'pending', tested_at = ?, decided_at = NULL "
+                    "WHERE target = ? AND incumbent_hash = ? AND candidate_hash = ?",
+                    [index, share, utcnow_iso(), self.target, incumbent_hash, candidate_hash],
+                )
+            return share
         with self.db.conn:
             self.db.table(TABLE).insert(
                 {

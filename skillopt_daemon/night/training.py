@@ -31,7 +31,7 @@ from skillopt_daemon.night.ledger import StoreLedger, new_skill_target
 from skillopt_daemon.night.pending import Carried, load_pending, store_pending
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.night.retracted import blocks, retracted
+from skillopt_daemon.night.retracted import Retraction, blocks, retracted
 from skillopt_daemon.night.runs import last_run, night_dir
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
@@ -39,6 +39,7 @@ from skillopt_lib.backends import create_backend
 from skillopt_lib.config import TrainConfig
 from skillopt_lib.gate import GateConfig, PairedEvidence, plan_gate, sequential_decision
 from skillopt_lib.judge import LeakGuard
+from skillopt_lib.runfiles import read_history
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
 
@@ -282,7 +283,13 @@ def _train_and_propose(
         carried = load_pending(ctx.db, target, ctx.report.warnings)
     if carried is not None and carried.pending.incumbent_hash != incumbent.content_hash:
         carried = None  # measured against a version that is no longer the incumbent
-    ledger = StoreLedger(ctx.db, target)
+    took_back = retracted(ctx.registry)
+
+    def may_reopen(candidate_hash: str) -> bool:
+        found = took_back.get(candidate_hash)
+        return found is not None and not blocks(found, len(tasks))
+
+    ledger = StoreLedger(ctx.db, target, may_reopen)
     gate = env_gate(
         ctx.settings, ledger.confidence(incumbent.content_hash, ctx.settings.night.gate_confidence)
     )
@@ -341,6 +348,10 @@ def _train_and_propose(
             outcome.needs = _needs_text(result.pending.evidence.to_dict(), gate)
             return outcome
         outcome.reason = "no candidate passed the gate"
+        retried = _retried(took_back, result.run_dir)
+        if retried:
+            outcome.status = "retracted"
+            outcome.reason = f"{retried}; not proposed again until its tasks grow"
         gamed = env.gaming()
         if gamed:
             outcome.reason += "; replays that gamed their check failed: " + "; ".join(gamed[:3])
@@ -349,14 +360,14 @@ def _train_and_propose(
     if not ok:
         outcome.status, outcome.reason = "leak", why
         return outcome
-    took_back = retracted(ctx.registry).get(best.content_hash)
-    if took_back is not None and blocks(took_back, len(tasks)):
+    again = took_back.get(best.content_hash)
+    if again is not None and blocks(again, len(tasks)):
         outcome.status = "retracted"
-        outcome.reason = f"{took_back.describe()}; not proposed again until its tasks grow"
+        outcome.reason = f"{again.describe()}; not proposed again until its tasks grow"
         return outcome
     found = evidence(result, env, incumbent, best, tasks, ctx.budget, tool)
-    if took_back is not None:
-        found["same_as_retracted"] = took_back.describe()
+    if again is not None:
+        found["same_as_retracted"] = again.describe()
     outcome.tier = found.get("tier")
     if new_family is not None:
         found.update(new_skill=True, family=seeding.family_record(new_family))
@@ -366,6 +377,16 @@ def _train_and_propose(
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
     return _propose(ctx, outcome, best, found, parent)
+
+
+def _retried(took_back: dict[str, Retraction], run_dir: Path) -> str | None:
+    """When tonight's candidate was one the user already took back (the ledger refused to test it again):
+    what it was, in the user's terms."""
+    for rec in read_history(run_dir):
+        found = took_back.get(str(rec.get("candidate_hash") or ""))
+        if found is not None:
+            return found.describe()
+    return None
 
 
 def _needs_text(evidence: dict[str, Any], gate: GateConfig) -> str:

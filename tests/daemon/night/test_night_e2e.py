@@ -28,6 +28,8 @@ from skillopt_lib.testing.night_scenario import (
 )
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
+pytestmark = pytest.mark.timeout(1200)
+
 TEAMS = ["platform", "billing", "search", "mobile", "infra", "growth", "design", "sales"]
 
 
@@ -91,3 +93,66 @@ def test_a_budget_too_small_for_the_plan_spends_nothing_and_says_so(sessions_hom
     assert json.loads(w.skillopt("status", "--json").stdout)["pending"]["items"] == []
     history = json.loads(w.skillopt("sleep", "history", "--json").stdout)
     assert history[0]["status"] in ("completed", "budget")
+
+
+def _night(w: World) -> dict:  # type: ignore[type-arg]
+    return json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
+
+
+def _proposal(report: dict) -> str:  # type: ignore[type-arg]
+    (outcome,) = report["skills"]
+    assert outcome["status"] == "proposed", outcome
+    assert outcome["tier"] in ("proven", "likely")
+    return str(outcome["proposal_id"])
+
+
+def test_a_rejected_proposal_is_not_proposed_again_and_a_rerun_buys_no_fresh_budget(
+    sessions_home: World,
+) -> None:
+    """The user rejects the night's proposal; running the night again the same day asks the same question
+    again: the gate's ledger refuses to test that candidate a second time and the night says why."""
+    w = restore(sessions_home)
+    w.configure("opt-useful")
+    first = _proposal(_night(w))
+    w.skillopt("reject", first, "--reason", "not now")
+    again = _night(w)
+    (outcome,) = again["skills"]
+    assert outcome["status"] == "retracted", outcome
+    assert "which you rejected on" in outcome["reason"]
+    assert json.loads(w.skillopt("status", "--json").stdout)["pending"]["items"] == []
+
+
+def test_a_rolled_back_version_is_not_proposed_again(sessions_home: World) -> None:
+    w = restore(sessions_home)
+    w.configure("opt-useful")
+    first = _proposal(_night(w))
+    w.skillopt("approve", first)
+    w.skillopt("rollback", "report-writer")
+    (outcome,) = _night(w)["skills"]
+    assert outcome["status"] == "retracted", outcome
+    assert "which you rolled back on" in outcome["reason"]
+
+
+def test_the_night_trains_from_the_file_the_agent_reads(sessions_home: World) -> None:
+    """The approved rule is removed by hand from the installed SKILL.md. The night records the hand edit
+    before it replays and measures from the edited file (which fails the check again), so it proposes the
+    rule again on top of the user's edit instead of seeing "no improvement" against a version nobody reads."""
+    w = restore(sessions_home)
+    w.configure("opt-useful")
+    first = _proposal(_night(w))
+    w.skillopt("approve", first)
+    installed = w.home / ".claude" / "skills" / "report-writer" / "SKILL.md"
+    # the skill as the user first wrote it (the world's snapshot), plus a line of their own
+    snapshot_home = w.root.parent / f"{w.root.name}-snapshot" / "home"
+    original = snapshot_home / ".claude" / "skills" / "report-writer" / "SKILL.md"
+    assert "Reviewed-by" not in original.read_text()
+    installed.write_text(original.read_text() + "\nKeep the bullet points short.\n")
+    report = _night(w)
+    history = w.skillopt("history", "report-writer").stdout
+    assert "hand-edit" in history
+    (outcome,) = report["skills"]
+    assert outcome["baseline"] == 0.0, outcome
+    assert outcome["status"] == "proposed", outcome
+    # the proposal builds on the user's edit: their line is there, unchanged, next to the rule
+    diff = w.skillopt("diff", outcome["proposal_id"]).stdout
+    assert "Keep the bullet points short." in diff

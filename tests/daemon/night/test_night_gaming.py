@@ -29,6 +29,9 @@ from skillopt_lib.testing.night_scenario import World, restore, snapshot
 from skillopt_lib.testing.script import Match, Rule, Script, Step, ToolCall, bash, call
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
+# A whole night with the real agent CLI (and the sessions it learns from) takes minutes on a loaded machine.
+pytestmark = pytest.mark.timeout(1200)
+
 SKILL = "lint-fixer"
 CHECK = "make lint"
 CORRECTION = "no, fix the code itself: use logging instead of print"

@@ -31,6 +31,9 @@ from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.learning_night import LearningNight
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
+# A whole night with the real agent CLI (and the sessions it learns from) takes minutes on a loaded machine.
+pytestmark = pytest.mark.timeout(1200)
+
 FAMILIES = ("lint", "logging", "changelog")
 _TASK = re.compile(r"^### Task (\S+)$", re.M)
 _PREFERENCE = re.compile(r"^- '(.+)' · ", re.M)
