@@ -8,18 +8,31 @@ README examples. Where a benchmark offers the paper's revision as well (`scorer=
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
+import openpyxl
 import pytest
 from bench_helpers import answer_rule, scripted_chat
+from harness.fixtures import require
+from openpyxl.styles import Font, PatternFill
 
 from skillopt_lib.envs import load_env, scoring
 from skillopt_lib.envs.alfworld import load_alfworld
 from skillopt_lib.envs.livemath import load_livemath
 from skillopt_lib.envs.officeqa import officeqa_answer
 from skillopt_lib.envs.officeqa.reward import MAX_SEGMENTATIONS, score_answer
+from skillopt_lib.envs.spreadsheetbench.runner import (
+    LIBREOFFICE_HINT,
+    Recalculation,
+    compare_workbooks,
+    find_soffice,
+    needs_recalculation,
+)
 from skillopt_lib.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------- OfficeQA
@@ -226,6 +239,165 @@ def test_livemath_real_records_keep_the_correct_choice_apart_and_get_the_officia
         ("2511.00002v1::alt1", "E", ["other A", "other D", "other C", "other B", stronger]),
         ("2511.00003v1::orig", "D", ["second", "first", "fifth", "the third", "fourth"]),
     ]
+
+
+# ---------------------------------------------------------------------------------------------- SpreadsheetBench
+
+YELLOW = PatternFill("solid", fgColor="FFFF00")
+RED = Font(color="FF0000")
+
+# name -> (answer_position, output cells, answer cells, output styles, task id, official today, paper's)
+SPREADSHEET: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], str, bool, bool]] = {
+    "same values": ("A1:A2", {"A1": 5, "A2": "x"}, {"A1": 5, "A2": "x"}, {}, "1-1", True, True),
+    "another fill colour": ("A1", {"A1": 5}, {"A1": 5}, {"A1": ("fill", YELLOW)}, "2-1", True, True),
+    "another font colour": ("A1", {"A1": 5}, {"A1": 5}, {"A1": ("font", RED)}, "3-1", True, True),
+    "another fill colour, CF task": ("A1", {"A1": 5}, {"A1": 5}, {"A1": ("fill", YELLOW)}, "4-CF", True, False),
+    "answer formula without cached value": ("B1", {"A1": 10, "B1": 20}, {"A1": 10, "B1": "=A1*2"}, {}, "5-1", True, True),
+    "output formula without cached value": ("B1", {"A1": 10, "B1": "=A1*2"}, {"A1": 10, "B1": 20}, {}, "6-1", True, True),
+    "wrong output formula": ("B1", {"A1": 10, "B1": "=A1*3"}, {"A1": 10, "B1": 20}, {}, "7-1", False, False),
+    "a function the formulas engine lacks": ("B1", {"A1": 1234.5, "B1": "=DOLLAR(A1)"}, {"A1": 1234.5, "B1": "$1,234.50"}, {}, "8-1", True, True),
+    "a newer function without its file prefix": ("B1", {"A1": "a", "A2": "b", "B1": '=TEXTJOIN("-",TRUE,A1:A2)'}, {"A1": "a", "A2": "b", "B1": "a-b"}, {}, "21-1", False, False),
+    "boolean and 1": ("A1", {"A1": True}, {"A1": 1}, {}, "9-1", True, True),
+    "date and its serial number": ("A1", {"A1": dt.datetime(2024, 1, 2)}, {"A1": 45293}, {}, "10-1", True, True),
+    "number text and number": ("A1", {"A1": "12.50"}, {"A1": 12.5}, {}, "11-1", True, True),
+    "thousands text and number": ("A1", {"A1": "1,234"}, {"A1": 1234}, {}, "12-1", False, False),
+    "empty and empty text": ("A1:A2", {"A1": 1}, {"A1": 1, "A2": ""}, {}, "13-1", True, True),
+    "zero and empty": ("A1", {"A1": 0}, {}, {}, "14-1", False, False),
+    "rounded to 2 decimals": ("A1:A2", {"A1": 1.004, "A2": 2.0}, {"A1": 1.0, "A2": 2.0}, {}, "15-1", True, True),
+    "rounded apart": ("A1", {"A1": 1.006}, {"A1": 1.0}, {}, "16-1", False, False),
+    "time to the minute": ("A1", {"A1": dt.time(3, 4, 5)}, {"A1": "03:04"}, {}, "17-1", True, True),
+    "first range wrong, last right": ("A1,B1", {"A1": 1, "B1": 2}, {"A1": 9, "B1": 2}, {}, "18-1", False, True),
+    "both ranges right": ("A1,B1", {"A1": 9, "B1": 2}, {"A1": 9, "B1": 2}, {}, "19-1", True, True),
+    "named sheet missing": ("'Data 2'!A1", {"A1": 1}, {"A1": 1}, {}, "20-1", False, False),
+}  # fmt: skip
+# where the `formulas` engine computes what LibreOffice does not (or the reverse): the official result
+# comes from LibreOffice, so on this fallback these two cases disagree with it
+FORMULAS_ENGINE_DIFFERS = {"a function the formulas engine lacks", "a newer function without its file prefix"}
+
+
+def _spreadsheet_case(folder: Path, name: str) -> tuple[Path, Path, str, str]:
+    position, out_cells, want_cells, styles, task, _, _ = SPREADSHEET[name]
+    folder.mkdir(parents=True)
+    paths = []
+    for kind, cells in (("output", out_cells), ("answer", want_cells)):
+        wb = openpyxl.Workbook()
+        ws = wb.active
+        ws.title = "Sheet1"
+        if kind == "answer" and "Data 2" in position:
+            wb.create_sheet("Data 2")["A1"] = 1
+        for ref, value in cells.items():
+            ws[ref] = value
+        for ref, (attr, style) in styles.items() if kind == "output" else ():
+            setattr(ws[ref], attr, style)
+        paths.append(folder / f"1_{task}_{kind}.xlsx")
+        wb.save(paths[-1])
+    return paths[0], paths[1], position, task
+
+
+def _spreadsheet_results(tmp_path: Path, recalc: Recalculation, scorer: str) -> dict[str, bool]:
+    cases = {name: _spreadsheet_case(tmp_path / f"case{n}", name) for n, name in enumerate(SPREADSHEET)}
+    books = [
+        book
+        for out, ans, position, _ in cases.values()
+        for book in (out, ans)
+        if needs_recalculation(book, position, answer=ans)
+    ]
+    recalc.formula_values(books)  # one LibreOffice (or engine) run for all of them, as a rollout does
+    return {
+        name: compare_workbooks(
+            out, ans, position, recalc=recalc, scorer=scorer, colours=scorer == "paper" and "CF" in task
+        )
+        == []
+        for name, (out, ans, position, task) in cases.items()
+    }
+
+
+@pytest.fixture
+def soffice() -> str:
+    found = find_soffice()
+    require(found is not None, f"LibreOffice is not installed: {LIBREOFFICE_HINT}")
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize("scorer", ["current", "paper"])
+def test_spreadsheet_cases_with_libreoffice_give_the_official_results(
+    tmp_path: Path, soffice: str, scorer: str
+) -> None:
+    recalc = Recalculation("libreoffice", soffice)
+    assert recalc.engine == "libreoffice"
+    want = {name: case[5 if scorer == "current" else 6] for name, case in SPREADSHEET.items()}
+    assert _spreadsheet_results(tmp_path, recalc, scorer) == want
+
+
+def test_spreadsheet_cases_with_the_formulas_engine_differ_only_where_the_engines_do(tmp_path: Path) -> None:
+    recalc = Recalculation("formulas")
+    got = _spreadsheet_results(tmp_path, recalc, "current")
+    want = {name: case[5] != (name in FORMULAS_ENGINE_DIFFERS) for name, case in SPREADSHEET.items()}
+    assert got == want
+
+
+def test_libreoffice_keeps_every_value_that_needs_no_recalculation(tmp_path: Path, soffice: str) -> None:
+    """Why only workbooks with uncached compared formulas are converted: LibreOffice's round trip keeps
+    the other values as the comparison sees them."""
+    values = [
+        1,
+        2.5,
+        1 / 3,
+        "text",
+        "",
+        True,
+        False,
+        dt.datetime(2024, 1, 2, 13, 5),
+        dt.time(3, 4, 5),
+        "12.50",
+    ]
+    book = tmp_path / "types.xlsx"
+    wb = openpyxl.Workbook()
+    for row, value in enumerate(values, 1):
+        wb.active.cell(row, 1).value = value
+    wb.active["B1"] = "=A1+1"  # makes LibreOffice convert the file
+    wb.save(book)
+    recalc = Recalculation("libreoffice", soffice)
+    assert recalc.formula_values([book])[book] == {"Sheet": {"B1": 2}}
+    converted = tmp_path / "converted"
+    subprocess.run(
+        [soffice, f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}", "--headless", "--norestore",
+         "--calc", "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(converted), str(book)],
+        check=True, capture_output=True, timeout=180,
+    )  # fmt: skip
+    again = openpyxl.load_workbook(converted / "types.xlsx", data_only=True).active
+    before = openpyxl.load_workbook(book, data_only=True).active
+    for row in range(1, len(values) + 1):
+        assert scoring.cells_match(again.cell(row, 1).value, before.cell(row, 1).value), values[row - 1]
+
+
+def test_spreadsheet_environment_reports_the_recalculation_engine_it_used(
+    tmp_path: Path, soffice: str
+) -> None:
+    env = load_env("spreadsheetbench", sample=True)
+    fallback = load_env("spreadsheetbench", sample=True, recalc="formulas")
+    assert env.recalc.engine == "libreoffice" and fallback.recalc.engine == "formulas"
+    items = {i.id: i for i in (*env.splits().train, *env.splits().val, *env.splits().test)}
+    item = items["101-1"]
+    program = (
+        "import sys, openpyxl\nwb = openpyxl.load_workbook(sys.argv[1])\nws = wb.active\n"
+        "for r in range(2, ws.max_row + 1):\n    ws.cell(r, 4).value = f'=B{r}+C{r}'\nwb.save(sys.argv[2])\n"
+    )
+    with scripted_chat([answer_rule("f", item.data["instruction"], f"```python\n{program}```")]) as (
+        _s,
+        agent,
+    ):
+        with_lo = env.run(item, env.seed_skill(), agent)
+        with_engine = fallback.run(item, fallback.seed_skill(), agent)
+    assert (with_lo.hard, with_engine.hard) == (1.0, 1.0), (with_lo.feedback, with_engine.feedback)
+    assert with_lo.details == {"passed": 3, "cases": 3, "recalc": "libreoffice", "recalculated": 3}
+    assert with_engine.details == {"passed": 3, "cases": 3, "recalc": "formulas", "recalculated": 3}
+    with pytest.raises(ConfigError) as err:
+        load_env("spreadsheetbench", sample=True, recalc="libreoffice", soffice=str(tmp_path / "no-soffice"))
+    assert "libreoffice-calc-nogui" in (err.value.hint or "")
+    with pytest.raises(ConfigError, match="scorer"):
+        load_env("spreadsheetbench", sample=True, scorer="2025")
 
 
 # ---------------------------------------------------------------------------------------------- ALFWorld
