@@ -1,14 +1,15 @@
-"""Scoring shared by the built-in benchmarks, written to match each benchmark's official metric.
+"""Scoring shared by the built-in benchmarks, each rule following the benchmark's official scoring code.
 
 Scores decide which skill edits survive the gate, so a scorer that is slightly off (a missing article rule,
-a comma in a number, a float printed as 3.0000001) quietly trains the skill toward the scorer's bug.
-Every function here is unit-tested against hand-checked examples in `tests/lib/envs/test_bench_scoring.py`.
+a comma in a number, a float printed as 3.0000001) quietly trains the skill toward the scorer's bug. Each
+function names the official code it follows and the revision it was compared against; docs/benchmarks.md
+lists them with every deliberate difference, and `tests/lib/envs/test_bench_official_agreement.py` runs the
+official files' own examples and the cases where an earlier version of these rules disagreed.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import re
 import string
 from collections import Counter
@@ -16,15 +17,20 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 # --------------------------------------------------------------------------------------------------
-# SQuAD-style text answers (SearchQA, OfficeQA fallback)
+# SQuAD-style text answers (SearchQA)
 # --------------------------------------------------------------------------------------------------
+#
+# SearchQA's release ships no scorer; its published exact match and F1 are the SQuAD v1.1 metrics, which
+# the MRQA shared task's `mrqa_official_eval.py` (mrqa/MRQA-Shared-Task-2019 at 59ed9b1, 2019-04-29) uses
+# for SearchQA. Under v1.1 an answer that normalizes to nothing ('The The') has F1 0 even against itself
+# (SQuAD v2.0 gives 1); exact match still counts it equal.
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
-    """The official SQuAD normalization: lower case, drop punctuation and articles, collapse spaces."""
+    """The SQuAD v1.1 normalization: lower case, drop punctuation, then the articles, collapse spaces."""
     text = text.lower()
     text = "".join(ch for ch in text if ch not in _PUNCT)
     text = _ARTICLES.sub(" ", text)
@@ -38,9 +44,7 @@ def exact_match(prediction: str, golds: Iterable[str]) -> float:
 
 
 def _f1_tokens(pred_tokens: Sequence[str], gold_tokens: Sequence[str]) -> float:
-    if not pred_tokens or not gold_tokens:
-        # SQuAD: if either is empty, F1 is 1 when both are empty, else 0.
-        return 1.0 if pred_tokens == gold_tokens else 0.0
+    # SQuAD v1.1: no token in common (also when both are empty) is 0.
     common = Counter(pred_tokens) & Counter(gold_tokens)
     same = sum(common.values())
     if same == 0:
@@ -51,7 +55,7 @@ def _f1_tokens(pred_tokens: Sequence[str], gold_tokens: Sequence[str]) -> float:
 
 
 def token_f1(prediction: str, golds: Iterable[str]) -> float:
-    """SQuAD token F1 over normalized answers, the best over the gold answers."""
+    """SQuAD v1.1 token F1 over normalized answers, the best over the gold answers."""
     pred_tokens = normalize_answer(prediction).split()
     scores = [_f1_tokens(pred_tokens, normalize_answer(g).split()) for g in golds]
     return max(scores, default=0.0)
@@ -60,6 +64,13 @@ def token_f1(prediction: str, golds: Iterable[str]) -> float:
 # --------------------------------------------------------------------------------------------------
 # ANLS (DocVQA)
 # --------------------------------------------------------------------------------------------------
+#
+# The DocVQA evaluation script the challenge site (rrc.cvc.uab.es, ch=17) and docvqa.org hand out, compared
+# as kept in QwenLM/Qwen-VL `eval_mm/infographicsvqa_eval.py` (e6bbb9d, 2023-08-25): both answers are
+# lower-cased with surrounding and repeated spaces removed, the edit distance of those is divided by the
+# longer of the two answers *as given* (before that clean-up; `len(s.upper())`), and a question scores
+# 1 - the smallest such distance over its gold answers, or 0 when that is below the 0.5 threshold (so a
+# distance of exactly half scores 0.5).
 
 
 def levenshtein(a: str, b: str) -> int:
@@ -78,63 +89,27 @@ def levenshtein(a: str, b: str) -> int:
 
 
 def _anls_normalize(text: str) -> str:
-    # The DocVQA evaluation compares lower-cased answers with surrounding and repeated spaces removed.
     return " ".join(text.strip().lower().split())
 
 
 def anls(prediction: str, golds: Iterable[str], threshold: float = 0.5) -> float:
-    """Average Normalized Levenshtein Similarity for one question (the DocVQA metric).
-
-    Similarity to a gold answer is 1 - distance / max(len); below `1 - threshold` it counts as 0, so a
-    wrong answer that happens to share letters earns nothing. The best gold answer counts.
-    """
+    """Average Normalized Levenshtein Similarity of one question (the DocVQA metric), by the official
+    script's arithmetic (see above); a wrong answer that happens to share letters earns nothing."""
     pred = _anls_normalize(prediction)
-    best = 0.0
+    distances = []
     for gold in golds:
-        g = _anls_normalize(gold)
-        longest = max(len(pred), len(g))
-        if longest == 0:
-            return 1.0
-        nl = levenshtein(pred, g) / longest
-        score = 1.0 - nl if nl < threshold else 0.0
-        best = max(best, score)
-    return best
+        length = max(len(gold.upper()), len(prediction.upper()))
+        distances.append(0.0 if length == 0 else levenshtein(_anls_normalize(gold), pred) / length)
+    if not distances:
+        return 0.0
+    score = 1 - min(distances)
+    return 0.0 if score < threshold else score
 
 
 # --------------------------------------------------------------------------------------------------
-# Numbers with commas and units (OfficeQA)
+# Numbers with commas and units (OfficeQA's soft score; its hard score is `envs/officeqa/reward.py`)
 # --------------------------------------------------------------------------------------------------
-#
-# The rules of the official OfficeQA scorer (`score_answer` in the benchmark's reward module):
-#
-# - Unicode minus signs read as '-', and every comma is dropped before numbers are read.
-# - A number is an optional '-', digits, an optional '.' and more digits, an optional '%'. Currency signs
-#   and parentheses are not part of it: '(3.2)' is +3.2, and '.5' is read as 5.
-# - Units ('million', '%') are not applied: '543 million' and '543' are the same answer, '543000000' is not.
-# - A gold answer with one number matches when *any* number in the prediction is within the relative
-#   tolerance (0 by default: equal). Year-like numbers (integers 1900-2100) in the prediction are skipped,
-#   unless the gold number is year-like itself or the gold answer has words besides numbers and units.
-# - A gold answer with several numbers matches when every one of them is found in the prediction.
-# - When the gold answer has words besides numbers and units ('March 1977'), those words must also appear in
-#   the prediction (or the prediction's words in the gold answer's).
-# - When either side has no number, the gold text (lower case, quotes and parenthetical parts removed) must
-#   be contained in the prediction's.
 
-_OQA_NUMBER = re.compile(r"-?\d+\.?\d*%?")
-_OQA_UNIT_WORDS = (
-    "trillion",
-    "trillions",
-    "billion",
-    "billions",
-    "million",
-    "millions",
-    "thousand",
-    "thousands",
-    "hundred",
-    "hundreds",
-    "percent",
-    "percentage",
-)
 _UNIT_WORDS = (
     "percent",
     "percentage points",
@@ -151,72 +126,6 @@ _UNIT_WORDS = (
 )
 
 
-def _oqa_text(text: str) -> str:
-    return text.replace("\u2212", "-")
-
-
-def parse_numbers(text: str) -> list[float]:
-    """Every number in `text` as the official OfficeQA scorer reads it (commas dropped, signs only as '-')."""
-    out: list[float] = []
-    for m in _OQA_NUMBER.finditer(_oqa_text(text).replace(",", "")):
-        raw = m.group(0).rstrip("%")
-        if raw in ("", "-"):
-            continue
-        out.append(float(raw))
-    return out
-
-
-def _is_year(value: float) -> bool:
-    return 1900 <= value <= 2100 and value == int(value)
-
-
-def _significant_words(text: str) -> str:
-    """What is left of an answer without numbers, commas, unit words and punctuation ('' if under 2 chars)."""
-    cleaned = _OQA_NUMBER.sub("", _oqa_text(text).lower()).replace(",", "")
-    for word in _OQA_UNIT_WORDS:
-        cleaned = re.sub(rf"\b{word}\b", "", cleaned)
-    cleaned = " ".join(re.sub(r"[^\w\s]", " ", cleaned).split())
-    return cleaned if len(cleaned) >= 2 else ""
-
-
-def _words_agree(gold: str, prediction: str) -> bool:
-    gold_words = _significant_words(gold)
-    if not gold_words:
-        return True
-    pred_words = _significant_words(prediction)
-    if not pred_words:
-        return False
-    return gold_words in pred_words or pred_words in gold_words
-
-
-def _close(gold: float, pred: float, tolerance: float) -> bool:
-    if gold == 0:
-        return pred == 0
-    return abs(gold - pred) / abs(gold) <= tolerance
-
-
-def officeqa_match(gold: str, prediction: str, tolerance: float = 0.0) -> bool:
-    """Whether `prediction` answers a question whose official answer is `gold`, by the official rules."""
-    if not gold.strip() or not prediction.strip():
-        return False
-    gold_numbers = parse_numbers(gold)
-    pred_numbers = parse_numbers(prediction)
-    if gold_numbers and pred_numbers:
-        words_ok = _words_agree(gold, prediction)
-        if len(gold_numbers) > 1:
-            keep_years = any(_is_year(g) for g in gold_numbers)
-            candidates = [p for p in pred_numbers if keep_years or not _is_year(p)]
-            return words_ok and all(any(_close(g, p, tolerance) for p in candidates) for g in gold_numbers)
-        target = gold_numbers[0]
-        skip_years = not (_is_year(target) or _significant_words(gold))
-        return words_ok and any(
-            _close(target, p, tolerance) for p in pred_numbers if not (skip_years and _is_year(p))
-        )
-    gold_text = re.sub(r"\([^)]*\)", "", gold.strip().lower().strip("\"'")).strip()
-    pred_text = re.sub(r"\([^)]*\)", "", prediction.strip().lower().strip("\"'")).strip()
-    return gold_text in pred_text
-
-
 def normalize_number_text(text: str) -> str:
     """Text with units and thousands separators removed, so '$1,234 million' reads '1234'."""
     t = text.lower().replace("−", "-")
@@ -225,16 +134,6 @@ def normalize_number_text(text: str) -> str:
     for word in sorted(_UNIT_WORDS, key=len, reverse=True):
         t = re.sub(rf"\b{re.escape(word)}\b", " ", t)
     return normalize_answer(t)
-
-
-def numbers_equal(a: float, b: float, rel_tol: float = 1e-9) -> bool:
-    return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-9)
-
-
-def numeric_exact_match(prediction: str, golds: Iterable[str], rel_tol: float = 0.0) -> float:
-    """OfficeQA's hard score: 1.0 when `officeqa_match` accepts the prediction for any gold answer.
-    `rel_tol` is the official scorer's relative tolerance (0: numbers must be equal)."""
-    return 1.0 if any(officeqa_match(g, prediction, rel_tol) for g in golds) else 0.0
 
 
 def numeric_token_f1(prediction: str, golds: Iterable[str]) -> float:
@@ -247,7 +146,9 @@ def numeric_token_f1(prediction: str, golds: Iterable[str]) -> float:
 # Spreadsheet cells (SpreadsheetBench)
 # --------------------------------------------------------------------------------------------------
 #
-# The value rules of SpreadsheetBench's official evaluation (`transform_value` / `compare_cell_value`):
+# The value rules of SpreadsheetBench's official evaluation (`transform_value` / `compare_cell_value` in
+# RUCKBReasoning/SpreadsheetBench `evaluation/evaluation.py`, unchanged from the paper's release aa92f06,
+# 2024-06-24, to e2758ac, 2025-10-09, the newest change to the file):
 #
 # - Numbers, booleans included (Python's True is the integer 1), are rounded to 2 decimals as floats.
 # - A date-time becomes its Excel serial day number (days since 1899-12-30), rounded to a whole day, so a
@@ -381,20 +282,19 @@ def _clean(text: str) -> str:
 
 
 def extract_choice_label(text: str, labels: Sequence[str]) -> str | None:
-    """The choice label ('A'...'E') a reply settles on, or None when it names none or several at once.
-
-    Read from the final answer: a lone label ('C', '(C)', 'c.'), else a label that opens the answer
-    ('B. Because ...'), else the only standalone capital label in it ('the answer is D').
-    """
-    answer = extract_final_answer(text).strip()
-    wanted = {label.upper() for label in labels}
-    m = re.fullmatch(r"[\(\[]?\s*([A-Za-z])\s*[\)\].:]?", answer)
-    if m and m.group(1).upper() in wanted:
-        return m.group(1).upper()
-    m = re.match(r"[\(\[]?([A-Z])[\)\].:](?:\s|$)", answer)
-    if m and m.group(1) in wanted:
-        return m.group(1)
-    found = set(re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", answer)) & wanted
-    if len(found) == 1:
-        return found.pop()
-    return None
+    """The choice label a reply gives, read as LiveMathematicianBench's `eval.py` reads it
+    (BaohaoLiao/LiveMathematicianBench at 1462443, scoring unchanged since a6f7188): the last
+    `\\boxed{X}`, else a reply that is one letter (either case), else the last standalone capital label
+    anywhere in the reply; None when there is none. The official file's labels are A-E; a record with a
+    different number of choices uses its own labels."""
+    letters = "".join(re.escape(label) for label in labels if len(label) == 1)
+    if not letters:
+        return None
+    reply = text.strip()
+    boxed = re.findall(rf"\\boxed\{{([{letters}])\}}", reply)
+    if boxed:
+        return str(boxed[-1])
+    if len(reply) == 1 and reply.upper() in labels:
+        return reply.upper()
+    standalone = re.findall(rf"\b([{letters}])\b", reply)
+    return str(standalone[-1]) if standalone else None

@@ -57,7 +57,12 @@ def load_alfworld(root: Path, task_types: tuple[str, ...] = TASK_TYPES) -> list[
     """Every trial folder (holding `traj_data.json`) below `root`. The split is the top-level folder name
     under `json_2.1.1` (train, valid_seen -> val, valid_unseen -> test). As ALFWorld's own loader does,
     movable and sliced trials, trials of other task types and trials whose game is missing or not
-    recorded as solvable are skipped. `task_types` narrows the six task types further."""
+    recorded as solvable are skipped. `task_types` narrows the six task types further.
+
+    ALFWorld's loader (`alfred_tw_env.py` at alfworld/alfworld ca98194, 2025-07-22) looks for 'movable'
+    and 'Sliced' in the trial folder's whole path; here only the part inside the data folder counts, so a
+    data folder that happens to sit below, say, `~/movable-disk/` still loads. The official task folders
+    carry these words in their own names, so the game set is the same."""
     items: list[Item] = []
     for traj in sorted(root.rglob("traj_data.json")):
         folder = traj.parent

@@ -1,8 +1,10 @@
 """LiveMathematicianBench: research-level mathematics as five-way multiple choice.
 
-Choices are shuffled per item with a seed fixed by the run seed and the item id, so a model cannot learn a
-position bias from the data files and every run with the same seed shows the same order. Hard and soft
-score are both label accuracy.
+Choices are laid out and shuffled as the official `eval/eval.py` does (BaohaoLiao/LiveMathematicianBench
+at 1462443): the correct choice, which the released files keep apart from the wrong ones, first, then the
+wrong ones, shuffled with `random.Random(seed + n)` for the record at position n of its file. With the
+default seed (42, as there) a model sees the labels the official harness shows. The reply is read as there
+too (`scoring.extract_choice_label`). Hard and soft score are both label accuracy.
 """
 
 from __future__ import annotations
@@ -38,11 +40,14 @@ def _choice_text(choice: Any) -> str:
 
 
 def _choices_of(rec: dict[str, Any], where: str) -> tuple[list[str], int]:
-    """The choice texts in file order and the index of the correct one.
+    """The choice texts in the official order before shuffling, and the index of the correct one.
 
     Two shapes are read: flat (`choices` a list of texts or a mapping of label to text, `correct_choice` a
     label, a text or an index) and the nested one of the released files (`mcq: {question, choices,
-    correct_choice}`, with choices as `{label, text}` objects and `correct_choice` as `{label, text}`).
+    correct_choice}`, with choices as `{label, text}` objects and `correct_choice` as `{label, text}`). In
+    the released files `choices` holds only the wrong answers, labelled apart from the correct one (which
+    may share a label with one of them), so a `correct_choice` whose text is not among the choices comes
+    first, as the official `build_choices` puts it; one whose text is among them is that choice.
     """
     mcq = _mcq_of(rec)
     raw = mcq.get("choices") or rec.get("choices", rec.get("options"))
@@ -60,10 +65,13 @@ def _choices_of(rec: dict[str, Any], where: str) -> tuple[list[str], int]:
     keys = [k.upper().rstrip(".):") for k in keys]
     correct = mcq.get("correct_choice") or rec.get("correct_choice", rec.get("answer"))
     if isinstance(correct, dict):
+        text = _choice_text(correct)
+        if text:
+            return (texts, texts.index(text)) if text in texts else ([text, *texts], 0)
         label = str(correct.get("label") or "").strip().upper().rstrip(".):").strip("(")
         if label in keys:
             return texts, keys.index(label)
-        correct = _choice_text(correct)
+        correct = text
     if isinstance(correct, int) and not isinstance(correct, bool) and 0 <= correct < len(texts):
         return texts, correct
     if isinstance(correct, str):
@@ -84,10 +92,12 @@ def _question_of(rec: dict[str, Any], where: str) -> str:
     return question
 
 
-def shuffled(texts: list[str], correct: int, seed: int, item_id: str) -> tuple[list[str], str]:
-    """The choices in this run's order and the label of the correct one."""
+def shuffled(texts: list[str], correct: int, seed: int, position: int) -> tuple[list[str], str]:
+    """The choices in this run's order and the label of the correct one: the official shuffle of the
+    record at `position` in its file (`random.Random(seed + position)`; a shuffle's order depends only on
+    the generator and the number of choices)."""
     order = list(range(len(texts)))
-    random.Random(f"{seed}:{item_id}").shuffle(order)
+    random.Random(seed + position).shuffle(order)
     return [texts[i] for i in order], LABELS[order.index(correct)]
 
 
@@ -102,7 +112,7 @@ def load_livemath(root: Path, seed: int) -> list[Item]:
             item_id = str(rec.get("id") or rec.get("question_id") or default_id)
             question = _question_of(rec, where)
             texts, correct = _choices_of(rec, where)
-            order, label = shuffled(texts, correct, seed, item_id)
+            order, label = shuffled(texts, correct, seed, n)
             meta: dict[str, Any] = {
                 k: rec[k] for k in ("category", "month", "arxiv_id", "theorem_type", "paper_link") if k in rec
             }
@@ -148,7 +158,7 @@ class LiveMathEnv(BenchmarkEnv):
         chosen = extract_choice_label(resp.text, labels)
         correct = chosen == item.gold["label"]
         if chosen is None:
-            feedback = "The reply did not settle on exactly one choice letter."
+            feedback = f"The reply names no choice letter ({labels[0]}-{labels[-1]})."
         elif correct:
             feedback = "Correct choice."
         else:

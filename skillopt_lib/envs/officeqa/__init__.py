@@ -3,9 +3,10 @@
 Two ways to give the model the documents (option `context`): `pages` puts the source documents of the
 question in the prompt (cut to `max_context_chars`); `search` gives the model a search tool over the whole
 corpus, used by writing `Search: <query>` lines, answered with the best-matching passages for up to
-`max_searches` rounds. Hard score: the official OfficeQA scorer's rules (`scoring.officeqa_match`: any
-non-year number of the answer may match the gold number; `tolerance` is its relative tolerance, 0 by
-default as in the official `score_answer`). Soft score: token F1 after number normalization.
+`max_searches` rounds. Hard score: the official OfficeQA `score_answer` (`reward.score_answer`; option
+`scorer`: `current`, the official file today, or `paper`, the one the technical report was scored with;
+`tolerance` is its relative tolerance, 0 by default as there). Soft score: token F1 after number
+normalization (this project's).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from skillopt_lib.backends.base import ChatMessage, Usage
 from skillopt_lib.envs.base import Item
 from skillopt_lib.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
-from skillopt_lib.envs.scoring import extract_final_answer, numeric_exact_match, numeric_token_f1
+from skillopt_lib.envs.officeqa.reward import REVISIONS, final_answer, is_direct_answer, score_answer
+from skillopt_lib.envs.scoring import extract_final_answer, numeric_token_f1
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.skill import SkillBundle
 
@@ -38,14 +40,14 @@ DOC_SUFFIXES = (".txt", ".md", ".json")
 _SEARCH_LINE = re.compile(r"^\s*search\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
 _ANSWER_LINE = re.compile(r"^\W*(?:final\s+)?answer\W*:", re.IGNORECASE | re.MULTILINE)
-_FINAL_ANSWER_TAG = re.compile(r"<FINAL_ANSWER>\s*(.*?)\s*</FINAL_ANSWER>", re.DOTALL | re.IGNORECASE)
 
 
-def officeqa_answer(text: str) -> str:
+def officeqa_answer(text: str, revision: str = "current") -> str:
     """The answer of a reply: inside `<FINAL_ANSWER>` tags, as the official scorer reads it, else the last
-    `Answer:` line (or `<answer>` tags)."""
-    tagged = _FINAL_ANSWER_TAG.search(text)
-    return tagged.group(1).strip() if tagged else extract_final_answer(text)
+    `Answer:` line (or `<answer>` tags) that this project's prompt asks for (the official scorer would
+    take the whole reply)."""
+    tagged = final_answer(text, revision)
+    return tagged if tagged is not None else extract_final_answer(text)
 
 
 def _doc_names(value: str) -> list[str]:
@@ -143,6 +145,21 @@ class OfficeQAEnv(BenchmarkEnv):
             raise ConfigError(
                 f"officeqa context mode {self.mode!r} is unknown", hint="use 'pages' or 'search'"
             )
+        self.scorer = str(self.options.get("scorer", "current"))
+        if self.scorer not in REVISIONS:
+            raise ConfigError(
+                f"officeqa scorer {self.scorer!r} is unknown",
+                hint="use current (the official reward.py today) or paper (the technical report's)",
+            )
+        try:
+            self.tolerance = float(self.options.get("tolerance", 0.0))
+        except (TypeError, ValueError):
+            self.tolerance = -1.0
+        if not 0 <= self.tolerance <= 1:
+            raise ConfigError(
+                f"officeqa tolerance {self.options.get('tolerance')!r} is not a relative error",
+                hint="give a number from 0 (exact, the default) to 1, e.g. 0.01 for 1%",
+            )
         self._docs: dict[str, Path] = {}
         self._corpus: _Corpus | None = None
 
@@ -152,12 +169,21 @@ class OfficeQAEnv(BenchmarkEnv):
 
     def _score(self, item: Item, answer: str) -> tuple[float, float, str]:
         golds = item.gold["answers"]
-        hard = numeric_exact_match(answer, golds, rel_tol=float(self.options.get("tolerance", 0.0)))
+        hard = max((score_answer(g, answer, self.tolerance, self.scorer) for g in golds), default=0.0)
         soft = max(hard, numeric_token_f1(answer, golds))
         if hard:
             return hard, soft, "Correct."
         if not answer:
             return hard, soft, "No answer line was given."
+        if not any(is_direct_answer(g, answer, self.scorer) for g in golds):
+            return (
+                hard,
+                soft,
+                (
+                    f"Not a direct answer: {answer!r} must be only the value asked for, on one line, without "
+                    "alternatives, other numbers or markup."
+                ),
+            )
         return hard, soft, f"Wrong: {answer!r} is not the value the bulletins give for this question."
 
     def rollout(self, item: Item, skill: SkillBundle, agent: Any) -> Rollout:
@@ -173,7 +199,7 @@ class OfficeQAEnv(BenchmarkEnv):
         context = "\n\n".join(pages)[:limit]
         messages = [ChatMessage("user", f"Documents:\n{context}\n\nQuestion: {item.data['question']}")]
         resp = ask(agent, skill, TASK_INTRO_PAGES, messages)
-        answer = officeqa_answer(resp.text)
+        answer = officeqa_answer(resp.text, self.scorer)
         hard, soft, feedback = self._score(item, answer)
         return Rollout(hard, soft, answer, feedback, transcript(messages, resp.text), resp.usage)
 
@@ -202,7 +228,7 @@ class OfficeQAEnv(BenchmarkEnv):
                 results.append(f"Results for {q.strip()!r}:\n{body}")
             reminder = "\nThat was your last search: answer now." if turn == max_searches - 1 else ""
             messages.append(ChatMessage("user", "\n\n".join(results) + reminder))
-        answer = officeqa_answer(text) if answered or not _SEARCH_LINE.search(text) else ""
+        answer = officeqa_answer(text, self.scorer) if answered or not _SEARCH_LINE.search(text) else ""
         hard, soft, feedback = self._score(item, answer)
         searches = sum(1 for m in messages if m.role == "assistant")
         return Rollout(

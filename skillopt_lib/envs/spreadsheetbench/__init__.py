@@ -2,13 +2,14 @@
 
 The code runs once per test case (`{n}_{id}_input.xlsx`) in a subprocess with a scrubbed environment, a
 time limit and a fresh temporary folder; the cells at `answer_position` of its output are compared with
-`{n}_{id}_answer.xlsx` with the official evaluation's value rules (`scoring.cells_match`) and its fill and
-font colour check. Hard score: every test case matches (the benchmark's online-judge metric). Soft score:
-the fraction of test cases that match.
+`{n}_{id}_answer.xlsx` by the official evaluation's rules (`runner.compare_workbooks`; option `scorer`:
+`current`, values only, or `paper`, the paper's release). Hard score: every test case matches (the
+benchmark's online-judge metric). Soft score: the fraction of test cases that match.
 
-Formulas the program writes are recalculated in the sandbox with the pure-Python `formulas` engine (the
-official pipeline opens the files in a spreadsheet application first for the same reason), so a solution
-may write either values or formulas.
+As the official pipeline opens every workbook in LibreOffice first, a compared formula without a cached
+value, in the output or in the answer workbook, is recalculated: by LibreOffice where `soffice` is
+installed, else by the pure-Python `formulas` engine (option `recalc`); each result says which engine was
+used (`details["recalc"]`). So a solution may write either values or formulas.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from skillopt_lib.backends.base import ChatMessage
 from skillopt_lib.envs.base import Item
 from skillopt_lib.envs.bench import BenchmarkEnv, Rollout, ask, read_json_or_jsonl, transcript
 from skillopt_lib.envs.scoring import extract_final_answer
-from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, preview_workbook, run_solution
+from skillopt_lib.envs.spreadsheetbench.runner import (
+    SCORERS,
+    Recalculation,
+    compare_workbooks,
+    needs_recalculation,
+    preview_workbook,
+    run_solution,
+)
+from skillopt_lib.errors import ConfigError
 from skillopt_lib.skill import SkillBundle
 
 TASK_INTRO = (
@@ -88,6 +97,21 @@ class SpreadsheetBenchEnv(BenchmarkEnv):
     )
     marker_globs = ("dataset.json", "*.jsonl")
 
+    def __init__(
+        self, sample: bool = False, data_dir: str | Path | None = None, seed: int = 42, **options: Any
+    ):
+        super().__init__(sample=sample, data_dir=data_dir, seed=seed, **options)
+        self.scorer = str(self.options.get("scorer", "current"))
+        if self.scorer not in SCORERS:
+            raise ConfigError(
+                f"spreadsheetbench scorer {self.scorer!r} is unknown",
+                hint="use current (the official evaluation today) or paper (the paper's release)",
+            )
+        soffice = self.options.get("soffice")
+        self.recalc = Recalculation(
+            str(self.options.get("recalc", "auto")), str(soffice) if soffice else None
+        )
+
     def load_items(self) -> list[Item]:
         return load_spreadsheetbench(self.root)
 
@@ -114,24 +138,45 @@ class SpreadsheetBenchEnv(BenchmarkEnv):
                 traj,
                 resp.usage,
             )
-        passed = 0
-        notes: list[str] = []
-        for n, (inp, ans) in enumerate(zip(item.data["inputs"], item.gold["answers"], strict=True), 1):
-            run = run_solution(code, Path(inp), timeout_s=timeout)
-            if not run.ok:
-                notes.append(f"test case {n}: the program failed: {run.error}")
-                continue
-            assert run.output is not None
-            mismatches = compare_workbooks(run.output, Path(ans), item.data["answer_position"])
-            run.cleanup()
-            if not mismatches:
-                passed += 1
-            else:
-                notes.append(f"test case {n}: {len(mismatches)} answer cell(s) wrong, e.g. {mismatches[0]}")
+        position = item.data["answer_position"]
+        cases = list(zip(item.data["inputs"], item.gold["answers"], strict=True))
+        runs = [run_solution(code, Path(inp), timeout_s=timeout) for inp, _ in cases]
+        try:
+            # the workbooks whose compared formulas need computing, recalculated in one go
+            books: list[Path] = []
+            for run, (_, ans) in zip(runs, cases, strict=True):
+                for book in (run.output, Path(ans)) if run.ok and run.output else (Path(ans),):
+                    needed = needs_recalculation(book, position, answer=Path(ans), scorer=self.scorer)
+                    if needed and book not in books:
+                        books.append(book)
+            if books:
+                self.recalc.formula_values(books)
+            passed = 0
+            notes: list[str] = []
+            for n, (run, (_, ans)) in enumerate(zip(runs, cases, strict=True), 1):
+                if not run.ok or run.output is None:
+                    notes.append(f"test case {n}: the program failed: {run.error}")
+                    continue
+                mismatches = compare_workbooks(
+                    run.output,
+                    Path(ans),
+                    position,
+                    recalc=self.recalc,
+                    scorer=self.scorer,
+                    colours=self.scorer == "paper" and "CF" in item.id,
+                )
+                if not mismatches:
+                    passed += 1
+                else:
+                    notes.append(
+                        f"test case {n}: {len(mismatches)} answer cell(s) wrong, e.g. {mismatches[0]}"
+                    )
+        finally:
+            for run in runs:
+                run.cleanup()
         total = len(item.data["inputs"])
         soft = passed / total if total else 0.0
         hard = 1.0 if total and passed == total else 0.0
         feedback = "All test cases pass." if hard else "; ".join(notes[:3])
-        return Rollout(
-            hard, soft, code, feedback, traj, resp.usage, details={"passed": passed, "cases": total}
-        )
+        details = {"passed": passed, "cases": total, "recalc": self.recalc.engine, "recalculated": len(books)}
+        return Rollout(hard, soft, code, feedback, traj, resp.usage, details=details)

@@ -121,11 +121,14 @@ def test_livemath_shuffles_choices_per_item_with_the_seed_and_scores_the_label()
         good = env.run(item, env.seed_skill(), agent)
     with scripted_chat([answer_rule("q", item.data["question"], f"Answer: {wrong}")]) as (_server, agent):
         bad = env.run(item, env.seed_skill(), agent)
-    with scripted_chat([answer_rule("q", item.data["question"], "Answer: A or B")]) as (_server, agent):
+    with scripted_chat([answer_rule("q", item.data["question"], "I cannot tell which one holds.")]) as (
+        _server,
+        agent,
+    ):
         vague = env.run(item, env.seed_skill(), agent)
     assert (good.hard, good.soft) == (1.0, 1.0)
     assert (bad.hard, bad.soft) == (0.0, 0.0)
-    assert vague.hard == 0.0 and "exactly one" in vague.feedback
+    assert vague.hard == 0.0 and "names no choice letter (A-E)" in vague.feedback
 
 
 def test_docvqa_sends_the_page_image_and_scores_anls() -> None:

@@ -1,4 +1,5 @@
-"""The scorers against examples checked by hand (the expected numbers are worked out in the comments)."""
+"""The shared scorers against examples checked by hand (the expected numbers are worked out in the comments).
+Agreement with each benchmark's official scoring code is `test_bench_official_agreement.py`."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def test_token_f1_worked_examples() -> None:
     assert s.token_f1("Neil Alden Armstrong", ["Neil Armstrong"]) == pytest.approx(0.8)
     # no overlap with the first gold, full overlap with the second
     assert s.token_f1("Budapest", ["Vienna", "Budapest"]) == 1.0
-    assert s.token_f1("", [""]) == 1.0
+    # SQuAD v1.1 (the metric published for SearchQA): nothing in common is 0, even two empty answers
+    assert s.token_f1("", [""]) == 0.0
     assert s.token_f1("Paris", [""]) == 0.0
 
 
@@ -40,62 +42,12 @@ def test_anls_worked_examples() -> None:
     assert s.anls("4471-8", ["4471-B"]) == pytest.approx(5 / 6)
     # case and surrounding/repeated spaces do not count
     assert s.anls("  Dr.  R. ALVAREZ ", ["Dr. R. Alvarez"]) == 1.0
-    # distance exactly half the length is not below the 0.5 threshold: 0
-    assert s.anls("abcd", ["abxy"]) == 0.0
+    # a similarity of exactly 0.5 is not below the threshold: it counts
+    assert s.anls("abcd", ["abxy"]) == 0.5
+    assert s.anls("abcd", ["axyz"]) == 0.0
     # the best of several gold answers counts
     assert s.anls("1150", ["1,150", "1150"]) == 1.0
     assert s.anls("Total", ["$1,284.50"]) == 0.0
-
-
-def test_parse_numbers_reads_numbers_as_the_official_officeqa_scorer_does() -> None:
-    assert s.parse_numbers("$1,234.5 million") == [1234.5]  # commas dropped, currency ignored
-    assert s.parse_numbers("a loss of (1,200)") == [1200.0]  # parentheses are not a sign
-    assert s.parse_numbers("-3.5% then 7") == [-3.5, 7.0]
-    assert s.parse_numbers("\u22122.5") == [-2.5]  # a Unicode minus is a minus
-    assert s.parse_numbers("no digits") == []
-
-
-def test_officeqa_matches_any_non_year_number_like_the_official_scorer() -> None:
-    # the two disagreements that motivated following the official rules
-    assert s.numeric_exact_match("5.1 percent in 2023", ["5.1"]) == 1.0  # 2023 is a year: skipped
-    assert s.numeric_exact_match("(3.2)", ["-3.2"]) == 0.0  # (3.2) is +3.2, 200% away from -3.2
-    assert s.numeric_exact_match("The receipts were $5,668 million.", ["5,668"]) == 1.0
-    assert s.numeric_exact_match("5668.0", ["5,668"]) == 1.0
-    assert s.numeric_exact_match("5,669", ["5,668"]) == 0.0
-    assert s.numeric_exact_match("15.4 percent", ["15.4%"]) == 1.0
-    # any number of the prediction may be the answer, wherever it stands
-    assert s.numeric_exact_match("From 1938 to 1940 it grew by 1,911", ["1,911"]) == 1.0
-    assert s.numeric_exact_match("1,911 in 1940", ["1,911"]) == 1.0
-    assert s.numeric_exact_match("it was 12 or 13", ["13"]) == 1.0
-    # units are not applied: 543 million is 543, and 543000000 is another number
-    assert s.numeric_exact_match("543", ["543 million"]) == 1.0
-    assert s.numeric_exact_match("543,000,000", ["543 million"]) == 0.0
-    # a relative tolerance when asked for: |1590 - 1589| / 1589 < 1%
-    assert s.numeric_exact_match("1,590", ["1,589"], rel_tol=0.01) == 1.0
-    assert s.numeric_exact_match("1,590", ["1,589"]) == 0.0
-
-
-def test_officeqa_years_words_lists_and_text_follow_the_official_rules() -> None:
-    # a year-like gold answer keeps years in the prediction
-    assert s.numeric_exact_match("In 1977.", ["1977"]) == 1.0
-    # a gold answer with words needs the words too, and then keeps years
-    assert s.numeric_exact_match("March 1977", ["March 1977"]) == 1.0
-    assert s.numeric_exact_match("April 1977", ["March 1977"]) == 0.0
-    assert s.numeric_exact_match("1977", ["March 1977"]) == 0.0
-    # several gold numbers: all must appear, years in the prediction skipped unless the gold has one
-    assert s.numeric_exact_match("12.5 and 7.25 (as of 2020)", ["7.25, 12.5"]) == 1.0
-    assert s.numeric_exact_match("12.5 only", ["7.25, 12.5"]) == 0.0
-    # zero matches zero only
-    assert s.numeric_exact_match("0", ["0"]) == 1.0 and s.numeric_exact_match("0.5", ["0"]) == 0.0
-    # textual gold answers: contained in the prediction, parenthetical parts and case ignored
-    assert s.numeric_exact_match("series e.", ["Series E"]) == 1.0
-    assert s.numeric_exact_match("Treasury bills", ["Treasury bills (regular)"]) == 1.0
-    # as in the official scorer, removing a parenthetical part inside the text leaves two spaces behind
-    assert (
-        s.numeric_exact_match("Old-Age Insurance Trust Fund", ["Old-Age Insurance (OASI) Trust Fund"]) == 0.0
-    )
-    assert s.numeric_exact_match("Series", ["Series E"]) == 0.0
-    assert s.numeric_exact_match("", ["5"]) == 0.0
 
 
 def test_numeric_token_f1_treats_thousands_separators_as_the_same_token() -> None:
@@ -149,14 +101,8 @@ def test_final_answer_extraction() -> None:
 def test_choice_label_extraction() -> None:
     labels = list("ABCDE")
     assert s.extract_choice_label("reasoning...\nAnswer: (C)", labels) == "C"
-    assert s.extract_choice_label("Answer: B. Because the bound holds.", labels) == "B"
-    assert s.extract_choice_label("I think the answer is D", labels) == "D"
-    assert s.extract_choice_label("Answer: A or B", labels) is None
+    assert s.extract_choice_label("Answer: \\boxed{B} since (D) fails", labels) == "B"
     assert s.extract_choice_label("Answer: F", labels) is None
-
-
-def test_officeqa_reads_the_official_final_answer_tags_first() -> None:
-    from skillopt_lib.envs.officeqa import officeqa_answer
-
-    assert officeqa_answer("Working...\n<FINAL_ANSWER> 5,668 </FINAL_ANSWER>\nAnswer: 12") == "5,668"
-    assert officeqa_answer("Working...\nAnswer: 12") == "12"
+    # a record with three choices reads only its own labels
+    assert s.extract_choice_label("Answer: C, not D", list("ABC")) == "C"
+    assert s.extract_choice_label("no letter at all", labels) is None

@@ -20,7 +20,12 @@ from skillopt_lib.envs.alfworld import parse_action
 from skillopt_lib.envs.alfworld.engine import MiniAlfredGame, load_game
 from skillopt_lib.envs.base import Item
 from skillopt_lib.envs.spreadsheetbench import extract_code
-from skillopt_lib.envs.spreadsheetbench.runner import compare_workbooks, recalculate, run_solution
+from skillopt_lib.envs.spreadsheetbench.runner import (
+    Recalculation,
+    compare_workbooks,
+    recalculate,
+    run_solution,
+)
 from skillopt_lib.testing import Match, Rule, Step
 
 
@@ -49,7 +54,8 @@ def test_spreadsheet_program_that_computes_passes_every_test_case() -> None:
         result = env.run(item, env.seed_skill(), agent)
         prompt = server.requests[0].body["messages"][1]["content"]
     assert (result.hard, result.soft) == (1.0, 1.0), result.feedback
-    assert result.details == {"passed": 3, "cases": 3}
+    assert result.details["passed"] == 3 and result.details["cases"] == 3
+    assert result.details["recalculated"] == 0  # values only: nothing to recalculate
     assert "D2:D6" in prompt and "B1='Q1'" in prompt  # the answer cells and a preview of the workbook
 
 
@@ -123,6 +129,8 @@ def _book(path: Path, cells: dict[str, Any], title: str = "Sheet1") -> Path:
 
 
 def test_formulas_of_the_benchmark_kind_are_computed_in_the_sandbox(tmp_path: Path) -> None:
+    """The `formulas` engine, used where LibreOffice is not installed."""
+    engine = Recalculation("formulas")
     data = {f"A{r}": v for r, v in enumerate([1.5, 3, 4.5, 6, 7.5], 1)}
     data.update({f"B{r}": v for r, v in enumerate(["x", "y", "x", "z", "x"], 1)})
     formulas = {
@@ -150,14 +158,14 @@ def test_formulas_of_the_benchmark_kind_are_computed_in_the_sandbox(tmp_path: Pa
     wb = openpyxl.load_workbook(want)
     wb.create_sheet("Data")["A1"] = 10
     wb.save(want)
-    assert compare_workbooks(out, want, "C1:C11") == []
+    assert compare_workbooks(out, want, "C1:C11", recalc=engine) == []
     values = recalculate(out)["Sheet1"]
     assert values["C1"] == 22.5 and values["C4"] == "x" and values["C8"] == 45293 and values["C9"] is True
     # a changed input changes the computed answer: the values are computed, not read from the file
     wb = openpyxl.load_workbook(out)
     wb["Sheet1"]["A1"] = 2.5
     wb.save(out)
-    problems = compare_workbooks(out, want, "C1:C11")
+    problems = compare_workbooks(out, want, "C1:C11", recalc=engine)
     assert [p.split(" ")[0] for p in problems] == ["C1", "C2", "C7"]
 
 
@@ -170,11 +178,16 @@ def test_the_sheet_colours_and_first_sheet_follow_the_official_evaluation(tmp_pa
     wb = openpyxl.load_workbook(out)
     wb["Answer"]["A1"].fill = PatternFill("solid", fgColor="FFFF00")
     wb.save(out)
-    assert compare_workbooks(out, want, "A1") == ["A1 has the right value but the wrong fill or font colour"]
+    # the official evaluation compares values only (its colour check was switched off in October 2025)
+    assert compare_workbooks(out, want, "A1") == []
+    # the paper's release compared colours on conditional-formatting ("CF") tasks
+    mismatch = ["A1 has the right value but the wrong fill or font colour"]
+    assert compare_workbooks(out, want, "A1", scorer="paper", colours=True) == mismatch
     wb["Answer"]["A1"].fill = PatternFill()
     wb["Answer"]["A1"].font = Font(color="FF0000")
     wb.save(out)
-    assert compare_workbooks(out, want, "A1") == ["A1 has the right value but the wrong fill or font colour"]
+    assert compare_workbooks(out, want, "A1") == []
+    assert compare_workbooks(out, want, "A1", scorer="paper", colours=True) == mismatch
     # a range without a sheet is on the answer's first sheet, found by name in the output
     renamed = _book(tmp_path / "renamed.xlsx", {"A1": 5}, title="Other")
     assert compare_workbooks(renamed, want, "A1") == ["sheet 'Answer' is missing"]
