@@ -2,15 +2,17 @@
 mining|nights]`.
 
 Each session of the corpus' spec (`spec.sessions()` for the mining corpus, `spec.night_sessions()` for the
-nights corpus) runs in a fresh copy of its repository against the scripted model server, one after the other
-in the spec's order (so that is the order of their timestamps): headless ones with `claude -p` / `codex exec`
-(later turns with `--resume` / `exec resume`), interactive ones typed into the TUI in tmux. The transcripts
-the CLIs wrote are copied into `tests/fixtures/corpus/` or `tests/fixtures/corpus-nights/`
+nights corpus) runs in a fresh copy of its repository against the scripted model server: headless ones with
+`claude -p` / `codex exec` (later turns with `--resume` / `exec resume`), interactive ones typed into the TUI
+in tmux, one after the other in the spec's order. With `--jobs 2` two workers record at once (faster on an
+idle machine), each with its own home and its own repositories, so a repository's sessions still run in the
+spec's order; the nights corpus goes round by round either way (session i of every kind, then session
+i + 1), so the timestamps keep the order of each kind's sessions and of the rounds. A session whose TUI missed a key is recorded again from the start. The
+transcripts the CLIs wrote are copied into `tests/fixtures/corpus/` or `tests/fixtures/corpus-nights/`
 (`claude/projects/...`, `codex/sessions/...`) with `labels.json`, which says for every session its family,
-split and what each message is (and for the nights corpus its index in its kind and its role). The mining
-corpus takes a few minutes, the nights corpus about a quarter of an hour; nothing reaches a real model
-provider, and the server's answers depend only on the requests, so a re-recording differs only in ids and
-timestamps.
+split and what each message is (and for the nights corpus its index in its kind and its role). Nothing
+reaches a real model provider, and the server's answers depend only on the requests, so a re-recording
+differs only in ids and timestamps.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +306,7 @@ def record_one(
 
 
 def _transcripts(envs: dict[str, dict[str, str]]) -> set[Path]:
+    """Every file and folder under one home's transcript folders."""
     homes = (
         Path(envs["claude"]["HOME"]) / ".claude" / "projects",
         Path(envs["codex"]["CODEX_HOME"]) / "sessions",
@@ -338,14 +343,35 @@ def _record_with_retries(
     raise AssertionError("unreachable")
 
 
-def copy_transcripts(envs: dict[str, dict[str, str]], dest: Path) -> None:
+def copy_transcripts(homes: Sequence[dict[str, dict[str, str]]], dest: Path) -> None:
+    """Every transcript the workers' homes hold, into the corpus folder (their paths never collide: a Claude
+    Code project folder belongs to one repository, so to one worker, and Codex names files by thread)."""
     shutil.rmtree(dest / "claude", ignore_errors=True)
     shutil.rmtree(dest / "codex", ignore_errors=True)
-    claude_home = Path(envs["claude"]["HOME"]) / ".claude" / "projects"
-    codex_home = Path(envs["codex"]["CODEX_HOME"]) / "sessions"
-    for src, to in ((claude_home, dest / "claude" / "projects"), (codex_home, dest / "codex" / "sessions")):
-        if src.exists():  # `--only` may have recorded one tool's sessions only
-            shutil.copytree(src, to)
+    for envs in homes:
+        claude_home = Path(envs["claude"]["HOME"]) / ".claude" / "projects"
+        codex_home = Path(envs["codex"]["CODEX_HOME"]) / "sessions"
+        for src, to in (
+            (claude_home, dest / "claude" / "projects"),
+            (codex_home, dest / "codex" / "sessions"),
+        ):
+            if src.exists():  # `--only` may have recorded one tool's sessions only
+                shutil.copytree(src, to, dirs_exist_ok=True)
+
+
+def _rounds(specs: Sequence[SessionSpec]) -> list[list[SessionSpec]]:
+    """The sessions in rounds that must end before the next begins: the nights corpus' session i of every
+    kind (with the one-offs recorded after it), so timestamps keep the rounds' order; the mining corpus has
+    no order to keep (one round)."""
+    out: list[list[SessionSpec]] = []
+    current: int | None = -1
+    for spec in specs:
+        index = spec.index if spec.family else current
+        if not out or (index is not None and index != current):
+            out.append([])
+            current = index
+        out[-1].append(spec)
+    return out
 
 
 def _labels(corpus: str, world: Path) -> dict[str, Any]:
@@ -401,7 +427,18 @@ def main(argv: list[str] | None = None) -> int:
         help="mining: tests/fixtures/corpus (8 sessions per kind); nights: tests/fixtures/corpus-nights "
         "(14 per kind, in time order, for learning nights)",
     )
-    ap.add_argument("--only", help="record only sessions whose key starts with this (for trying changes)")
+    ap.add_argument(
+        "--only",
+        help="record only sessions whose key starts with this, or with one of these comma-separated "
+        "prefixes (for trying changes)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="sessions recorded at the same time, each worker with its own repositories and home (default 1; "
+        "2 is faster on an idle machine)",
+    )
     ap.add_argument("--out", type=Path, help="where to write (default: the corpus' fixture folder)")
     args = ap.parse_args(argv)
     nights = args.corpus == "nights"
@@ -417,22 +454,47 @@ def main(argv: list[str] | None = None) -> int:
     # The agent's shell finds the same Python (with pytest) that runs this script.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     every = night_sessions() if nights else sessions()
-    specs = [s for s in every if not args.only or s.key.startswith(args.only)]
+    prefixes = tuple(p for p in (args.only or "").split(",") if p)
+    specs = [s for s in every if not prefixes or s.key.startswith(prefixes)]
     labels = _labels(args.corpus, world)
     script = nights_agent_script() if nights else agent_script()
+    # A repository belongs to one worker, so its sessions keep their order and never share a work tree.
+    jobs = max(1, args.jobs)
+    worker_of = {name: i % jobs for i, name in enumerate(REPOS)}
+    sids: dict[str, str] = {}
+    done = 0
+    lock = threading.Lock()
     t0 = time.monotonic()
     with ScriptedServer(script) as server:
-        envs = {
-            "claude": ac.claude_env(world / "home", server.url, trusted_dirs=list(repos.values())),
-            "codex": ac.codex_env(world / "home", server.base_url_openai, trusted_dirs=list(repos.values())),
-        }
-        for n, spec in enumerate(specs, 1):
-            sid = _record_with_retries(spec, repos[spec.repo], clis.claude, clis.codex, envs, world)
-            print(
-                f"[{n}/{len(specs)}] {time.monotonic() - t0:5.0f}s {spec.key}: {spec.tool} {spec.mode} {sid}",
-                flush=True,
-            )
-            labels["sessions"].append(_label(spec, sid, args.corpus))
+        trusted = list(repos.values())
+        homes = [world / ("home" if w == 0 else f"home-{w}") for w in range(jobs)]
+        envs = [
+            {
+                "claude": ac.claude_env(home, server.url, trusted_dirs=trusted),
+                "codex": ac.codex_env(home, server.base_url_openai, trusted_dirs=trusted),
+            }
+            for home in homes
+        ]
+
+        def work(mine: list[SessionSpec], w: int) -> None:
+            nonlocal done
+            for spec in mine:
+                sid = _record_with_retries(spec, repos[spec.repo], clis.claude, clis.codex, envs[w], world)
+                with lock:
+                    sids[spec.key] = sid
+                    done += 1
+                    print(
+                        f"[{done}/{len(specs)}] {time.monotonic() - t0:5.0f}s {spec.key}: "
+                        f"{spec.tool} {spec.mode} {sid}",
+                        flush=True,
+                    )
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for batch in _rounds(specs):
+                parts = [[s for s in batch if worker_of[s.repo] == w] for w in range(jobs)]
+                for future in [pool.submit(work, part, w) for w, part in enumerate(parts) if part]:
+                    future.result()
+        labels["sessions"] = [_label(spec, sids[spec.key], args.corpus) for spec in specs]
         out.mkdir(parents=True, exist_ok=True)
         copy_transcripts(envs, out)
     (out / "labels.json").write_text(json.dumps(labels, ensure_ascii=False, indent=1) + "\n")
