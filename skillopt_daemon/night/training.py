@@ -159,6 +159,7 @@ def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Famil
         installed=set(mining_installed(ctx.db)),
         min_tasks=ctx.settings.night.min_tasks,
         rejected=seeding.rejected_sizes(versions),
+        awaiting=seeding.awaiting_review(versions),
     )
     ctx.report.families = [n.to_dict() for n in notes]
     return chosen
@@ -188,6 +189,14 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     tool, tasks = picked
     current = ctx.registry.current_version(name)
     if current is None:
+        waiting = [v for v in ctx.registry.versions(name) if v.state == "proposed"]
+        if waiting:
+            return SkillOutcome(
+                name,
+                "awaiting-review",
+                f"its proposal {waiting[-1].label} awaits your review (skillopt diff {waiting[-1].short_id})",
+                tasks=len(tasks),
+            )
         return SkillOutcome(name, "error", "the skill has no active version to improve", tasks=len(tasks))
     incumbent = ctx.registry.load_bundle(current.id)
     return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None)
