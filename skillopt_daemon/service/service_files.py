@@ -22,6 +22,7 @@ from skillopt_daemon.core.config import Settings, load_settings, tool_home
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.backends.exec_base import find_cli
 from skillopt_lib.errors import DaemonError, SkillOptError
+from skillopt_lib.process import user_path
 
 SERVICE_NAME = "skillopt"
 LAUNCHD_LABEL = "dev.skillopt.daemon"
@@ -81,8 +82,10 @@ def agent_clis(settings: Settings | None = None) -> AgentCLIs:
 
 
 def service_path(clis: AgentCLIs) -> str:
-    """This shell's PATH, followed by the folder of each resolved CLI that is not on it."""
-    parts = [p for p in os.environ.get("PATH", os.defpath).split(os.pathsep) if p]
+    """This shell's PATH without skillopt's own virtual environment (the service starts skillopt by its
+    interpreter's full path, and replays must find the user's toolchain, not skillopt's Python), followed
+    by the folder of each resolved CLI that is not on it."""
+    parts = [p for p in user_path(os.environ.get("PATH", os.defpath)).split(os.pathsep) if p]
     for exe in clis.found.values():
         folder = str(Path(exe).parent)
         if folder not in parts:
