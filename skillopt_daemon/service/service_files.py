@@ -146,13 +146,28 @@ class ServiceFile:
     kind: str  # systemd | launchd
     enable_hint: str
     clis: AgentCLIs = field(default_factory=AgentCLIs)
+    key_warnings: list[str] = field(default_factory=list)
+
+
+def key_warnings(settings: Settings | None = None) -> list[str]:
+    """The night's optimizer and judge keys a service will not have: the service file carries no key, so a
+    key only exported in this shell is as missing as one set nowhere (`skillopt keys set` stores it)."""
+    from skillopt_daemon.night.agents import role_keys
+
+    try:
+        settings = settings or load_settings()
+        return [w for k in role_keys(settings) if (w := k.problem(service=True)) is not None]
+    except SkillOptError as exc:
+        return [exc.message]
 
 
 def install_service(platform: str | None = None) -> ServiceFile:
     """Write (never enable) the user service file for this platform; returns where and how to enable it,
-    and the agent CLIs the service will find (with a warning for each it will not)."""
+    the agent CLIs the service will find (with a warning for each it will not), and a warning for each
+    model key it will not have."""
     platform = platform or ("macos" if sys.platform == "darwin" else "linux")
     clis = agent_clis()
+    keys_missing = key_warnings()
     if platform == "linux":
         path = systemd_unit_path()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -162,12 +177,13 @@ def install_service(platform: str | None = None) -> ServiceFile:
             "systemd",
             f"systemctl --user daemon-reload && systemctl --user enable --now {SERVICE_NAME}.service",
             clis,
+            keys_missing,
         )
     if platform == "macos":
         path = launchd_plist_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         fsio.atomic_write(path, launchd_plist(clis))
-        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}", clis)
+        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}", clis, keys_missing)
     raise DaemonError(
         f"no service file for platform {platform!r}", hint="use --platform linux or --platform macos"
     )
