@@ -27,6 +27,7 @@ from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_r
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.pending import load_pending, store_pending
+from skillopt_daemon.night.progress import planned_replays
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.runs import night_dir
@@ -41,6 +42,7 @@ from skillopt_lib.trainer import Trainer, TrainResult
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.progress import NightProgress
 
 Progress = Callable[[str], None]
 # Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> task dicts.
@@ -60,6 +62,7 @@ class NightContext:
     registry: Any = None
     optimizer: Any = None
     judge: Any = None
+    tracker: NightProgress | None = None  # what `skillopt status` shows of the night while it runs
 
 
 def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
@@ -70,17 +73,28 @@ def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
     return mining.installed_skills(db)
 
 
+INSTALLED_NOWHERE = "installed nowhere: skipped (it was uninstalled from every tool)"
+
+
 def targets_for(
-    db: sqlite_utils.Database, families: list[Family], skill: str | None
+    db: sqlite_utils.Database,
+    families: list[Family],
+    skill: str | None,
+    nowhere: dict[str, list[Family]] | None = None,
 ) -> dict[str, list[Family]]:
-    """The installed skills the mined families relate to (only `skill` when given), with their families."""
+    """The installed skills the mined families relate to (only `skill` when given), with their families.
+    A skill installed nowhere (every target uninstalled) is left out, into `nowhere` when given."""
     out: dict[str, list[Family]] = {}
     known = set(mining_installed(db))
+    uninstalled = Registry(db, actor="night").installed_nowhere()
     for fam in families:
         if fam.skill_name and fam.skill_name in known and (skill is None or fam.skill_name == skill):
-            out.setdefault(fam.skill_name, []).append(fam)
-    if skill is not None and skill not in out:
+            into = out if fam.skill_name not in uninstalled else nowhere if nowhere is not None else {}
+            into.setdefault(fam.skill_name, []).append(fam)
+    if skill is not None and skill not in out and skill not in uninstalled:
         out[skill] = []
+    elif skill is not None and nowhere is not None and skill in uninstalled:
+        nowhere.setdefault(skill, [])
     return out
 
 
@@ -88,13 +102,19 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
     """Train every target skill in turn, then seed and train a new skill for each recurring family that no
     skill covers; one outcome per skill in the night's report."""
     report = ctx.report
-    targets = targets_for(ctx.db, families, skill)
+    nowhere: dict[str, list[Family]] = {}
+    targets = targets_for(ctx.db, families, skill, nowhere)
     new = _new_skill_families(ctx, families) if skill is None else []
+    skipped = [
+        SkillOutcome(n, "skipped", INSTALLED_NOWHERE, tasks=sum(len(f.attempts) for f in fams))
+        for n, fams in nowhere.items()
+    ]
     if not targets and not new:
         report.status = "nothing-to-do"
-        report.skills = []
+        report.skills = skipped
         ctx.say("no task family relates to an installed skill or is ready for a new one")
         return
+    report.skills.extend(skipped)
     groups = [*targets.values(), *([f] for f in new)]
     tools = sorted({t for fams in groups if (t := replay_tool(fams)) is not None}, key=str)
     report.missing = missing_for_replays(ctx.settings, tools)
@@ -107,10 +127,15 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         report.status = "completed"
         return
     _open_backends(ctx)
-    for name, fams in targets.items():
+    total = len(targets) + len(new)
+    for index, (name, fams) in enumerate(targets.items(), 1):
+        if ctx.tracker is not None:
+            ctx.tracker.skill(name, index=index, total=total)
         report.skills.append(train_one(ctx, name, fams))
     taken = set(mining_installed(ctx.db))
-    for fam in new:
+    for index, fam in enumerate(new, len(targets) + 1):
+        if ctx.tracker is not None:
+            ctx.tracker.skill(fam.name, index=index, total=total, family=fam.name)
         outcome = train_new(ctx, fam, taken)
         taken.add(outcome.skill)
         report.skills.append(outcome)
@@ -308,6 +333,8 @@ def _replay_tasks(
         f"{name}: {plan.n_items} validation tasks; a decision needs {plan.min_items} that change, "
         f"about {plan.replays_min}–{plan.replays_max} replays"
     )
+    if ctx.tracker is not None:
+        ctx.tracker.plan(planned_replays(splits, plan, ctx.settings))
     return tool, tasks
 
 

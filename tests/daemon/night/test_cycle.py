@@ -136,7 +136,8 @@ def test_with_nothing_configured_the_night_still_mines_and_says_what_is_missing(
     assert outcome["skill"] == "release-notes" and outcome["status"] == "error"
     assert any("no optimizer backend" in m for m in report["missing"])
     status = run(env, "status").stdout
-    assert "missing for replays" in status and "skillopt config set optimizer.backend" in status
+    assert "last night trained nothing: no optimizer backend is configured" in status
+    assert "skillopt config set optimizer.backend" in status
     assert json.loads(run(env, "status", "--json").stdout)["pending"]["items"] == []
 
 
@@ -154,7 +155,7 @@ def test_a_night_that_trained_nothing_leaves_the_sessions_for_the_next_night(env
     run(env, "sleep", "run", "--now", check=False)  # the only skill errored: nothing was trained
     again = run(env, "sleep", "run", check=False)
     assert "Nothing new was ingested" not in again.stdout
-    assert [r["status"] for r in night_rows(env)] == ["completed", "completed"]
+    assert [r["status"] for r in night_rows(env)] == ["failed", "failed"]
 
 
 def test_a_dry_run_leaves_the_sessions_for_the_next_night(env: dict[str, str]) -> None:
@@ -163,7 +164,7 @@ def test_a_dry_run_leaves_the_sessions_for_the_next_night(env: dict[str, str]) -
     real = run(env, "sleep", "run")
     assert "Nothing new was ingested" not in real.stdout
     assert [(r["status"], bool(r["dry_run"])) for r in night_rows(env)] == [
-        ("nothing-to-do", True),
+        ("dry-run", True),
         ("nothing-to-do", False),
     ]
     # the real night looked at everything: the next one has nothing new to work on
@@ -206,7 +207,7 @@ def test_kill_9_mid_cycle_leaves_nothing_half_done_and_the_next_run_says_so(env:
     report = json.loads(run(env, "sleep", "run", "--now", "--json", check=False).stdout)
     assert "was interrupted before training; starting clean" in report["start_note"]
     rows = night_rows(env)
-    assert [r["status"] for r in rows] == ["interrupted", "completed"]
+    assert [r["status"] for r in rows] == ["interrupted", "failed"]  # the only skill cannot replay here
     assert json.loads(run(env, "status", "--json").stdout)["pending"]["items"] == []
 
 
@@ -244,3 +245,74 @@ def test_status_says_why_a_recurring_family_got_no_new_skill(env: dict[str, str]
     assert fam["tasks"] == 3 and fam["reason"] == "too few tasks (3; a new skill needs 4)"
     status = run(env, "status").stdout
     assert "no skill for the family" in status and "too few tasks (3; a new skill needs 4)" in status
+
+
+def nightly_line(status_text: str) -> str:
+    """The nightly section of `skillopt status` as printed: one line, its parts joined by "; "."""
+    return next(line for line in status_text.splitlines() if line.startswith("Nightly:"))
+
+
+def test_a_failed_night_is_recorded_as_failed_with_its_reason(env: dict[str, str]) -> None:
+    seed_sessions(env)  # a skill, and no optimizer to train it with
+    proc = run(env, "sleep", "run", "--now", check=False)
+    assert proc.returncode == 1
+    (last,) = json.loads(run(env, "sleep", "history", "--json").stdout)
+    assert last["status"] == "failed"
+    assert "no skill was trained" in last["error"] and "release-notes" in last["error"]
+    assert "failed" in run(env, "sleep", "history").stdout
+    assert json.loads(run(env, "status", "--json").stdout)["nightly"]["last"]["status"] == "failed"
+
+
+def test_a_dry_run_is_recorded_as_a_dry_run(env: dict[str, str]) -> None:
+    seed_sessions(env, skill=False)
+    run(env, "sleep", "run", "--now", "--dry-run")
+    (last,) = json.loads(run(env, "sleep", "history", "--json").stdout)
+    assert (last["status"], bool(last["dry_run"])) == ("dry-run", True)
+    assert "last night: dry-run" in nightly_line(run(env, "status").stdout)
+
+
+def test_a_skill_installed_nowhere_is_skipped_and_the_night_says_so(env: dict[str, str]) -> None:
+    seed_sessions(env)
+    run(env, "install", "claude-code")
+    run(env, "uninstall", "claude-code")  # removes the skill from the only tool it was installed to
+    report = json.loads(run(env, "sleep", "run", "--now", "--json").stdout)
+    (outcome,) = report["skills"]
+    assert outcome["skill"] == "release-notes" and outcome["status"] == "skipped", outcome
+    assert outcome["reason"].startswith("installed nowhere: skipped")
+    assert report["status"] == "nothing-to-do" and not report["missing"]
+    assert "release-notes: installed nowhere: skipped" in nightly_line(run(env, "status").stdout)
+
+
+def test_status_leads_with_the_missing_optimizer_key_and_a_stored_key_fixes_it(env: dict[str, str]) -> None:
+    seed_sessions(env)
+    for key, value in {
+        "optimizer.backend": "openai",
+        "optimizer.model": "gpt-5.5",
+        "optimizer.base_url": "http://127.0.0.1:9/v1",
+        "optimizer.api_key_env": "NIGHT_OPT_KEY",
+        "night.label_with_model": "false",  # no model call while mining: the endpoint is a closed port
+    }.items():
+        run(env, "config", "set", key, value)
+    assert run(env, "sleep", "run", "--now", check=False).returncode == 1
+    line = nightly_line(run(env, "status").stdout)
+    assert line.startswith(
+        "Nightly: last night trained nothing: the optimizer's key NIGHT_OPT_KEY is neither set in the "
+        "environment nor stored in skillopt's keys file"
+    ), line
+    assert "skillopt keys set NIGHT_OPT_KEY" in line
+    status = json.loads(run(env, "status", "--json").stdout)["nightly"]
+    assert status["attention"].startswith("last night trained nothing: the optimizer's key NIGHT_OPT_KEY")
+
+    stored = subprocess.run(
+        [SKILLOPT, "keys", "set", "NIGHT_OPT_KEY"],
+        env=env,
+        input="sk-night-0123456789\n",
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert stored.returncode == 0, stored.stderr
+    assert "NIGHT_OPT_KEY is in the keys file now: the next night will find it" in run(env, "status").stdout
+    report = json.loads(run(env, "sleep", "run", "--now", "--json", check=False).stdout)
+    assert report["mining"]["families"] == 1  # the night got as far as checking what replays need
+    assert not any("NIGHT_OPT_KEY" in m for m in report["missing"]), report["missing"]
