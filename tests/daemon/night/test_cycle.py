@@ -316,3 +316,63 @@ def test_status_leads_with_the_missing_optimizer_key_and_a_stored_key_fixes_it(e
     report = json.loads(run(env, "sleep", "run", "--now", "--json", check=False).stdout)
     assert report["mining"]["families"] == 1  # the night got as far as checking what replays need
     assert not any("NIGHT_OPT_KEY" in m for m in report["missing"]), report["missing"]
+
+
+KILLED_REPLAY = """
+import os, signal, sys
+from pathlib import Path
+from skillopt_lib.sandbox import ReplayTask, create_workspace
+create_workspace(ReplayTask(prompt="x", repo=sys.argv[1], commit=sys.argv[2]), Path(sys.argv[3]))
+os.kill(os.getpid(), signal.SIGKILL)  # killed mid-replay: its workspace and worktree are left behind
+"""
+
+
+def test_the_daemons_start_settles_a_killed_night_and_removes_its_worktrees(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    git = ["git", "-C", str(repo)]
+    repo.mkdir()
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "-c", "user.name=t", "-c", "user.email=t@e.x", "commit", "-qm", "a"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    workspaces = Path(env["SKILLOPT_HOME"]) / "data" / "workspaces"
+    killed = subprocess.Popen(
+        [sys.executable, "-c", KILLED_REPLAY, str(repo), head, str(workspaces)], env=env
+    )
+    assert killed.wait(timeout=60) == -signal.SIGKILL
+    listed = subprocess.run([*git, "worktree", "list"], capture_output=True, text=True).stdout
+    assert str(workspaces) in listed and any(workspaces.iterdir())
+    db = open_db(Path(env["SKILLOPT_HOME"]) / "data" / "skillopt.db")
+    with db.conn:
+        db.table("night_runs").insert(
+            {
+                "id": "killed-night",
+                "trigger": "schedule",
+                "status": "running",
+                "dry_run": False,
+                "started_at": utcnow_iso(),
+                "heartbeat_at": utcnow_iso(),
+                "pid": killed.pid,
+                "summary_json": "{}",
+            }
+        )
+    db.conn.close()
+    run(env, "config", "set", "night.enabled", "false")
+    daemon = subprocess.Popen(
+        [SKILLOPT, "daemon", "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(
+            lambda: [r for r in night_rows(env) if r["status"] == "interrupted"], what="the night settled"
+        )
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+    (row,) = night_rows(env)
+    assert "removed 1 replay workspace(s)" in row["error"]
+    listed = subprocess.run([*git, "worktree", "list", "--porcelain"], capture_output=True, text=True).stdout
+    assert listed.count("worktree ") == 1 and str(workspaces) not in listed
+    assert list(workspaces.iterdir()) == []
