@@ -45,7 +45,6 @@ def user_path(path: str | None) -> str:
     return os.pathsep.join(kept) if kept else os.defpath
 
 
-
 @dataclass
 class ProcessOutcome:
     returncode: int | None

@@ -213,10 +213,12 @@ class CodexBackend(CliExecBackend):
         )
         if completed is not None:
             u = completed.get("usage") or {}
+            # `input_tokens` counts the cached ones too (OpenAI's convention, and Usage's).
             result.usage = Usage(
                 input_tokens=int(u.get("input_tokens") or 0),
                 output_tokens=int(u.get("output_tokens") or 0),
                 calls=1,
+                cache_read_tokens=int(u.get("cached_input_tokens") or 0),
             )
         if failure is not None:
             result.status = ExecStatus.ERROR

@@ -376,3 +376,47 @@ def test_the_daemons_start_settles_a_killed_night_and_removes_its_worktrees(
     listed = subprocess.run([*git, "worktree", "list", "--porcelain"], capture_output=True, text=True).stdout
     assert listed.count("worktree ") == 1 and str(workspaces) not in listed
     assert list(workspaces.iterdir()) == []
+
+
+def test_before_the_first_paid_night_status_and_sleep_run_say_what_a_night_may_cost(
+    env: dict[str, str],
+) -> None:
+    env = dict(env, OPENAI_API_KEY="sk-test-not-used-0123456789")
+    for key, value in {"optimizer.backend": "openai", "optimizer.model": "gpt-5.5"}.items():
+        run(env, "config", "set", key, value)
+    # gpt-5.5: $10 per million output tokens, so the 5M-token cap would allow $50: the $20 money cap rules
+    line = nightly_line(run(env, "status").stdout)
+    assert "one night may cost at most ≈ $20.00 est. with the optimizer's gpt-5.5" in line, line
+    run(env, "config", "set", "night.max_tokens", "1000000")  # 1M tokens at $10 per million: $10
+    data = json.loads(run(env, "status", "--json").stdout)["nightly"]
+    assert data["cost_ceiling"]["most_usd"] == pytest.approx(10.0)
+
+    night = run(env, "sleep", "run", "--now")  # nothing ingested: nothing to do, nothing spent
+    assert "note: before a night spends money: one night may cost at most ≈ $10.00 est." in night.stderr
+    assert "≈ $0.00 est." in night.stdout and "$0.0000" not in night.stdout
+    assert "may cost at most" in nightly_line(run(env, "status").stdout)  # still no night has spent
+
+    run(env, "config", "set", "optimizer.model", "my-own-model")
+    unpriced = nightly_line(run(env, "status").stdout)
+    assert "skillopt has no price for the optimizer's model my-own-model" in unpriced
+    run(env, "config", "set", "prices.my-own-model.input", "2")
+    run(env, "config", "set", "prices.my-own-model.output", "4")
+    assert "at most ≈ $4.00 est." in nightly_line(run(env, "status").stdout)  # 1M tokens at $4
+
+    db = open_db(Path(env["SKILLOPT_HOME"]) / "data" / "skillopt.db")
+    with db.conn:
+        db.table("night_runs").insert(
+            {
+                "id": "paid-night",
+                "trigger": "schedule",
+                "status": "completed",
+                "dry_run": False,
+                "started_at": utcnow_iso(),
+                "finished_at": utcnow_iso(),
+                "pid": 1,
+                "summary_json": json.dumps({"spend": {"cost_usd": 0.42}}),
+            }
+        )
+    db.conn.close()
+    assert "may cost at most" not in run(env, "status").stdout
+    assert "note:" not in run(env, "sleep", "run", "--now").stderr

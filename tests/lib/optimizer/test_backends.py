@@ -312,3 +312,14 @@ def test_a_key_stored_with_keys_set_reaches_the_backend_when_its_variable_is_uns
     monkeypatch.delenv("STORED_KEY")
     train = TrainConfig(env="searchqa", optimizer=BackendConfig(backend=backend, api_key_env="STORED_KEY"))
     assert SECRET in config_secrets(train)
+
+
+def test_costs_are_shown_as_estimates_to_the_cent() -> None:
+    from skillopt_lib.usage import format_cost
+
+    assert format_cost(0.4237) == "≈ $0.42 est."
+    assert format_cost(12.5) == "≈ $12.50 est."
+    assert format_cost(1234.5) == "≈ $1,234.50 est."
+    assert format_cost(0.0004) == "≈ <$0.01 est."
+    assert format_cost(0) == "≈ $0.00 est."
+    assert format_cost(None) == "-"
