@@ -4,8 +4,10 @@
 The files are written, never enabled: enabling a service changes what runs at every login, so the user
 runs the command `install_service` returns. They carry SKILLOPT_HOME and the agent tools' home variables of
 the shell that wrote them, so the service reads the same folders the user's commands do, and that shell's
-PATH plus the folder of every agent CLI it resolves: systemd --user and launchd start services with a bare
-PATH, where a `claude` in `~/.local/bin`, under nvm or in `/opt/homebrew/bin` would not be found.
+PATH (without skillopt's own virtual environment) plus the folder of every agent CLI it resolves: systemd
+--user and launchd start services with a bare PATH, where a `claude` in `~/.local/bin`, under nvm or in
+`/opt/homebrew/bin` would not be found. They never carry a model key: the service reads the keys stored
+with `skillopt keys set`, and `install_service` warns about a key the service will not have.
 """
 
 from __future__ import annotations
