@@ -87,14 +87,12 @@ def targets_for(
     out: dict[str, list[Family]] = {}
     known = set(mining_installed(db))
     uninstalled = Registry(db, actor="night").installed_nowhere()
+    skipped = nowhere if nowhere is not None else {}
     for fam in families:
         if fam.skill_name and fam.skill_name in known and (skill is None or fam.skill_name == skill):
-            into = out if fam.skill_name not in uninstalled else nowhere if nowhere is not None else {}
-            into.setdefault(fam.skill_name, []).append(fam)
-    if skill is not None and skill not in out and skill not in uninstalled:
-        out[skill] = []
-    elif skill is not None and nowhere is not None and skill in uninstalled:
-        nowhere.setdefault(skill, [])
+            (skipped if fam.skill_name in uninstalled else out).setdefault(fam.skill_name, []).append(fam)
+    if skill is not None and skill not in out:
+        (skipped if skill in uninstalled else out).setdefault(skill, [])
     return out
 
 
