@@ -140,7 +140,7 @@ def _settle(db: sqlite_utils.Database, rows: list[dict[str, Any]]) -> list[str]:
     registrations in the user's repositories; returns what was removed."""
     if not rows:
         return []
-    from skillopt_lib.sandbox import remove_leftovers  # git and process helpers: only when there is work
+    from skillopt_lib.sandbox import remove_leftovers  # git and process work: imported only when needed
 
     pids = {int(r["pid"]) for r in rows if r["pid"]}
     removed = remove_leftovers(paths.workspaces_dir(), pids)
