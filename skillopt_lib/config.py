@@ -260,14 +260,17 @@ class Redactor:
 
 
 def config_secrets(cfg: TrainConfig) -> list[str]:
-    """Every secret value the config can reach: literal keys and the variables they are read from."""
+    """Every secret value the config can reach: literal keys, and the keys of the variables they are read
+    from (set in the environment or stored in skillopt's keys file)."""
+    from skillopt_lib.keys import lookup
+
     found: list[str] = []
     for role in (cfg.agent, cfg.optimizer):
         if role.api_key is not None:
             found.append(role.api_key.get_secret_value())
         for var in key_env_candidates(role):
-            if os.environ.get(var):
-                found.append(os.environ[var])
+            if (hit := lookup(var)) is not None:
+                found.append(hit[0])
 
     def walk(node: Any, key: str = "") -> None:
         if isinstance(node, dict):

@@ -60,6 +60,7 @@ COMMAND_MODULES = [
     "train_cmd",
     "sleep_cmd",
     "ui_cmd",
+    "keys_cmd",
 ]
 
 # Which module registers each top-level command. `main` imports only the module a command needs, so that
@@ -90,6 +91,7 @@ COMMANDS: dict[str, str] = {
     "eval": "train_cmd",
     "sleep": "sleep_cmd",
     "ui": "ui_cmd",
+    "keys": "keys_cmd",
 }
 _loaded: set[str] = set()
 

@@ -1,7 +1,8 @@
 """`skillopt doctor`: what is set up, what is missing, and what to do about it.
 
 Checks paths and their permissions, the database, the configuration, whether every transcript can be read,
-the agent CLIs on PATH and which API key variables are set (never their values). They only read, except
+the agent CLIs on PATH and which API key variables are set or stored with `skillopt keys set` (never their
+values), warning when the night's optimizer or judge has its key in neither place. They only read, except
 for the one repair every command makes first: an interrupted install is settled (and said so). Exits 5
 when the database is unusable, 6 when the configuration is, 0 otherwise (warnings do not fail it).
 """
@@ -145,21 +146,45 @@ def run_checks() -> tuple[list[Check], int]:
 
     checks.extend(Check(g, n, lvl, d) for g, n, lvl, d in doctor_checks())  # type: ignore[arg-type]
 
+    checks.extend(_key_checks(settings))
+    return checks, exit_code
+
+
+def _key_checks(settings: Settings | None) -> list[Check]:
+    """Which key variables are set or stored (never their values); a warning for a key the night's
+    optimizer or judge needs that is in neither place, since such a night trains nothing."""
+    from skillopt_daemon.night.agents import role_keys
+    from skillopt_lib import keys
+
+    try:
+        stored = set(keys.stored_names())
+    except SkillOptError as exc:
+        return [Check("API keys", "keys file", "error", f"{exc.message}; {exc.hint or ''}".rstrip("; "))]
     names = list(KEY_VARS)
+    needed = role_keys(settings) if settings is not None else []
     if settings is not None:
         for role in (settings.agent, settings.optimizer, settings.judge):
             if role.api_key_env and role.api_key_env not in names:
                 names.append(role.api_key_env)
-    for var in names:
-        checks.append(
-            Check(
-                "API keys",
-                var,
-                "ok" if os.environ.get(var) else "info",
-                "set" if os.environ.get(var) else "not set",
+    out: list[Check] = []
+    for need in needed:
+        problem = need.problem()
+        if problem is not None:
+            out.append(Check("API keys", need.role, "warn", problem))
+        elif need.source == "environment" and need.variable not in stored:
+            out.append(
+                Check(
+                    "API keys",
+                    need.role,
+                    "info",
+                    f"{need.variable} is set in this shell only: a daemon started as a service or from "
+                    f"another terminal will not see it (`skillopt keys set {need.variable}`)",
+                )
             )
-        )
-    return checks, exit_code
+    for var in names:
+        where = [w for w, hit in (("set", os.environ.get(var)), ("in the keys file", var in stored)) if hit]
+        out.append(Check("API keys", var, "ok" if where else "info", " and ".join(where) or "not set"))
+    return out
 
 
 def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:

@@ -21,6 +21,7 @@ from skillopt_lib.errors import ConfigError
 from skillopt_lib.execution import ExecLimits, ExecResult
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
+from skillopt_lib.usage import format_cost
 
 _STATUS_STYLE = {"ok": "green", "timeout": "yellow", "max_turns": "yellow"}
 
@@ -143,7 +144,7 @@ def _show(result: ExecResult, *, show_diff: bool, kept: bool) -> None:
     console.print(
         f"[bold]status:[/] [{style}]{result.status.value}[/]  ({result.duration_s:.1f} s, "
         f"{result.usage.total_tokens} tokens"
-        + (f", ${result.usage.cost_usd:.4f}" if result.cost_reported else "")
+        + (f", {format_cost(result.usage.cost_usd)}" if result.cost_reported else "")
         + ")"
     )
     if result.error:

@@ -14,7 +14,9 @@ from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import local_display
+from skillopt_daemon.night import agents as night_agents
 from skillopt_daemon.night import cycle, runs, schedule
+from skillopt_lib.usage import format_cost
 
 night_app = typer.Typer(
     help="The nightly cycle: mine, replay, train, and propose better skills.", no_args_is_help=True
@@ -40,6 +42,9 @@ def run(
         else:
             console.print("Nothing new was ingested since the last night; use --now to run anyway.")
         return
+    ceiling = night_agents.cost_ceiling(load_settings())
+    if ceiling is not None and not runs.has_spent(open_db()):
+        err_console.print(f"note: {ceiling.line()}", markup=False, highlight=False, soft_wrap=True)
     status = err_console.status("starting the nightly cycle", spinner="dots")
     with status:
         report = cycle.run_cycle(
@@ -77,8 +82,9 @@ def run(
             )
         sp = report.spend
         console.print(
-            f"spent {sp.get('tokens', 0):,} tokens, ${sp.get('cost_usd', 0):.4f}, "
-            f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s"
+            f"spent {sp.get('tokens', 0):,} tokens, {format_cost(sp.get('cost_usd', 0))}, "
+            f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s",
+            markup=False,
         )
         if report.proposals:
             console.print("Review with `skillopt status` and `skillopt diff ID`.")

@@ -57,7 +57,8 @@ class BackendSettings(BackendConfig):
     """A model backend for one role: the library's `BackendConfig`, so a setting means the same in
     `config.toml` and in a training config. An empty `backend` means the role is not configured.
 
-    Keys are never stored here: `api_key_env` names the variable that holds one.
+    Keys are never stored here: `api_key_env` names the variable that holds one (set in the environment, or
+    kept for the daemon in skillopt's keys file with `skillopt keys set`).
     """
 
     backend: str = Field(
@@ -70,7 +71,7 @@ class BackendSettings(BackendConfig):
         if value is not None:
             raise ValueError(
                 "keys are never stored in skillopt's settings; put the key in an environment variable "
-                "and name that variable in api_key_env"
+                "or store it with `skillopt keys set NAME`, and name that variable in api_key_env"
             )
         return value
 

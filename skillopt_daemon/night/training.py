@@ -45,6 +45,7 @@ from skillopt_lib.trainer import Trainer, TrainResult
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.progress import NightProgress
 
 Progress = Callable[[str], None]
 # Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> task dicts.
@@ -64,6 +65,7 @@ class NightContext:
     registry: Any = None
     optimizer: Any = None
     judge: Any = None
+    tracker: NightProgress | None = None  # what `skillopt status` shows of the night while it runs
 
 
 def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
@@ -74,17 +76,26 @@ def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
     return mining.installed_skills(db)
 
 
+INSTALLED_NOWHERE = "installed nowhere: skipped (it was uninstalled from every tool)"
+
+
 def targets_for(
-    db: sqlite_utils.Database, families: list[Family], skill: str | None
+    db: sqlite_utils.Database,
+    families: list[Family],
+    skill: str | None,
+    nowhere: dict[str, list[Family]] | None = None,
 ) -> dict[str, list[Family]]:
-    """The installed skills the mined families relate to (only `skill` when given), with their families."""
+    """The installed skills the mined families relate to (only `skill` when given), with their families.
+    A skill installed nowhere (every target uninstalled) is left out, into `nowhere` when given."""
     out: dict[str, list[Family]] = {}
     known = set(mining_installed(db))
+    uninstalled = Registry(db, actor="night").installed_nowhere()
+    skipped = nowhere if nowhere is not None else {}
     for fam in families:
         if fam.skill_name and fam.skill_name in known and (skill is None or fam.skill_name == skill):
-            out.setdefault(fam.skill_name, []).append(fam)
+            (skipped if fam.skill_name in uninstalled else out).setdefault(fam.skill_name, []).append(fam)
     if skill is not None and skill not in out:
-        out[skill] = []
+        (skipped if skill in uninstalled else out).setdefault(skill, [])
     return out
 
 
@@ -93,13 +104,19 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
     skill covers; one outcome per skill in the night's report. Targets that waited for budget last night go
     first, then those with the user's corrections, then the larger ones."""
     report = ctx.report
-    targets = targets_for(ctx.db, families, skill)
+    nowhere: dict[str, list[Family]] = {}
+    targets = targets_for(ctx.db, families, skill, nowhere)
     new = _new_skill_families(ctx, families) if skill is None else []
+    skipped = [
+        SkillOutcome(n, "skipped", INSTALLED_NOWHERE, tasks=sum(len(f.attempts) for f in fams))
+        for n, fams in nowhere.items()
+    ]
     if not targets and not new:
         report.status = "nothing-to-do"
-        report.skills = []
+        report.skills = skipped
         ctx.say("no task family relates to an installed skill or is ready for a new one")
         return
+    report.skills.extend(skipped)
     groups = [*targets.values(), *([f] for f in new)]
     tools = sorted({t for fams in groups if (t := replay_tool(fams)) is not None}, key=str)
     report.missing = missing_for_replays(ctx.settings, tools)
@@ -123,7 +140,9 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         return (key not in waited, not corrected, -sum(len(f.attempts) for f in fams))
 
     taken = set(mining_installed(ctx.db))
-    for name, fams, is_new in sorted(jobs, key=priority):
+    for index, (name, fams, is_new) in enumerate(sorted(jobs, key=priority), 1):
+        if ctx.tracker is not None:
+            ctx.tracker.skill(name, index=index, total=len(jobs), family=name if is_new else None)
         if is_new:
             outcome = train_new(ctx, fams[0], taken)
             taken.add(outcome.skill)
@@ -311,6 +330,8 @@ def _train_and_propose(
         base.needs = _needs_text(carried.pending.evidence.to_dict(), gate)
         return base
     planned = _planned_replays(tasks, gate, fresh, carried is not None)
+    if ctx.tracker is not None:
+        ctx.tracker.plan(planned)
     wait = _budget_wait(ctx, planned)
     if wait:
         base.status, base.reason = "waited", f"{wait}; it goes first next night"

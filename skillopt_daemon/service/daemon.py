@@ -43,7 +43,7 @@ from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest import tail
 from skillopt_daemon.ingest.inbox import handle_notes
 from skillopt_daemon.ingest.redact import redact
-from skillopt_daemon.night import cycle, schedule
+from skillopt_daemon.night import cycle, runs, schedule
 from skillopt_daemon.registry import Registry
 from skillopt_daemon.service.service_files import daemon_log_file, service_command
 from skillopt_lib.agents import AgentTool
@@ -152,6 +152,9 @@ class Daemon:
             log.info("daemon started (pid %s), watching %d roots", os.getpid(), len(pipeline.roots))
             # An install killed mid-way (a crashed `skillopt approve`) is settled before anything else runs.
             for note in Registry(db, actor="daemon").reconcile():
+                log.warning("%s", note)
+            # A night killed with the last daemon (or by hand) is settled, and its replay workspaces go.
+            for note in runs.settle_stale(db):
                 log.warning("%s", note)
             if not sources:
                 log.warning("no agent tool sources are available: nothing to ingest")

@@ -19,6 +19,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.web import auth
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
+from skillopt_lib.usage import format_cost
 
 HERE = Path(__file__).parent
 FLASH = {
@@ -39,7 +40,7 @@ def _templates() -> Jinja2Templates:
     env.filters["pct"] = lambda v: "-" if v is None else f"{float(v):.0%}"
     env.filters["score"] = lambda v: "-" if v is None else f"{float(v):.3f}"
     env.filters["signed"] = lambda v: "-" if v is None else f"{float(v):+.3f}"
-    env.filters["usd"] = lambda v: "-" if v is None else f"${float(v):.4f}"
+    env.filters["usd"] = format_cost
     env.filters["num"] = lambda v: "-" if v is None else f"{int(v):,}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     return Jinja2Templates(env=env)

@@ -7,6 +7,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from skillopt_lib.cli.output import err_console
+from skillopt_lib.usage import format_cost
 
 
 class TrainProgress:
@@ -44,7 +45,7 @@ class TrainProgress:
                 completed=event["step"],
                 description=(
                     f"epoch {event['epoch']} · val {event['val']:.3f} · train {event['train']:.3f} · "
-                    f"{verdict} · {tokens:,} tok ${cost:.3f}"
+                    f"{verdict} · {tokens:,} tok {format_cost(cost)}"
                 ),
             )
         elif kind == "slow_update":
