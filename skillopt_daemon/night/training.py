@@ -42,6 +42,7 @@ from skillopt_lib.judge import LeakGuard
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
+from skillopt_lib.usage import format_cost
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
@@ -288,6 +289,14 @@ def _budget_wait(ctx: NightContext, planned: int) -> str | None:
             f"needs about {int(planned * per):,} tokens for {planned} replays and the night has "
             f"{max(tokens_left, 0):,} left (night.max_tokens)"
         )
+    if budget.replays:
+        cost = planned * budget.cost_usd / budget.replays
+        money_left = budget.max_cost_usd - budget.cost_usd
+        if cost > money_left:
+            return (
+                f"needs about {format_cost(cost)} for {planned} replays and the night has "
+                f"{format_cost(max(money_left, 0.0))} left (night.max_cost_usd)"
+            )
     return None
 
 

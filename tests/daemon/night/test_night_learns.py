@@ -77,7 +77,9 @@ def _world(root: Path, server: ScriptedServer, clis: ac.AgentCLIs, corrections: 
         corrections=corrections,
         codex=Path(str(clis.codex)),
     )
-    w.configure()
+    # Budgets may be set: four families' replays through Claude Code cost more than the default $20 cap at
+    # list prices (the night then plans and leaves the rest waiting, which test_night_e2e.py covers).
+    w.configure(max_cost_usd=500, max_tokens=500_000_000)
     return w
 
 
