@@ -1,9 +1,13 @@
 """Small facts about ingest kept in `ingest_meta`: when the daemon started, the last ingest, whether the
-first backfill finished, which newer tool versions were already reported."""
+first backfill finished, which newer tool versions were already reported, whether ingest is paused."""
 
 from __future__ import annotations
 
 import sqlite_utils
+
+# Why the daemon's ingest is paused (JSON: reason, since, message), or "" while it runs: see
+# `service.daemon.IngestPause`.
+PAUSE_KEY = "ingest_paused"
 
 
 def get_meta(db: sqlite_utils.Database, key: str) -> str | None:

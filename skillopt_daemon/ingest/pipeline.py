@@ -667,6 +667,9 @@ class Pipeline:
                 self._ingest_each(files, out, should_stop, on_bytes, between)
         except BaseException:
             self.writer.forget()  # a failed group commit rolled back rows the writer may have cached
+            # ... and files read to their end inside it (a full disk failing the commit) must be read
+            # again: the next rescan compares every file with its stored row instead of trusting `_seen`.
+            self._seen.clear()
             raise
         finally:
             if bulk:

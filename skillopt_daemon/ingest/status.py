@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import sqlite_utils
 
+from skillopt_daemon.core import fsio, paths
+from skillopt_daemon.core.store.db import LOW_SPACE_BYTES, disk_full_error, free_bytes
 from skillopt_daemon.core.timeutil import humanize_age, to_iso, utcnow
-from skillopt_daemon.ingest.meta import get_meta
+from skillopt_daemon.ingest.meta import PAUSE_KEY, get_meta
 
 _DROP_WORDS = {"replay": "skillopt replays", "automation": "automation runs"}
 
@@ -100,13 +103,38 @@ def _lines(c: _Counts, last_ingest: str | None) -> list[str]:
     return lines
 
 
+def paused(db: sqlite_utils.Database) -> dict[str, Any] | None:
+    """Why ingest cannot go on now, or None: the running daemon's pause (a full disk, a locked store), or,
+    whoever reads, the disk under the database being full (the daemon may not have been able to say so)."""
+    if fsio.daemon_running():
+        try:
+            state = json.loads(get_meta(db, PAUSE_KEY) or "null")
+        except ValueError:
+            state = None
+        if isinstance(state, dict) and state.get("message"):
+            return state
+    free = free_bytes(paths.db_path())
+    if free is not None and free < LOW_SPACE_BYTES:
+        err = disk_full_error(then="new sessions are read once there is room")
+        return {
+            "reason": "disk-full",
+            "since": None,
+            "free_bytes": free,
+            "message": f"{err.message.replace('cannot be used now', 'cannot store new sessions')}; "
+            f"{err.hint}",
+        }
+    return None
+
+
 def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     """The sessions / ingest part of `skillopt status`: sessions per tool, last ingest, current problems."""
+    pause = paused(db)
     if "sessions" not in db.table_names():
-        return {"sessions": {}, "lines": ["no sessions ingested yet"]}
+        return {"sessions": {}, "paused": pause, "lines": _pause_lines(pause) + ["no sessions ingested yet"]}
     c = _read_counts(db)
     last_ingest = get_meta(db, "last_ingest_at")
     return {
+        "paused": pause,
         "sessions": c.per_tool,
         "dropped": {**c.dropped, "no_user_turn": c.no_user},
         "automation_flagged": c.automation,
@@ -118,5 +146,12 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
         "latest_error": c.latest,
         "last_ingest_at": last_ingest,
         "backfill_done_at": get_meta(db, "backfill_done_at"),
-        "lines": _lines(c, last_ingest),
+        "lines": _pause_lines(pause) + _lines(c, last_ingest),
     }
+
+
+def _pause_lines(pause: dict[str, Any] | None) -> list[str]:
+    if pause is None:
+        return []
+    since = f" (paused {humanize_age(pause['since'])})" if pause.get("since") else ""
+    return [f"{pause['message']}{since}"]
