@@ -8,6 +8,8 @@ import sqlite_utils
 # Why the daemon's ingest is paused (JSON: reason, since, message), or "" while it runs: see
 # `service.daemon.IngestPause`.
 PAUSE_KEY = "ingest_paused"
+# How many hook notes (other than start notes) named a transcript that did not exist: informational only.
+NO_TRANSCRIPT_KEY = "notes_without_transcript"
 
 
 def get_meta(db: sqlite_utils.Database, key: str) -> str | None:

@@ -12,7 +12,7 @@ import sqlite_utils
 from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.store.db import LOW_SPACE_BYTES, disk_full_error, free_bytes
 from skillopt_daemon.core.timeutil import humanize_age, to_iso, utcnow
-from skillopt_daemon.ingest.meta import PAUSE_KEY, get_meta
+from skillopt_daemon.ingest.meta import NO_TRANSCRIPT_KEY, PAUSE_KEY, get_meta
 
 _DROP_WORDS = {"replay": "skillopt replays", "automation": "automation runs"}
 
@@ -31,6 +31,8 @@ class _Counts:
     failing: list[dict[str, Any]]
     recent: dict[str, int]
     latest: dict[str, Any] | None
+    # Hook notes for sessions that never wrote a transcript (a plugin install, a session closed unused).
+    no_transcript: int = 0
 
 
 def _read_counts(db: sqlite_utils.Database) -> _Counts:
@@ -71,6 +73,7 @@ def _read_counts(db: sqlite_utils.Database) -> _Counts:
             )
         ),
         latest=latest[0] if latest else None,
+        no_transcript=int(get_meta(db, NO_TRANSCRIPT_KEY) or 0),
     )
 
 
@@ -85,6 +88,9 @@ def _lines(c: _Counts, last_ingest: str | None) -> list[str]:
     not_counted = [f"{n} {_DROP_WORDS.get(k, k)}" for k, n in sorted(c.dropped.items())]
     if c.no_user:
         not_counted.append(f"{c.no_user} without a user turn")
+    if c.no_transcript:
+        n = c.no_transcript
+        not_counted.append(f"{n} hook note{'' if n == 1 else 's'} for sessions that wrote no transcript")
     if not_counted:
         lines.append("not user work (not listed): " + ", ".join(not_counted))
     lines.append(
@@ -137,6 +143,7 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
         "paused": pause,
         "sessions": c.per_tool,
         "dropped": {**c.dropped, "no_user_turn": c.no_user},
+        "notes_without_transcript": c.no_transcript,
         "automation_flagged": c.automation,
         "redactions": c.redacted,
         "files": c.files,
