@@ -8,6 +8,7 @@
     pipeline        discovery, batches, and the transaction that commits rows with the file offset
     problems, meta  the ingest error log, and small facts kept in `ingest_meta`
     status          the ingest section of `skillopt status`
+    kinds           what each user message is: the one correction classifier (mining uses it too)
     signals         what a session shows (corrections, failed commands, test results)
     notes           hook notes (`skillopt notify`), standard library only
     queries         session queries for the CLI, the web app and the MCP server

@@ -129,8 +129,8 @@ def test_the_dashboard_overview_shows_no_problem_for_notes_without_a_transcript(
                 "message": "x",
             }
         )
-        pipeline.db.execute("DELETE FROM _migrations WHERE name = 'm009_notes_without_transcript'")
-    assert apply_migrations(pipeline.db) == ["m009_notes_without_transcript"]
+        pipeline.db.execute("DELETE FROM _migrations WHERE name = 'm009_notes_and_signals'")
+    assert apply_migrations(pipeline.db) == ["m009_notes_and_signals"]
     assert ingest.status_section(pipeline.db)["notes_without_transcript"] == 2
 
     with TestClient(create_app(load_settings()), base_url="http://127.0.0.1:8765") as client:

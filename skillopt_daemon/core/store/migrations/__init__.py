@@ -16,7 +16,7 @@ from skillopt_daemon.core.store.migrations import (
     m004_integration_targets,
     m005_labels,
     m006_check_verdicts,
-    m009_notes_without_transcript,
+    m009_notes_and_signals,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -28,5 +28,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m004_integration_targets", m004_integration_targets.migrate),
     ("m005_labels", m005_labels.migrate),
     ("m006_check_verdicts", m006_check_verdicts.migrate),
-    ("m009_notes_without_transcript", m009_notes_without_transcript.migrate),
+    ("m009_notes_and_signals", m009_notes_and_signals.migrate),
 ]
