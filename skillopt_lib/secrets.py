@@ -159,12 +159,13 @@ PATTERNS: tuple[Pattern, ...] = (
         group=2,
     ),
     # key = value where the key names a secret: FOO_API_KEY=..., "password": "...", token: ... Only the value
-    # is replaced. The value must end at a delimiter, so `os.environ["X"]` or `get_token()` are left alone,
+    # is replaced. A key ending in `_env` names the variable that holds a secret (`api_key_env = "MY_KEY"`),
+    # not the secret. The value must end at a delimiter, so `os.environ["X"]` or `get_token()` are left alone,
     # and `::` is a path, not an assignment: `tests/test_token.py::test_refresh`, `SecretKey::new()`.
     define(
         "secret-assignment",
         r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
-        r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
+        r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}(?<![_.\-]env)[\"']?\s*(?::=|=|:)\s*[\"']?"
         r"(?=[^\s\"']*[A-Za-z])" + _SECRET_AFTER_COLON + _END,
         ["passw", "passphrase", "secret", "token", "key", "credential"],
         group=1,

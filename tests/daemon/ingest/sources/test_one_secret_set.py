@@ -87,6 +87,10 @@ def test_a_pattern_added_to_the_one_set_is_used_by_both(
 
 def test_run_files_keep_ordinary_text() -> None:
     """The shared set is the careful one: words that merely look like key prefixes stay readable."""
-    kept = "use sk-learn's pipeline; the task-ghp_ prefix; 3 passed; max_tokens=4000"
+    kept = (
+        "use sk-learn's pipeline; the task-ghp_ prefix; 3 passed; max_tokens=4000; "
+        'api_key_env=OPENAI_API_KEY; {"api_key_env": "TOY_KEY"}'
+    )
     assert RunRedactor().text(kept) == kept
     assert not re.search(r"\*\*\*\*", masked_dump({"note": kept})["note"])
+    assert IngestRedactor().redact(kept) == (kept, 0)
