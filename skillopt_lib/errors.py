@@ -34,9 +34,14 @@ class ConflictError(SkillOptError):
 
 
 class StoreError(SkillOptError):
-    """The database cannot be used: corrupt, locked, or written by a newer skillopt."""
+    """The database cannot be used: corrupt, locked, its disk full, or written by a newer skillopt."""
 
     exit_code = 5
+
+
+class DiskFullError(StoreError):
+    """The disk holding skillopt's data is full. Nothing is damaged: freeing space is the whole fix, and
+    telling this apart from corruption keeps anyone from throwing a healthy database away."""
 
 
 class ConfigError(SkillOptError):
@@ -81,7 +86,7 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error: an unknown option or a missing argument",
     3: "not found: the named skill, version, proposal or session does not exist",
     4: "conflict: already decided, ambiguous id prefix, hand-edited file, or another process holds the lock",
-    5: "database problem: corrupt, locked, or written by a newer skillopt",
+    5: "database problem: corrupt, locked, its disk is full, or written by a newer skillopt",
     6: "configuration problem: unknown key, wrong type, or a missing setting",
     7: "daemon problem: already running, or not running",
     8: "an external program (agent CLI, git) is missing or failed",

@@ -119,8 +119,9 @@ def run_checks() -> tuple[list[Check], int]:
         for note in Registry(db, actor="doctor").reconcile():
             checks.append(Check("database", "installs", "warn", f"settled: {note}"))
         db.conn.close()
-    except SkillOptError as exc:
-        checks.append(Check("database", "open", "error", exc.message))
+    except SkillOptError as exc:  # with what to do: a full disk must not read like a broken database
+        detail = f"{exc.message}; {exc.hint}" if exc.hint else exc.message
+        checks.append(Check("database", "open", "error", detail))
         exit_code = exit_code or exc.exit_code
 
     if settings is not None:
