@@ -122,7 +122,9 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         corrected = any(a.corrections for f in fams for a in f.attempts)
         return (key not in waited, not corrected, -sum(len(f.attempts) for f in fams))
 
-    taken = set(mining_installed(ctx.db))
+    taken = set(mining_installed(ctx.db)) | ctx.registry.names_on_disk(
+        ctx.settings.enabled_tools(), {p for f in new for p in f.projects}
+    )
     for name, fams, is_new in sorted(jobs, key=priority):
         if is_new:
             outcome = train_new(ctx, fams[0], taken)
