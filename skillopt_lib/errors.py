@@ -6,6 +6,9 @@ Every error a user can cause carries a plain-words message and, where there is o
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class SkillOptError(Exception):
     """Base of every error skillopt raises on purpose (never for a bug)."""
@@ -94,3 +97,9 @@ EXIT_CODES: dict[int, str] = {
     10: "model backend failed after retries",
     11: "a skill folder cannot be written (permissions, or a symlink leading outside the tool's folders)",
 }
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """`did you mean 'x'?` for the choice closest to a mistyped `value`, or "" when none is close."""
+    close = difflib.get_close_matches(value.strip().lower(), sorted(set(choices)), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
+from rich.text import Text
 
 from skillopt_daemon.cli.output import console, print_json, print_table
 from skillopt_daemon.core import paths
@@ -203,7 +204,7 @@ def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-re
         print_table(
             None,
             ["", "group", "check", "detail"],
-            [(marks[c.level], c.group, c.name, c.detail) for c in checks],
+            [(Text.from_markup(marks[c.level]), c.group, c.name, c.detail) for c in checks],
         )
         if code:
             console.print("[red]Problems found; see the errors above.[/]")

@@ -9,7 +9,7 @@ import json
 
 import typer
 
-from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.cli.output import console, err_console, literal, print_json, print_table
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import load_settings
 from skillopt_daemon.core.store import open_db
@@ -48,21 +48,22 @@ def run(
     status = err_console.status("starting the nightly cycle", spinner="dots")
     with status:
         report = cycle.run_cycle(
-            trigger="manual", dry_run=dry_run, skill=skill, progress=lambda m: status.update(m)
+            trigger="manual", dry_run=dry_run, skill=skill, progress=lambda m: status.update(literal(m))
         )
     if json_out:
         print_json(report.to_dict())
     else:
         if report.start_note:
-            console.print(report.start_note)
+            console.print(report.start_note, markup=False)
         console.print(
-            f"Night {report.run_id}: {report.status}" + (f" ({report.error})" if report.error else "")
+            f"Night {report.run_id}: {report.status}" + (f" ({report.error})" if report.error else ""),
+            markup=False,
         )
         m = report.mining
         if m:
             console.print(f"mined {m.get('families', 0)} task families with {m.get('tasks', 0)} tasks")
         for missing in report.missing:
-            console.print(f"[yellow]missing for replays:[/] {missing}")
+            console.print(f"[yellow]missing for replays:[/] {literal(missing)}")
         if report.skills:
             print_table(
                 "Skills",
@@ -89,7 +90,7 @@ def run(
         if report.proposals:
             console.print("Review with `skillopt status` and `skillopt diff ID`.")
     if report.failure:
-        err_console.print(f"[red]error:[/] {report.failure}")
+        err_console.print(f"[red]error:[/] {literal(report.failure)}")
         raise typer.Exit(1)
 
 

@@ -26,6 +26,7 @@ from skillopt_daemon.night.agents import cost_ceiling, role_keys
 from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
 from skillopt_lib.errors import SkillOptError
+from skillopt_lib.skill import NAME_RE
 from skillopt_lib.usage import format_cost
 
 
@@ -71,8 +72,12 @@ def _running_lines(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
     return [text]
 
 
-def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
-    """Fill `data` with the last night's result; returns its lines, the reason it trained nothing first."""
+def _last_lines(
+    last: dict[str, Any], data: dict[str, Any], family_names: dict[str, str] | None = None
+) -> list[str]:
+    """Fill `data` with the last night's result; returns its lines, the reason it trained nothing first.
+    `family_names`: the mined families' descriptions by id, to tell a family that got no draft from a
+    drafted skill."""
     summary = json.loads(last.get("summary_json") or "{}")
     data["last"] = {
         k: last[k] for k in ("id", "trigger", "status", "dry_run", "started_at", "finished_at", "error")
@@ -96,7 +101,11 @@ def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
         text += f": {last['error']}"
     lines.append(text)
     for s in data["last"]["skills"]:
-        if s.get("new") or s.get("status") in ("pending", "waited", "retracted"):
+        if _undrafted_family(s, family_names):
+            # Tonight's candidate for a new skill that was never drafted: its `skill` is still the family's
+            # mined description, not a skill's name.
+            lines.append(family_line(s["skill"], s.get("tasks") or 0, _undrafted(s)))
+        elif s.get("new") or s.get("status") in ("pending", "waited", "retracted"):
             what = "new skill" if s.get("new") else "skill"
             line = f"{what} {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
             if s.get("needs"):
@@ -107,8 +116,49 @@ def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
     data["warnings"] = summary.get("warnings") or []
     lines.extend(f"warning: {w}" for w in data["warnings"])
     for f in data["families"]:
-        lines.append(f"no skill for the family '{f['name']}' ({f['tasks']} tasks): {f['reason']}")
+        what = f"waiting for {f['needs']}" if f.get("needs") else f["reason"]
+        lines.append(family_line(f["name"], f["tasks"], what))
     return lines
+
+
+FAMILY_CHARS = 60
+
+
+def family_line(description: str, tasks: int, what: str) -> str:
+    """A family of recurring work that has no skill, as status shows it: by its description, never as if it
+    were a skill (`no skill for the family 'make test is failing…' (6 recurring tasks): waiting for …`)."""
+    text = " ".join(str(description).split())
+    if len(text) > FAMILY_CHARS:
+        text = text[: FAMILY_CHARS - 1] + "…"
+    return f"no skill for the family '{text}' ({tasks} recurring task{'' if tasks == 1 else 's'}): {what}"
+
+
+def _undrafted_family(outcome: dict[str, Any], family_names: dict[str, str] | None) -> bool:
+    """Whether a night's outcome is a family that was never drafted into a skill: its `skill` is then the
+    family's description (a drafted skill has a name of its own, always a valid skill name)."""
+    family = outcome.get("family")
+    if not family:
+        return False
+    known = (family_names or {}).get(str(family))
+    if known is not None:
+        return str(outcome.get("skill")) == known
+    return not NAME_RE.match(str(outcome.get("skill") or ""))
+
+
+def _family_names(db: sqlite_utils.Database) -> dict[str, str]:
+    if "task_families" not in db.table_names():
+        return {}
+    return {r["id"]: r["name"] for r in db.query("SELECT id, name FROM task_families")}
+
+
+def _undrafted(outcome: dict[str, Any]) -> str:
+    """Why a family picked for a new skill got no draft tonight, in the words of a wait or a stop."""
+    reason = outcome.get("reason") or ""
+    if outcome.get("needs"):
+        return f"waiting for {outcome['needs']}"
+    if outcome.get("status") in ("too-few-tasks", "undecidable"):
+        return "waiting for more sessions of this kind" + (f" ({reason})" if reason else "")
+    return "not drafted" + (f": {reason}" if reason else "")
 
 
 def _key_found_since(settings: Settings, data: dict[str, Any]) -> str | None:
@@ -151,7 +201,7 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     data["settled"] = runs.settle_stale(db)
     running, last = runs.running_run(db), runs.last_finished(db)
     lines = _running_lines(running, data) if running else []
-    lines.extend(_last_lines(last, data) if last else ["last night: never run"])
+    lines.extend(_last_lines(last, data, _family_names(db)) if last else ["last night: never run"])
     if (found := _key_found_since(settings, data)) is not None:
         lines.append(found)
     lines.append(_next_line(settings, data))

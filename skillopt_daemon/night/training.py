@@ -140,7 +140,9 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         corrected = any(a.corrections for f in fams for a in f.attempts)
         return (key not in waited, not corrected, -sum(len(f.attempts) for f in fams))
 
-    taken = set(mining_installed(ctx.db))
+    taken = set(mining_installed(ctx.db)) | ctx.registry.names_on_disk(
+        ctx.settings.enabled_tools(), {p for f in new for p in f.projects}
+    )
     for index, (name, fams, is_new) in enumerate(sorted(jobs, key=priority), 1):
         if ctx.tracker is not None:
             ctx.tracker.skill(name, index=index, total=len(jobs), family=name if is_new else None)

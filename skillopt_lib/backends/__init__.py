@@ -14,7 +14,7 @@ from typing import Any
 
 from skillopt_lib import keys
 from skillopt_lib.config import BackendConfig
-from skillopt_lib.errors import ConfigError
+from skillopt_lib.errors import ConfigError, did_you_mean
 from skillopt_lib.net import is_loopback_url
 from skillopt_lib.providers import PRESETS, key_env_candidates
 
@@ -53,15 +53,18 @@ def backend_names() -> list[str]:
     return sorted(set(_BUILTIN) | set(_REGISTRY) | set(PRESETS))
 
 
+def unknown_backend(name: str) -> str:
+    """What to say about a backend name that is not registered: the closest one, when it looks mistyped."""
+    guess = did_you_mean(name, backend_names())
+    return f"unknown backend {name!r}" + (f" ({guess})" if guess else "")
+
+
 def _factory(name: str) -> BackendFactory:
     if name in _REGISTRY:
         return _REGISTRY[name]
     target = _BUILTIN.get(name)
     if target is None:
-        raise ConfigError(
-            f"unknown backend {name!r}",
-            hint=f"use one of: {', '.join(backend_names())}",
-        )
+        raise ConfigError(unknown_backend(name), hint=f"use one of: {', '.join(backend_names())}")
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -20,7 +20,7 @@ class TrainProgress:
 
     def __call__(self, event: dict[str, Any]) -> None:
         if event["event"] == "warning":  # shown with or without the progress bar
-            err_console.print(f"warning: {event['message']}", style="yellow", highlight=False)
+            err_console.print(f"warning: {event['message']}", style="yellow", highlight=False, markup=False)
             return
         if not self.enabled:
             return
@@ -51,7 +51,7 @@ class TrainProgress:
         elif kind == "slow_update":
             word = "accepted" if event["accepted"] else "rejected"
             progress.console.print(
-                f"epoch {event['epoch']} slow update {word}: {event['reason']}", highlight=False
+                f"epoch {event['epoch']} slow update {word}: {event['reason']}", highlight=False, markup=False
             )
         elif kind == "test_start":
             progress.update(task, description=f"scoring the test split ({event['n']} items)…")
