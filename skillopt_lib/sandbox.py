@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from skillopt_lib.errors import ExternalToolError, SkillOptError
 from skillopt_lib.execution import REPLAY_ENV, CheckResult, ExecBackend, ExecLimits, ExecResult
+from skillopt_lib.fsio import pid_alive
 from skillopt_lib.process import excerpt, run_process, user_path
 from skillopt_lib.skill import SkillBundle
 
@@ -354,19 +355,6 @@ def _owner(run_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie awaiting its reaper is gone
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return True
-
-
 def _unregister_worktree(top: Path, path: Path) -> None:
     """Remove the registration of the worktree at `path` from the repository `top`, even when its folder
     is gone or git left it locked ("initializing") because it was killed in the middle of adding it."""
@@ -398,7 +386,7 @@ def remove_leftovers(root: Path, pids: set[int] | None = None) -> list[str]:
         pid = owner.get("pid") if owner else None
         if not isinstance(pid, int) or owner is None or owner.get("keep"):
             continue
-        if (pids is not None and pid not in pids) or _process_alive(pid):
+        if (pids is not None and pid not in pids) or pid_alive(pid):
             continue
         top = owner.get("git_top")
         if isinstance(top, str) and Path(top).is_dir() and shutil.which("git"):
