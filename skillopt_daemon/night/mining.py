@@ -258,7 +258,8 @@ CORRECTED, FAILURE, PLAIN = "corrected", "failure", "plain"
 
 def attempt_role(a: Attempt) -> str:
     """What an attempt is good for: `corrected` (the user said how they want it: it teaches), `failure` (it
-    ended failing: its failed checks teach; as a validation task it may fail whatever a skill says), `plain`."""
+    ended failing: replayable only where the user's rules score it, and as a validation task it may fail
+    whatever a skill says), `plain`."""
     if a.corrections:
         return CORRECTED
     if a.outcome == "failure":
@@ -304,7 +305,10 @@ def _assign_splits(
     - groups with a correction train, in time order, while the family has fewer corrected train groups than
       a third of its corrected groups (at least one): every family with a correction shows one to the
       optimizer, and the others validate (their corrections still reach the judge as the family's rubric);
-    - a family with no correction yet trains on one group (a failure first: its failed checks teach);
+    - a family with no correction yet trains on one group, the first that did not fail: a failed session's
+      check never passed, and with no rule from the user to score it by (a family without corrections has
+      no rubric) it is left out of replays (`night/checks.py`), so a failure in the only train seat would
+      leave the family nothing to learn from, night after night;
     - every other group validates. A validation task that fails whatever a skill says costs replays but
       never weakens the test (its difference is zero); a held-out test split (`test_share`) is taken only
       once the family has `TEST_SPLIT_MIN_GROUPS` groups, so it never starves a small family's gate.
@@ -328,9 +332,9 @@ def _assign_splits(
         if split_of[g] is None and corrected_train < max(1, round(corrected_seen / 3)):
             split_of[g] = "train"
         corrected_train += split_of[g] == "train"
-    if "train" not in split_of:  # 2. nothing teaches yet: one failure, else the first group
+    if "train" not in split_of:  # 2. nothing teaches yet: the first group that did not fail
         free = [g for g, split in enumerate(split_of) if split is None]
-        pick = next((g for g in free if role_of[g] == FAILURE), free[0] if free else None)
+        pick = next((g for g in free if role_of[g] != FAILURE), free[0] if free else None)
         if pick is not None:
             split_of[pick] = "train"
     tests = split_of.count("test")

@@ -7,10 +7,12 @@ test split until a family is large), failures judge, and an attempt keeps its sp
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 
+from skillopt_daemon.night.checks import EXCLUDED, decide
 from skillopt_daemon.night.clustering import normalize_prompt, vectorize
 from skillopt_daemon.night.mining import Attempt, CommandRun, Family, _assign_splits
 
@@ -104,10 +106,25 @@ def test_one_correction_teaches_and_everything_else_judges(roles: list[str]) -> 
     assert by_role.get("failure", Counter())["train"] == 0
 
 
-def test_a_family_without_corrections_teaches_from_a_failure_first() -> None:
-    attempts, splits = _family(["plain", "plain", "failure", "plain"])
-    train = [a for a in attempts if splits[a.key] == "train"]
-    assert [a.outcome for a in train] == ["failure"]
+def test_a_family_without_corrections_trains_on_a_task_the_night_can_replay() -> None:
+    """With no correction there is no rule from the user to score a failed session by, so its task is left
+    out of replays: the train seat goes to the first session that did not fail, or the family could never
+    train however many sessions it gathers."""
+    attempts, splits = _family(["failure", "plain", "plain", "failure", "plain"])
+    (train,) = [a for a in attempts if splits[a.key] == "train"]
+    assert train.outcome != "failure"
+    for a in attempts:
+        task = {
+            "outcome": a.outcome,
+            "commands_json": json.dumps(
+                [{"command": c.command, "exit_code": c.exit_code} for c in a.commands]
+            ),
+        }
+        verdict = decide(task, ["make lint"], [], {"make lint": None})
+        assert (verdict.scoring == EXCLUDED) == (a.outcome == "failure"), verdict.why
+    # A family of failures only still trains on one (it stays too few to replay, and says so).
+    only, only_splits = _family(["failure", "failure", "failure"])
+    assert Counter(only_splits.values())["train"] == 1
 
 
 def test_a_large_family_holds_a_test_split_out() -> None:
