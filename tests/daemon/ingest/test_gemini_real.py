@@ -1,10 +1,12 @@
 """Gemini CLI end to end with the real, pinned `gemini` from npm, offline against the scripted model
-server (Gemini's `streamGenerateContent` protocol): the daemon backfills a session written before it
-started and tails one written while it runs, and `skillopt replay --tool gemini` drives the real CLI."""
+server (Gemini's `streamGenerateContent` protocol): the daemon backfills a session the real CLI wrote before
+it started (the committed recording) and tails one written while it runs, and `skillopt replay --tool
+gemini` drives the real CLI."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,7 @@ SCRIPT = Script(
 )
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.model_script(SCRIPT)]
+RECORDED = Path(__file__).parent / "sources" / "fixtures" / "real" / "gemini" / "tmp"
 
 
 def _gemini_env(env: Env, server: ScriptedServer) -> dict[str, str]:
@@ -46,18 +49,16 @@ def _gemini_env(env: Env, server: ScriptedServer) -> dict[str, str]:
 def test_daemon_backfills_and_tails_real_gemini_sessions(
     env: Env, gemini_cli: Path, model_server: ScriptedServer, tmp_path: Path
 ) -> None:
+    # Before the daemon starts: a session the real CLI wrote earlier (the committed recording).
+    shutil.copytree(RECORDED, env.home / ".gemini" / "tmp", dirs_exist_ok=True)
     project = tmp_path / "gemini-project"
     project.mkdir()
     genv = _gemini_env(env, model_server)
-    before = ac.run_gemini(gemini_cli, "Please run the release check", cwd=project, env=genv)
-    assert before.returncode == 0, before.stderr[-2000:]
-    files = list((env.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
-    assert len(files) == 1, files
-
     environ = env.environ()
     proc = start_daemon(environ, env.root / "daemon.log")
     try:
         wait_for(lambda: query(env.db, "SELECT 1 FROM sessions WHERE tool = 'gemini'"), timeout=60)
+        # While it runs: a new session, written by the real CLI now.
         live = ac.run_gemini(gemini_cli, "No, run it with the --strict flag next time", cwd=project, env=genv)
         assert live.returncode == 0, live.stderr[-2000:]
         wait_for(
@@ -66,11 +67,16 @@ def test_daemon_backfills_and_tails_real_gemini_sessions(
         )
         res = cli(environ, "sessions", "list", "--tool", "gemini", "--json")
         assert res.returncode == 0, res.stderr
-        sessions = json.loads(res.stdout)
-        assert len(sessions) == 2
-        assert {s["project_path"] for s in sessions} == {str(project.resolve())}
-        first = next(s for s in sessions if s["first_prompt"] == "Please run the release check")
-        assert first["model"] == "gemini-2.5-flash"
+        sessions = {s["first_prompt"]: s for s in json.loads(res.stdout)}
+        assert set(sessions) == {
+            "Please run the release check",
+            "No, run it with the --strict flag next time",
+        }
+        assert sessions["No, run it with the --strict flag next time"]["project_path"] == str(
+            project.resolve()
+        )
+        first = sessions["Please run the release check"]
+        assert first["project_path"] == "/home/dev/shop" and first["model"] == "gemini-2.5-flash"
         detail = json.loads(cli(environ, "sessions", "show", first["session_id"], "--json").stdout)
         prompts = [t["text"] for t in detail["turns"] if t["role"] == "user" and not t["is_meta"]]
         assert prompts == ["Please run the release check"]  # Gemini's own <session_context> is context
