@@ -18,7 +18,8 @@ def placements(ctx: PlacementContext) -> list[Placement]:
             JsonPlacement(
                 th,
                 th / "mcp-config.json",
-                mcp_add(mcp_entry(ctx.tool, ctx.executable)),
+                # Copilot wants the server's type and the tools it may call spelled out.
+                mcp_add({"type": "local", **mcp_entry(ctx.tool, ctx.executable), "tools": ["*"]}),
                 mcp_strip,
                 "MCP server",
             )
