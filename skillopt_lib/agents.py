@@ -297,9 +297,8 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
-@plugins.hookimpl
 def skillopt_agent_tools() -> list[ToolSpec]:
-    """The built-in tools, registered through the hook every plugin uses."""
+    """The built-in tools, registered through the hook every plugin uses (a built-in needs no marker)."""
     return list(BUILTIN_TOOLS)
 
 

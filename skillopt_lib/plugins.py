@@ -25,23 +25,36 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pluggy
+if TYPE_CHECKING:
+    import pluggy
 
 PROJECT = "skillopt"
 ENTRY_POINT_GROUP = "skillopt"
 
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+# The built-in plugins and the hooks each implements (datasette's DEFAULT_PLUGINS). Their answers come
+# before any third-party plugin's. A built-in module is registered when one of its hooks is first called,
+# so a command that only needs the tools' rows does not import the backends or the benchmarks; pluggy
+# itself is imported on first use too (agent hooks run `skillopt notify` at the end of every session).
+DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
+    "skillopt_lib.agents": ("skillopt_agent_tools",),
+    "skillopt_lib.backends": ("skillopt_backends",),
+    "skillopt_lib.envs": ("skillopt_environments",),
+}
 
-# The built-in plugins, registered before any third-party one (datasette's DEFAULT_PLUGINS).
-DEFAULT_PLUGINS: tuple[str, ...] = (
-    "skillopt_lib.agents",
-    "skillopt_lib.backends",
-    "skillopt_lib.envs",
-)
+
+def hookimpl(function: Any = None, **options: Any) -> Any:
+    """Mark a function as a hook implementation (pluggy's `HookimplMarker("skillopt")`, made on first use).
+
+    Built-in modules need no marker: a module-level function named after a hook is taken as its
+    implementation, as pytest does for `pytest_*` functions.
+    """
+    import pluggy
+
+    marker = pluggy.HookimplMarker(PROJECT)
+    return marker(function, **options) if function is not None else marker(**options)
+
 
 # Set to 1 to load the built-in plugins only (a broken third-party package must not stop `skillopt doctor`
 # from saying so).
@@ -51,9 +64,10 @@ log = logging.getLogger("skillopt.plugins")
 
 
 class HookSpecs:
-    """The hooks a plugin may implement. Every hook takes no arguments and returns a list, or None."""
+    """The hooks a plugin may implement. Every hook takes no arguments and returns a list, or None.
 
-    @hookspec
+    Each method is one hook specification (marked as such when the manager is made)."""
+
     def skillopt_agent_tools(self) -> list[Any] | None:  # list[skillopt_lib.agents.ToolSpec]
         """Agent tools this plugin adds, as `skillopt_lib.agents.ToolSpec` rows.
 
@@ -72,7 +86,6 @@ class HookSpecs:
         full ``"module:Name"`` paths.
         """
 
-    @hookspec
     def skillopt_backends(self) -> list[tuple[str, Any]] | None:
         """Model backends this plugin adds, as `(name, factory)` pairs.
 
@@ -83,7 +96,6 @@ class HookSpecs:
         implements `skillopt_lib.execution.ExecBackend`. The name is what `backend = ...` in a config means.
         """
 
-    @hookspec
     def skillopt_environments(self) -> list[tuple[str, str]] | None:
         """Benchmark environments this plugin adds, as `(name, "module:Class")` pairs.
 
@@ -129,6 +141,8 @@ _listeners: list[Any] = []
 
 def _load_entry_points(pm: pluggy.PluginManager, problems: list[str]) -> dict[str, str | None]:
     """Register each `skillopt` entry point's module; one that fails to import is a problem, not a crash."""
+    from importlib import metadata
+
     found: dict[str, str | None] = {}
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
@@ -156,14 +170,53 @@ def manager() -> pluggy.PluginManager:
     return _get().pm
 
 
+def _manager_class() -> type[pluggy.PluginManager]:
+    import pluggy
+
+    class Manager(pluggy.PluginManager):
+        """Takes a built-in module's `skillopt_*` functions as implementations without a marker."""
+
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            opts = super().parse_hookimpl_opts(plugin, name)
+            if (
+                opts is None
+                and name.startswith("skillopt_")
+                and getattr(plugin, "__name__", "") in DEFAULT_PLUGINS
+            ):
+                method = getattr(plugin, name, None)
+                if callable(method):
+                    return {
+                        "wrapper": False,
+                        "hookwrapper": False,
+                        "optionalhook": False,
+                        "tryfirst": False,
+                        "trylast": False,
+                        "specname": None,
+                    }
+            return opts
+
+    return Manager
+
+
+def _builtin(pm: pluggy.PluginManager, hook: str | None = None) -> None:
+    """Register the built-in modules that implement `hook` (every built-in, with None)."""
+    for name, hooks in DEFAULT_PLUGINS.items():
+        if (hook is None or hook in hooks) and pm.get_plugin(name) is None:
+            pm.register(importlib.import_module(name), name=name)
+
+
 def _get() -> _State:
     global _state
     with _lock:
         if _state is None:
-            pm = pluggy.PluginManager(PROJECT)
+            import pluggy
+
+            mark = pluggy.HookspecMarker(PROJECT)
+            for name in vars(HookSpecs):
+                if name.startswith("skillopt_"):
+                    mark(getattr(HookSpecs, name))  # marked here, so importing this module needs no pluggy
+            pm = _manager_class()(PROJECT)
             pm.add_hookspecs(HookSpecs)
-            for name in DEFAULT_PLUGINS:
-                pm.register(importlib.import_module(name), name=name)
             problems: list[str] = []
             dists: dict[str, str | None] = {}
             if not os.environ.get(NO_PLUGINS_ENV):
@@ -212,12 +265,16 @@ def is_builtin(plugin_name: str) -> bool:
 
 
 def results(hook: str) -> list[tuple[str, Any]]:
-    """Every item each plugin's `hook` returned, with the plugin's name: built-ins first, in registration
-    order, then third-party plugins in the order they were installed."""
-    pm = manager()
+    """Every item each plugin's `hook` returned, with the plugin's name: built-ins first, then third-party
+    plugins in the order they were registered."""
+    with _lock:
+        pm = manager()
+        _builtin(pm, hook)
     caller = getattr(pm.hook, hook)
+    impls = list(caller.get_hookimpls())  # registration order (pluggy calls them newest first)
+    impls.sort(key=lambda impl: 0 if is_builtin(impl.plugin_name) else 1)  # stable: keeps that order
     out: list[tuple[str, Any]] = []
-    for impl in caller.get_hookimpls():  # registration order (pluggy calls them newest first)
+    for impl in impls:
         items = impl.function()
         for item in items or ():
             out.append((impl.plugin_name, item))
@@ -250,6 +307,8 @@ def loaded() -> list[PluginInfo]:
     """The plugins loaded now, built-ins first, with the hooks each implements and what they provide."""
     st = _get()
     pm = st.pm
+    with _lock:
+        _builtin(pm)
     infos: dict[str, PluginInfo] = {}
     order = list(DEFAULT_PLUGINS) + [n for n, _ in pm.list_name_plugin() if n not in DEFAULT_PLUGINS]
     for name in order:

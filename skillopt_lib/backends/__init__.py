@@ -40,7 +40,6 @@ _ADDED: dict[str, BackendFactory | str] = {}  # register_backend's, which win ov
 _REGISTRY: dict[str, BackendFactory] = {}  # resolved factories
 
 
-@plugins.hookimpl
 def skillopt_backends() -> list[tuple[str, str]]:
     """The built-in backends, registered through the hook every plugin uses."""
     return list(BUILTIN_BACKENDS.items())

@@ -30,7 +30,6 @@ BUILTIN_ENVS: dict[str, str] = {
 }
 
 
-@plugins.hookimpl
 def skillopt_environments() -> list[tuple[str, str]]:
     """The built-in environments, registered through the hook every plugin uses."""
     return list(BUILTIN_ENVS.items())

@@ -115,3 +115,19 @@ def test_a_broken_installed_package_is_reported_and_the_builtins_still_load(
     monkeypatch.setenv(plugins.NO_PLUGINS_ENV, "1")
     plugins.reset()
     assert plugins.problems() == []
+
+
+def test_reading_tool_rows_loads_no_backend_and_importing_loads_no_pluggy() -> None:
+    """Agent hooks run `skillopt notify` after every session: importing the tools' module must stay cheap,
+    and a command that needs only the rows must not import the backends or the benchmarks."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "import skillopt_lib.agents as a\n"
+        "assert 'pluggy' not in sys.modules and 'importlib.metadata' not in sys.modules\n"
+        "assert a.AgentTool.GEMINI in a.AgentTool\n"
+        "assert 'skillopt_lib.backends' not in sys.modules and 'skillopt_lib.envs' not in sys.modules\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
