@@ -18,7 +18,7 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from skillopt_lib.config import Redactor
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
@@ -60,7 +60,48 @@ def bundle_from_json(data: dict[str, str]) -> SkillBundle:
     return SkillBundle(files={p: base64.b64decode(d) for p, d in data.items()})
 
 
-def read_history(run_dir: Path, *, complete_lines_only: bool = True) -> list[dict[str, Any]]:
+class HistoryRecord(TypedDict, total=False):
+    """One line of history.jsonl, as the trainer writes it; `kind` says which keys a record has.
+
+    Typed so that a reader asking for a key the trainer never writes fails type checking (a TypedDict's
+    `.get` with an unknown literal key is an error); `HISTORY_KEYS` lets a test check the trainer's side.
+    """
+
+    kind: str  # baseline | pending | step | slow_update | meta_notes | test
+    step: int
+    epoch: int
+    batch: int
+    time: str
+    usage_total: dict[str, Any]
+    usage_step: dict[str, Any]
+    val: dict[str, Any]  # baseline: score, n, repeats; otherwise: incumbent
+    train: dict[str, Any]
+    skill_hash: str
+    candidate_hash: str
+    accepted: bool
+    reason: str
+    gate: dict[str, Any] | None  # the gate decision (`GateDecision.to_dict`), with its `stats`
+    changed_tokens: int
+    rejected_edits: list[dict[str, Any]]
+    invalid_skill: list[str]
+    applied: list[dict[str, Any]]
+    proposed: list[dict[str, Any]]
+    candidates: list[dict[str, Any]]
+    selected: list[dict[str, Any]]
+    ranked_by: str
+    dropped: list[dict[str, Any]]
+    conflicts: list[dict[str, Any]]
+    optimizer_calls: list[dict[str, Any]]
+    budget: dict[str, Any]
+    guidance: str
+    notes: str
+    test: dict[str, Any]
+
+
+HISTORY_KEYS = frozenset(HistoryRecord.__annotations__)
+
+
+def read_history(run_dir: Path, *, complete_lines_only: bool = True) -> list[HistoryRecord]:
     """The records of `run_dir`'s history.jsonl, oldest first; [] when the run has written none yet.
 
     A run appends to its history while others read it (the dashboard's live page, `skillopt train`'s table,
@@ -75,14 +116,14 @@ def read_history(run_dir: Path, *, complete_lines_only: bool = True) -> list[dic
     lines = text.split("\n")
     if complete_lines_only or not lines[-1]:
         lines.pop()  # the text after the last newline: empty, or a line being written
-    out: list[dict[str, Any]] = []
+    out: list[HistoryRecord] = []
     for line in lines:
         try:
             rec = json.loads(line)
         except ValueError:
             continue
         if isinstance(rec, dict):
-            out.append(rec)
+            out.append(cast(HistoryRecord, rec))
     return out
 
 
@@ -130,7 +171,7 @@ class RunFiles:
         kept = self.history_path.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]
         write_private(self.history_path, "".join(kept))
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[HistoryRecord]:
         return read_history(self.dir, complete_lines_only=False)
 
     def write_skill(self, name: str, bundle: SkillBundle) -> None:

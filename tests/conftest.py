@@ -12,6 +12,7 @@ except ModuleNotFoundError:  # pragma: no cover
 agent_clis = fixtures.agent_clis
 claude_cli = fixtures.claude_cli
 codex_cli = fixtures.codex_cli
+gemini_cli = fixtures.gemini_cli
 tmux_bin = fixtures.tmux_bin
 model_server = fixtures.model_server
 claude_sandbox = fixtures.claude_sandbox

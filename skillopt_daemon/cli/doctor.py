@@ -25,6 +25,7 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.ingest.readable import unreadable_transcripts
 from skillopt_daemon.registry import Registry
+from skillopt_lib import plugins
 from skillopt_lib.agents import TOOLS, spec
 from skillopt_lib.errors import ConfigError, SkillOptError, StoreError
 
@@ -144,12 +145,31 @@ def run_checks() -> tuple[list[Check], int]:
                 )
             )
 
+    checks.extend(_plugin_checks())
+
     from skillopt_daemon.integrations import doctor_checks
 
     checks.extend(Check(g, n, lvl, d) for g, n, lvl, d in doctor_checks())  # type: ignore[arg-type]
 
     checks.extend(_key_checks(settings))
     return checks, exit_code
+
+
+def _plugin_checks() -> list[Check]:
+    """Plugins that failed to load or clash (a warning each), and each tool's own checks (`ToolSpec.doctor`,
+    a function taking the tool and returning `(name, level, detail)` tuples)."""
+    out: list[Check] = []
+    for tool, row in TOOLS.items():
+        if row.doctor is None:
+            continue
+        try:
+            for name, level, detail in plugins.load_object(row.doctor)(tool):
+                lvl: Level = level if level in ("ok", "warn", "error", "info") else "warn"
+                out.append(Check(tool.value, str(name), lvl, str(detail)))
+        except Exception as exc:  # a plugin's check that breaks is reported, never stops the others
+            plugins.note_problem(f"the doctor checks of {tool.value} ({row.doctor}) failed: {exc}")
+    out.extend(Check("plugins", "load", "warn", problem) for problem in plugins.problems())
+    return out
 
 
 def _key_checks(settings: Settings | None) -> list[Check]:

@@ -8,15 +8,15 @@ installed skills are touched. Afterwards the check commands run in the workspace
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from skillopt_daemon.cli.output import console, err_console, literal, print_json, print_table
 from skillopt_daemon.core import paths
-from skillopt_daemon.core.config import load_settings, tool_home
+from skillopt_daemon.core.config import load_settings
+from skillopt_daemon.night.agents import make_agent
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.backends.exec_base import CliExecBackend
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.execution import ExecLimits, ExecResult
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
@@ -26,46 +26,11 @@ from skillopt_lib.usage import format_cost
 _STATUS_STYLE = {"ok": "green", "timeout": "yellow", "max_turns": "yellow"}
 
 
-def make_backend(
-    tool: AgentTool,
-    *,
-    cli: str | None,
-    limits: ExecLimits,
-    home: Path | None,
-    permission_mode: str | None = None,
-    allowed_tools: list[str] | None = None,
-) -> CliExecBackend:
-    """The exec backend for a tool, configured from settings; ConfigError for a tool without one."""
-    kwargs: dict[str, Any] = {"cli": cli, "limits": limits, "user_home": home}
-    if tool is AgentTool.CLAUDE_CODE:
-        from skillopt_lib.backends.claude_code import ClaudeCodeBackend
-
-        if permission_mode:
-            kwargs["permission_mode"] = permission_mode
-        if allowed_tools is not None:
-            kwargs["allowed_tools"] = tuple(allowed_tools)
-        return ClaudeCodeBackend(**kwargs)
-    if tool is AgentTool.CODEX:
-        from skillopt_lib.backends.codex import CodexBackend
-
-        return CodexBackend(**kwargs)
-    if tool is AgentTool.COPILOT:
-        from skillopt_lib.backends.copilot import CopilotBackend
-
-        return CopilotBackend(**kwargs)
-    if tool is AgentTool.CURSOR:
-        from skillopt_lib.backends.cursor import CursorBackend
-
-        return CursorBackend(**kwargs)
-    raise ConfigError(
-        f"{tool.value} cannot be replayed: it has no headless CLI skillopt can drive",
-        hint="use --tool claude-code, codex, copilot or cursor",
-    )
-
-
 def replay_command(
     prompt: str = typer.Option(..., "--prompt", "-p", help="the task, as you would type it to the agent"),
-    tool: str = typer.Option("claude-code", "--tool", "-t", help="claude-code, codex, copilot or cursor"),
+    tool: str = typer.Option(
+        "claude-code", "--tool", "-t", help="a tool with an exec backend (see `skillopt plugins`)"
+    ),
     repo: Optional[Path] = typer.Option(None, "--repo", "-r", help="your project (never modified)"),
     commit: Optional[str] = typer.Option(
         None, "--commit", help="start from this commit (a detached worktree)"
@@ -96,13 +61,8 @@ def replay_command(
         model=model,
         max_output_bytes=rs.max_output_bytes,
     )
-    backend = make_backend(
-        agent_tool,
-        cli=settings.tool(agent_tool).cli,
-        limits=limits,
-        home=tool_home(agent_tool, settings),
-        permission_mode=rs.claude_permission_mode,
-        allowed_tools=list(rs.claude_allowed_tools),
+    backend = make_agent(
+        settings, agent_tool, max_turns=limits.max_turns, timeout_s=limits.timeout_s, model=model
     )
     bundle = SkillBundle.from_path(skill) if skill is not None else None
     if bundle is not None and not bundle.name:

@@ -52,6 +52,11 @@ class ToolSettings(_Section):
         default_factory=list,
         description="more folders to read this tool's session logs from (e.g. Devin exports)",
     )
+    replay_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="options for the tool's exec backend on replays, over the tool's own defaults "
+        "(e.g. permission_mode and allowed_tools for claude-code)",
+    )
 
 
 class BackendSettings(BackendConfig):
@@ -113,10 +118,10 @@ class ReplaySettings(_Section):
     env_allowlist: list[str] = Field(
         default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME"]
     )
-    claude_permission_mode: str = "acceptEdits"
-    claude_allowed_tools: list[str] = Field(
-        default_factory=lambda: ["Bash", "Read", "Write", "Edit", "Glob", "Grep"]
-    )
+
+
+# Replay settings that were Claude Code's alone, now `tools.claude-code.replay_options.<option>`.
+_RETIRED_REPLAY = {"claude_permission_mode": "permission_mode", "claude_allowed_tools": "allowed_tools"}
 
 
 class ExcludeSettings(_Section):
@@ -273,6 +278,29 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = _CONFIG_FILE_OVERRIDE[-1] if _CONFIG_FILE_OVERRIDE else paths.config_file()
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_replay_keys(cls, data: Any) -> Any:
+        """`replay.claude_permission_mode` and `replay.claude_allowed_tools` are per tool now
+        (`tools.claude-code.replay_options`): a config that still sets them loads, moved there, with a
+        warning saying what to write instead."""
+        if not isinstance(data, dict) or not isinstance(data.get("replay"), dict):
+            return data
+        replay = dict(data["replay"])
+        moved = {new: replay.pop(old) for old, new in _RETIRED_REPLAY.items() if old in replay}
+        if not moved:
+            return data
+        tools = dict(data.get("tools") or {})
+        claude = dict(tools.get("claude-code") or {})
+        claude["replay_options"] = {**moved, **(claude.get("replay_options") or {})}
+        tools["claude-code"] = claude
+        logging.getLogger("skillopt.config").warning(
+            "replay.claude_permission_mode and replay.claude_allowed_tools moved to "
+            "tools.claude-code.replay_options (permission_mode, allowed_tools); the old keys still work "
+            "for now: write the new ones to keep them working"
+        )
+        return {**data, "replay": replay, "tools": tools}
 
     def tool(self, tool: AgentTool) -> ToolSettings:
         return self.tools.get(tool) or ToolSettings()

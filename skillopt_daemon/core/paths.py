@@ -80,10 +80,7 @@ def default_tool_home(tool: AgentTool) -> Path:
 
     Config may override this; use `skillopt_daemon.core.config.tool_home` for the resolved value.
     """
-    row = spec(tool)
-    if row.home_env and os.environ.get(row.home_env):
-        return Path(os.environ[row.home_env]).expanduser()
-    return user_home() / row.home_default
+    return spec(tool).default_home(os.environ, user_home())
 
 
 def ensure_private_dir(path: Path) -> Path:

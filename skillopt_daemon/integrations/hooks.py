@@ -129,10 +129,8 @@ def mcp_strip(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def mcp_entry(tool: AgentTool, executable: str | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"command": executable or skillopt_executable(), "args": ["mcp"]}
-    if tool is AgentTool.COPILOT:
-        entry = {"type": "local", **entry, "tools": ["*"]}
-    return entry
+    """The `mcpServers` entry that starts skillopt's MCP server; a tool's integration adds its own keys."""
+    return {"command": executable or skillopt_executable(), "args": ["mcp"]}
 
 
 def strip_any(doc: dict[str, Any]) -> dict[str, Any]:

@@ -1,44 +1,89 @@
 """What each tool's integration places, and where: the plan `install` carries out.
 
 The `skillopt` skill goes where the tool reads skills (the same folders approved versions go to, the
-installers'); Claude Code also gets commands and session hooks, Devin a rule and hooks, Copilot an MCP
-server entry, and with `--instructions` a pointer in the tool's instruction file.
+installers'); what else a tool gets is its own integration module's to say (`integrations/tools/<tool>.py`
+for the built-in tools: Claude Code's commands and session hooks, Devin's rule and hooks, Copilot's MCP
+server entry, and with `--instructions` a pointer in the tool's instruction file).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import tool_home
-from skillopt_daemon.integrations.hooks import (
-    hook_command,
-    hooks_add,
-    hooks_strip,
-    mcp_add,
-    mcp_entry,
-    mcp_strip,
-    skillopt_executable,
-)
+from skillopt_daemon.integrations.hooks import skillopt_executable
 from skillopt_daemon.integrations.manifest import Target
-from skillopt_daemon.integrations.placements import FilePlacement, JsonPlacement, Placement, SectionPlacement
+from skillopt_daemon.integrations.placements import FilePlacement, Placement
 from skillopt_daemon.integrations.shipped import SKILL_NAME, integration_dir, shipped_skill
 from skillopt_daemon.registry.installers import get_installer, has_installer
 from skillopt_daemon.registry.installers.base import InstallTarget
+from skillopt_lib import plugins
 from skillopt_lib.agents import TOOLS, AgentTool, spec
 from skillopt_lib.errors import NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
 
 Scope = Literal["user", "project"]
 
-# Scopes each tool supports (Devin reads skills, rules and hooks from the repository only).
-SUPPORTED_SCOPES: dict[AgentTool, tuple[Scope, ...]] = {t: row.scopes for t, row in TOOLS.items()}
+_TOOLS_PACKAGE = "skillopt_daemon.integrations.tools"
 
 
-DEFAULT_SCOPE: dict[AgentTool, Scope] = {t: SUPPORTED_SCOPES[t][0] for t in AgentTool}
+class _Scopes(Mapping[AgentTool, tuple[Scope, ...]]):
+    """Scopes each tool supports, from its row (Devin reads skills, rules and hooks from the repository only)."""
+
+    def __getitem__(self, tool: AgentTool) -> tuple[Scope, ...]:
+        return TOOLS[tool].scopes
+
+    def __iter__(self) -> Iterator[AgentTool]:
+        return iter(TOOLS)
+
+    def __len__(self) -> int:
+        return len(TOOLS)
+
+
+class _DefaultScope(Mapping[AgentTool, Scope]):
+    """The scope `skillopt install TOOL` means without `--scope`: the first its row lists."""
+
+    def __getitem__(self, tool: AgentTool) -> Scope:
+        return TOOLS[tool].scopes[0]
+
+    def __iter__(self) -> Iterator[AgentTool]:
+        return iter(TOOLS)
+
+    def __len__(self) -> int:
+        return len(TOOLS)
+
+
+SUPPORTED_SCOPES: Mapping[AgentTool, tuple[Scope, ...]] = _Scopes()
+DEFAULT_SCOPE: Mapping[AgentTool, Scope] = _DefaultScope()
+
+
+@dataclass(frozen=True)
+class PlacementContext:
+    """What a tool's integration function gets (`ToolSpec.integration`), to say what `skillopt install`
+    places for one target: the `skillopt` skill's placements are already made (`skills`), and a tool that
+    wants nothing else returns them unchanged."""
+
+    tool: AgentTool
+    target: Target
+    src: Path  # the tool's shipped integration files (`integrations/<tool>/`)
+    home: Path  # the tool's home folder (configured, its own variable, or its default)
+    executable: str  # the `skillopt` command hooks should run
+    instructions: bool  # `--instructions`: also a pointer in the tool's instruction file
+    skills: tuple[Placement, ...]
+
+    @property
+    def base(self) -> Path:
+        """The tool's home at user scope; the project folder at project scope."""
+        if self.target.scope == "user":
+            return self.home
+        assert self.target.project is not None
+        return self.target.project
 
 
 def skill_roots(tool: AgentTool, scope: Scope, project: Path | None = None) -> list[Path]:
@@ -69,71 +114,33 @@ def _skill_placements(tool: AgentTool, target: Target) -> list[Placement]:
 def plan_placements(
     target: Target, *, instructions: bool = False, executable: str | None = None
 ) -> list[Placement]:
-    """Everything `skillopt install` places for a target, in order; `instructions` adds the pointer."""
+    """Everything `skillopt install` places for a target, in order; `instructions` adds the pointer.
+
+    The `skillopt` skill goes to the tool's skills folders; anything else (commands, hooks, an MCP entry,
+    an instruction pointer) is the tool's own integration's to add: the function its row names
+    (`ToolSpec.integration`), which gets a `PlacementContext` and returns the whole list.
+    """
     tool = target.tool
-    src = integration_dir(tool)
-    th = tool_home_or_default(tool)
-    p = target.project
-    copilot_instr = tool is AgentTool.COPILOT and target.scope == "project" and instructions
-    out: list[Placement] = [] if copilot_instr else _skill_placements(tool, target)
-    exe = executable or skillopt_executable()
-    if tool is AgentTool.CLAUDE_CODE:
-        base = th if target.scope == "user" else p / ".claude"  # type: ignore[operator]
-        for cmd in sorted((src / "commands").glob("*.md")):
-            out.append(FilePlacement(base, base / "commands" / cmd.name, cmd.read_bytes()))
-        settings = base / ("settings.json" if target.scope == "user" else "settings.local.json")
-        events = {
-            ev: hook_command(arg, tool, exe)
-            for ev, arg in (("SessionStart", "session-start"), ("SessionEnd", "session-end"))
-        }
-        out.append(
-            JsonPlacement(base, settings, hooks_add(events, wrapped=True), hooks_strip(wrapped=True), "hooks")
-        )
-    elif tool is AgentTool.CODEX:
-        if instructions:
-            agents_md = th / "AGENTS.md" if target.scope == "user" else p / "AGENTS.md"  # type: ignore[operator]
-            body = (src / "AGENTS.md.snippet").read_text(encoding="utf-8")
-            out.append(SectionPlacement(agents_md.parent, agents_md, body))
-    elif tool is AgentTool.COPILOT:
-        if target.scope == "user":
-            out.append(
-                JsonPlacement(
-                    th, th / "mcp-config.json", mcp_add(mcp_entry(tool, exe)), mcp_strip, "MCP server"
-                )
-            )
-        if instructions:
-            base = th if target.scope == "user" else p / ".github"  # type: ignore[operator]
-            body = (src / "copilot-instructions.snippet.md").read_text(encoding="utf-8")
-            out.append(SectionPlacement(base, base / "copilot-instructions.md", body))
-    elif tool is AgentTool.DEVIN:
-        base = p / ".devin"  # type: ignore[operator]
-        out.append(
-            FilePlacement(base, base / "rules" / "skillopt.md", (src / "rules" / "skillopt.md").read_bytes())
-        )
-        events = {"SessionEnd": hook_command("session-end", tool, exe)}
-        out.append(
-            JsonPlacement(
-                base,
-                base / "hooks.v1.json",
-                hooks_add(events, wrapped=False),
-                hooks_strip(wrapped=False),
-                "hooks",
-            )
-        )
-    elif tool is AgentTool.CURSOR and instructions:
-        base = th if target.scope == "user" else p / ".cursor"  # type: ignore[operator]
-        out.append(
-            FilePlacement(
-                base, base / "rules" / "skillopt.mdc", (src / "rules" / "skillopt.mdc").read_bytes()
-            )
-        )
-    return out
+    ctx = PlacementContext(
+        tool=tool,
+        target=target,
+        src=integration_dir(tool),
+        home=tool_home_or_default(tool),
+        executable=executable or skillopt_executable(),
+        instructions=instructions,
+        skills=tuple(_skill_placements(tool, target)),
+    )
+    name = spec(tool).integration
+    if name is None:
+        return list(ctx.skills)
+    placements: list[Placement] = plugins.load_object(
+        name if ":" in name else f"{name}:placements", package=_TOOLS_PACKAGE
+    )(ctx)
+    return placements
 
 
 def resolve_target(tool: AgentTool, scope: Scope | None = None, project: str | Path | None = None) -> Target:
-    scope = scope or (
-        "project" if project is not None and tool is not AgentTool.DEVIN else DEFAULT_SCOPE[tool]
-    )
+    scope = scope or ("project" if project is not None else DEFAULT_SCOPE[tool])
     if scope not in SUPPORTED_SCOPES[tool]:
         raise SkillOptError(
             f"{tool.value} has no {scope}-level skills; skillopt installs it per project",

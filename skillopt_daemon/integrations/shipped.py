@@ -42,6 +42,9 @@ def plugin_dir() -> Path:
 
 
 def shipped_skill(tool: AgentTool) -> dict[str, bytes]:
-    """The `skillopt` skill for a tool, by path relative to the skill folder."""
+    """The `skillopt` skill for a tool, by path relative to the skill folder; a tool without a folder of its
+    own (a plugin's) gets the plain one (Codex's, with no tool-specific frontmatter)."""
     root = integration_dir(tool) / "skills" / SKILL_NAME
+    if not root.is_dir():
+        root = integration_dir(AgentTool.CODEX) / "skills" / SKILL_NAME
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

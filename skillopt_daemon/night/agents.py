@@ -14,11 +14,11 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import BackendSettings, Settings, tool_home
 from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib import keys
-from skillopt_lib.agents import AgentTool
+from skillopt_lib.agents import TOOLS, AgentTool, spec
 from skillopt_lib.backends import create_backend, resolve_preset
 from skillopt_lib.backends.base import price_of
 from skillopt_lib.config import BackendConfig
-from skillopt_lib.errors import SkillOptError
+from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_lib.net import is_loopback_url
 from skillopt_lib.providers import key_env_candidates
 from skillopt_lib.usage import format_cost
@@ -29,7 +29,10 @@ def _library_config(b: BackendSettings) -> BackendConfig:
     return BackendConfig.model_validate(b.model_dump())
 
 
-_CHAT_CLI = {"claude-code-chat": AgentTool.CLAUDE_CODE, "codex-chat": AgentTool.CODEX}
+def _chat_cli() -> dict[str, AgentTool]:
+    """Chat backends that use an agent tool's own CLI (and so its login), by backend name: each tool's row
+    names its own (`ToolSpec.chat_backend`)."""
+    return {row.chat_backend: tool for tool, row in TOOLS.items() if row.chat_backend}
 
 
 def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
@@ -41,7 +44,7 @@ def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
         own: dict[str, Any] = given if isinstance(given, dict) else {}
         table = {k: v.model_dump() for k, v in settings.prices.items()}
         cfg = cfg.model_copy(update={"options": {**cfg.options, "prices": {**table, **own}}})
-    tool = _CHAT_CLI.get(b.backend)
+    tool = _chat_cli().get(b.backend)
     if tool is not None:
         opts: dict[str, Any] = {**cfg.options, "home": str(tool_home(tool, settings))}
         if settings.tool(tool).cli:
@@ -85,7 +88,7 @@ def role_keys(settings: Settings) -> list[RoleKey]:
     where each is found: the environment first, then the keys file, as the backends look them up."""
     out: list[RoleKey] = []
     for role, b in (("optimizer", settings.optimizer), ("judge", settings.judge)):
-        if not b.backend or b.backend in _CHAT_CLI:
+        if not b.backend or b.backend in _chat_cli():
             continue
         cfg = resolve_preset(_library_config(b))
         if not cfg.api_key_env and (cfg.options.get("key_optional") or is_loopback_url(cfg.base_url)):
@@ -107,7 +110,7 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
             "`skillopt config set optimizer.backend claude-code-chat` (or codex-chat)"
         )
     missing.extend(why for k in role_keys(settings) if (why := k.problem()) is not None)
-    remote = opt.backend not in _CHAT_CLI and not is_loopback_url(opt.base_url)
+    remote = opt.backend not in _chat_cli() and not is_loopback_url(opt.base_url)
     if opt.backend and settings.night.local_only and remote:
         missing.append(
             f"night.local_only is on but the optimizer endpoint {opt.base_url or opt.backend!r} is not on "
@@ -119,7 +122,7 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
 
 def replay_missing(settings: Settings, tool: AgentTool) -> str | None:
     """Why `tool`'s sessions cannot be replayed on this machine (with how to fix it), or None when they can."""
-    if tool not in (AgentTool.CLAUDE_CODE, AgentTool.CODEX, AgentTool.COPILOT, AgentTool.CURSOR):
+    if spec(tool).backend is None:
         return f"{tool.value} sessions cannot be replayed: skillopt has no headless runner for it"
     try:
         make_agent(settings, tool).executable()
@@ -128,24 +131,47 @@ def replay_missing(settings: Settings, tool: AgentTool) -> str | None:
     return None
 
 
-def make_agent(settings: Settings, tool: AgentTool) -> Any:
+def replayable_tools() -> list[AgentTool]:
+    """The tools whose sessions can be replayed: those whose row names an exec backend."""
+    return [tool for tool, row in TOOLS.items() if row.backend]
+
+
+def make_agent(
+    settings: Settings,
+    tool: AgentTool,
+    *,
+    max_turns: int | None = None,
+    timeout_s: float | None = None,
+    model: str | None = None,
+) -> Any:
+    """The exec backend that replays `tool`'s tasks, built by `create_backend` from the tool's row and the
+    settings: the row's `replay_options`, then `tools.<tool>.replay_options`, then the replay limits (or
+    the given ones, from `skillopt replay`'s options). ConfigError for a tool with no exec backend."""
+    row = spec(tool)
+    if row.backend is None:
+        replayable = ", ".join(t.value for t in replayable_tools())
+        raise ConfigError(
+            f"{tool.value} cannot be replayed: it has no headless CLI skillopt can drive",
+            hint=f"use one of: {replayable}",
+        )
     r = settings.replay
+    ts = settings.tool(tool)
     opts: dict[str, Any] = {
+        **row.replay_options,
+        **ts.replay_options,
         "home": str(tool_home(tool, settings)),
-        "max_turns": r.max_turns,
-        "timeout_s": r.timeout_s,
+        "max_turns": r.max_turns if max_turns is None else max_turns,
+        "timeout_s": r.timeout_s if timeout_s is None else timeout_s,
         "max_output_bytes": r.max_output_bytes,
     }
-    if settings.tool(tool).cli:
-        opts["cli"] = settings.tool(tool).cli
-    if tool is AgentTool.CLAUDE_CODE:
-        opts["permission_mode"] = r.claude_permission_mode
-        opts["allowed_tools"] = list(r.claude_allowed_tools)
-    cfg = BackendConfig(
-        backend=tool.value,
-        model=settings.agent.model if settings.agent.backend == tool.value else "",
-        options=opts,
+    if ts.cli:
+        opts["cli"] = ts.cli
+    chosen = (
+        model
+        if model is not None
+        else (settings.agent.model if settings.agent.backend == row.backend else "")
     )
+    cfg = BackendConfig(backend=row.backend, model=chosen or "", options=opts)
     return create_backend(cfg, "agent", workspaces_root=str(paths.workspaces_dir()))
 
 

@@ -23,7 +23,7 @@ from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_daemon.night.evidence import usage_spend
 from skillopt_daemon.night.runs import last_real_run
 from skillopt_lib.errors import NotFoundError
-from skillopt_lib.runfiles import HISTORY_FILE, read_history
+from skillopt_lib.runfiles import HISTORY_FILE, HistoryRecord, read_history
 
 # A run whose history has not moved for this long, and that has no summary, was interrupted.
 RUN_QUIET_S = 15 * 60
@@ -254,7 +254,7 @@ def _short_edit(e: dict[str, Any], n: int = 160) -> str:
     return f"{op}: " + (text if len(text) <= n else text[: n - 1] + "…")
 
 
-def _step_row(rec: dict[str, Any]) -> dict[str, Any]:
+def _step_row(rec: HistoryRecord) -> dict[str, Any]:
     """One step (or slow update) of a run's history as a row of the run page's table."""
     train = rec.get("train") or {}
     usage = rec.get("usage_step") or {}

@@ -1,8 +1,9 @@
 """Backends play two roles: the frozen agent that runs tasks, and the optimizer model that edits skills.
 
 Every backend is created from a `skillopt_lib.config.BackendConfig` through this one registry (name -> factory),
-so the trainer never chooses a backend by if/elif and a new backend (an exec backend driving an agent CLI,
-say) plugs in with one `register_backend` call or one line in `_BUILTIN`. Presets are OpenAI-compatible
+so the trainer never chooses a backend by if/elif. The built-in backends are registered through the
+`skillopt_backends` plugin hook (`skillopt_lib.plugins`) that a third-party package implements too; a
+program can also add one with `register_backend`. Presets are OpenAI-compatible
 servers with a known base URL and key variable: `backend = "deepseek"` is `openai` with those filled in.
 """
 
@@ -12,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from skillopt_lib import keys
+from skillopt_lib import keys, plugins
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import ConfigError, did_you_mean
 from skillopt_lib.net import is_loopback_url
@@ -22,7 +23,7 @@ BackendFactory = Callable[[BackendConfig, dict[str, Any]], Any]
 
 
 # name -> "module:factory"; imported lazily so that a missing optional SDK only matters when used.
-_BUILTIN: dict[str, str] = {
+BUILTIN_BACKENDS: dict[str, str] = {
     "openai": "skillopt_lib.backends.openai:create",
     "azure": "skillopt_lib.backends.openai:create_azure",
     "anthropic": "skillopt_lib.backends.anthropic:create",
@@ -32,8 +33,44 @@ _BUILTIN: dict[str, str] = {
     "cursor": "skillopt_lib.backends.cursor:create",
     "claude-code-chat": "skillopt_lib.backends.cli_chat:create_claude_code_chat",
     "codex-chat": "skillopt_lib.backends.cli_chat:create_codex_chat",
+    "gemini": "skillopt_lib.backends.gemini:create",
 }
-_REGISTRY: dict[str, BackendFactory] = {}
+_BUILTIN: dict[str, BackendFactory | str] = {}  # from the plugins' hooks, filled on first use
+_ADDED: dict[str, BackendFactory | str] = {}  # register_backend's, which win over a plugin's
+_REGISTRY: dict[str, BackendFactory] = {}  # resolved factories
+
+
+def skillopt_backends() -> list[tuple[str, str]]:
+    """The built-in backends, registered through the hook every plugin uses."""
+    return list(BUILTIN_BACKENDS.items())
+
+
+def _from_plugins() -> dict[str, BackendFactory | str]:
+    if not _BUILTIN:
+        for plugin_name, item in plugins.results("skillopt_backends"):
+            try:
+                name, factory = item
+            except (TypeError, ValueError):
+                plugins.note_problem(
+                    f"plugin {plugin_name!r} returned {item!r} from skillopt_backends; return (name, factory) pairs"
+                )
+                continue
+            if name in _BUILTIN:
+                plugins.note_problem(
+                    f"plugin {plugin_name!r} adds the backend {name!r}, which another plugin already provides; "
+                    "the first one is used"
+                )
+                continue
+            _BUILTIN[name] = factory
+    return _BUILTIN
+
+
+def _forget() -> None:
+    _BUILTIN.clear()
+    _REGISTRY.clear()
+
+
+plugins.on_change(_forget)
 
 
 def register_backend(name: str, factory: BackendFactory | str) -> None:
@@ -42,15 +79,12 @@ def register_backend(name: str, factory: BackendFactory | str) -> None:
     `context` carries what a backend may need from the run: `prices` (model -> Price overrides) and, for
     exec backends, whatever the caller passes (e.g. a workspace root).
     """
-    if isinstance(factory, str):
-        _BUILTIN[name] = factory
-        _REGISTRY.pop(name, None)
-    else:
-        _REGISTRY[name] = factory
+    _ADDED[name] = factory
+    _REGISTRY.pop(name, None)
 
 
 def backend_names() -> list[str]:
-    return sorted(set(_BUILTIN) | set(_REGISTRY) | set(PRESETS))
+    return sorted(set(_from_plugins()) | set(_ADDED) | set(PRESETS))
 
 
 def unknown_backend(name: str) -> str:
@@ -62,9 +96,12 @@ def unknown_backend(name: str) -> str:
 def _factory(name: str) -> BackendFactory:
     if name in _REGISTRY:
         return _REGISTRY[name]
-    target = _BUILTIN.get(name)
+    target = _ADDED.get(name) or _from_plugins().get(name)
     if target is None:
         raise ConfigError(unknown_backend(name), hint=f"use one of: {', '.join(backend_names())}")
+    if not isinstance(target, str):
+        _REGISTRY[name] = target
+        return target
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -116,10 +116,7 @@ def version_warning(tool: AgentTool, version: str | None, tested: tuple[str, str
 
 def default_user_tool_home(tool: AgentTool) -> Path:
     """The user's own config home of a tool (used only to copy credentials from)."""
-    row = spec(tool)
-    if row.home_env and os.environ.get(row.home_env):
-        return Path(os.environ[row.home_env]).expanduser()
-    return Path(os.environ.get("HOME") or Path.home()) / row.home_default
+    return spec(tool).default_home(os.environ, Path(os.environ.get("HOME") or Path.home()))
 
 
 def copy_private(src: Path, dst: Path) -> bool:

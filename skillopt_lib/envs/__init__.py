@@ -1,6 +1,7 @@
 """Environments: a task set split into train / val / test, and a way to run and score one task.
 
-Built-in environments are registered by name here, in one place; any other environment is named as
+Built-in environments are registered by name here, through the `skillopt_environments` plugin hook that a
+third-party package implements too (`skillopt_lib.plugins`); any other environment can also be named as
 `package.module:ClassName`.
 """
 
@@ -11,6 +12,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from skillopt_lib import plugins
 from skillopt_lib.envs.base import Environment
 from skillopt_lib.errors import ConfigError
 
@@ -28,10 +30,37 @@ BUILTIN_ENVS: dict[str, str] = {
 }
 
 
+def skillopt_environments() -> list[tuple[str, str]]:
+    """The built-in environments, registered through the hook every plugin uses."""
+    return list(BUILTIN_ENVS.items())
+
+
+def env_names() -> dict[str, str]:
+    """Every environment a plugin provides (built-ins first): name -> "module:Class"."""
+    out: dict[str, str] = {}
+    for plugin_name, item in plugins.results("skillopt_environments"):
+        try:
+            name, target = item
+        except (TypeError, ValueError):
+            plugins.note_problem(
+                f"plugin {plugin_name!r} returned {item!r} from skillopt_environments; return (name, "
+                '"module:Class") pairs'
+            )
+            continue
+        if name in out:
+            plugins.note_problem(
+                f"plugin {plugin_name!r} adds the environment {name!r}, which another plugin already provides"
+            )
+            continue
+        out[name] = target
+    return out
+
+
 def resolve_env_class(spec: str) -> Any:
-    target = BUILTIN_ENVS.get(spec, spec)
+    names = env_names()
+    target = names.get(spec, spec)
     if ":" not in target:
-        known = ", ".join(sorted(BUILTIN_ENVS)) or "none"
+        known = ", ".join(sorted(names)) or "none"
         raise ConfigError(
             f"unknown environment {spec!r}",
             hint=f"use a built-in name ({known}) or 'package.module:ClassName'",

@@ -29,6 +29,7 @@ CLAUDE_CODE_VERSION = "2.1.197"
 CODEX_VERSION = "0.171.0"
 COPILOT_VERSION = "1.0.102"
 OPENCLAW_VERSION = "2026.9.6"
+GEMINI_VERSION = "0.61.0"
 # OpenClaw needs Node >= 24.16; this npm package ships a Node 24 binary for machines with an older one.
 NODE24_PACKAGE_VERSION = "24"
 # Codex only offers apply_patch to model slugs it knows, so the isolated config names a real slug.
@@ -56,6 +57,7 @@ class AgentCLIs:
     codex: Path | None
     copilot: Path | None = None
     openclaw: Path | None = None
+    gemini: Path | None = None
     node24: Path | None = None  # the folder holding a Node 24 `node` binary, for OpenClaw
 
     def missing(self) -> list[str]:
@@ -92,6 +94,7 @@ def locate_agent_clis(root: str | Path | None = None) -> AgentCLIs:
         codex=find("codex"),
         copilot=find("copilot"),
         openclaw=find("openclaw"),
+        gemini=find("gemini"),
         node24=node24 if (node24 / "node").is_file() else None,
     )
 
@@ -113,6 +116,53 @@ def isolated_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str
     if extra:
         env.update(extra)
     return env
+
+
+# --------------------------------------------------------------------------------------------------
+# Gemini CLI
+# --------------------------------------------------------------------------------------------------
+
+
+def gemini_env(
+    home: str | Path, base_url: str, *, api_key: str = DEFAULT_API_KEY, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Prepare ``home`` for Gemini CLI and return the environment to run it with.
+
+    Writes ``~/.gemini/settings.json`` choosing API-key sign-in with updates, telemetry and usage
+    statistics off; the environment points the CLI at ``base_url`` (``GOOGLE_GEMINI_BASE_URL``, which it
+    talks the Gemini API to) and trusts the working folder (an untrusted one reads no project skills).
+    """
+    home = Path(home)
+    cfg = home / ".gemini"
+    cfg.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+    (cfg / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    env = isolated_env(
+        home,
+        {
+            "GEMINI_API_KEY": api_key,
+            "GOOGLE_GEMINI_BASE_URL": base_url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+        },
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_gemini(
+    gemini: str | Path, prompt: str, *, cwd: str | Path, env: Mapping[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """``gemini -p PROMPT`` with a fixed model (no routing request) and every tool approved."""
+    argv = [str(gemini), "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo"]
+    argv += ["--model", "gemini-2.5-flash"]
+    return subprocess.run(argv, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 import yaml
 
-API_NAMES = ("anthropic", "chat", "responses")
-ApiName = Literal["anthropic", "chat", "responses"]
+API_NAMES = ("anthropic", "chat", "responses", "gemini")
+ApiName = Literal["anthropic", "chat", "responses", "gemini"]
 
 # User text that an agent harness adds on its own. It is not what the person typed, so rules never
 # match on it and it never starts a new step sequence.
@@ -631,6 +631,7 @@ _SHELL_NAMES = (
     "shell",
     "shell_command",
     "run_shell",
+    "run_shell_command",  # Gemini CLI
     "execute_command",
     "exec",  # OpenClaw
 )

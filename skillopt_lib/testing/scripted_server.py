@@ -1,4 +1,4 @@
-"""A scripted model server that speaks the Anthropic Messages, OpenAI Chat Completions and Responses APIs.
+"""A scripted model server that speaks the Anthropic Messages, OpenAI Chat Completions and Responses, and Gemini APIs.
 
 Why it exists: the project drives real agent CLIs and real provider SDKs in its tests and benchmarks,
 but must never call a real model. This server answers them on 127.0.0.1 from a declarative
@@ -61,6 +61,10 @@ _API_ROUTES: dict[str, ApiName] = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
 }
+# Gemini API: /v1beta/models/<model>:generateContent, :streamGenerateContent (?alt=sse), :countTokens
+_GEMINI_ROUTE = re.compile(
+    r"^/(v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$"
+)
 _AZURE_ROUTE = re.compile(r"^/openai/deployments/([^/]+)/(chat/completions|responses)$")
 _CHUNK = 24  # characters per streamed delta: small enough that clients really assemble deltas
 
@@ -309,10 +313,13 @@ class ScriptedServer:
         raw_path, _, query = h.path.partition("?")
         path = raw_path.rstrip("/") or "/"
         azure = _AZURE_ROUTE.match(path)
-        if azure is not None:
+        gemini = _GEMINI_ROUTE.match(path)
+        if gemini is not None:
+            pass  # its own versioned paths
+        elif azure is not None:
             # Azure OpenAI: /openai/deployments/<deployment>/chat/completions?api-version=...
             path = "/v1/" + azure.group(2)
-        if not path.startswith("/v1/") and path != "/v1":
+        if gemini is None and not path.startswith("/v1/") and path != "/v1":
             path = "/v1" + path  # tolerate clients whose base URL lacks /v1
         headers = {k.lower(): v for k, v in h.headers.items()}
         rec = RecordedRequest(
@@ -323,10 +330,14 @@ class ScriptedServer:
             query=query,
             headers={k: ("<redacted>" if _SECRET_HEADERS.search(k) else v) for k, v in headers.items()},
             body=None,
-            deployment=azure.group(1) if azure is not None else None,
+            deployment=azure.group(1) if azure is not None else (gemini.group(2) if gemini else None),
         )
         provider = (
-            "anthropic" if ("anthropic-version" in headers or path.startswith("/v1/messages")) else "openai"
+            "gemini"
+            if gemini is not None
+            else "anthropic"
+            if ("anthropic-version" in headers or path.startswith("/v1/messages"))
+            else "openai"
         )
         self._register(rec)
         try:
@@ -339,12 +350,15 @@ class ScriptedServer:
                     rec.error = "request body is not JSON"
                     self._send_error(h, rec, provider, 400, "request body is not valid JSON")
                     return
-            rec.auth_ok = self._auth_ok(headers)
+            rec.auth_ok = self._auth_ok(headers, query)
             if azure is not None and "api-version=" not in query:
                 self._send_error(h, rec, provider, 404, "Resource not found (no api-version in the query)")
                 return
             if not rec.auth_ok:
-                message = "invalid x-api-key" if provider == "anthropic" else "Incorrect API key provided."
+                message = {
+                    "anthropic": "invalid x-api-key",
+                    "gemini": "API key not valid. Please pass a valid API key.",
+                }.get(provider, "Incorrect API key provided.")
                 self._send_error(h, rec, provider, 401, message)
                 return
             self._route(h, rec, method, path, provider)
@@ -364,19 +378,30 @@ class ScriptedServer:
             raw = gzip.decompress(raw)
         return raw
 
-    def _auth_ok(self, headers: Mapping[str, str]) -> bool:
+    def _auth_ok(self, headers: Mapping[str, str], query: str = "") -> bool:
         if self.expected_key is None:
             return True
         bearer = headers.get("authorization", "")
         return (
             headers.get("x-api-key") == self.expected_key
             or headers.get("api-key") == self.expected_key  # Azure OpenAI
+            or headers.get("x-goog-api-key") == self.expected_key  # Gemini
+            or f"key={self.expected_key}" in query.split("&")
             or bearer == f"Bearer {self.expected_key}"
         )
 
     def _route(self, h: _Handler, rec: RecordedRequest, method: str, path: str, provider: str) -> None:
         if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
             self._send_json(h, rec, 200, self._models_body(path))
+            return
+        gemini = _GEMINI_ROUTE.match(path)
+        if method == "POST" and isinstance(rec.body, dict) and gemini is not None:
+            rec.api = "gemini"
+            if gemini.group(3) == "countTokens":
+                self._send_json(h, rec, 200, {"totalTokens": _tokens("\n".join(collect_strings(rec.body)))})
+                return
+            rec.stream = gemini.group(3) == "streamGenerateContent"
+            self._answer(h, rec, "gemini")
             return
         if method == "POST" and isinstance(rec.body, dict):
             if path == "/v1/messages/count_tokens":
@@ -417,8 +442,11 @@ class ScriptedServer:
     def _answer(self, h: _Handler, rec: RecordedRequest, api: ApiName) -> None:
         body: dict[str, Any] = rec.body
         rec.api = api
-        provider = "anthropic" if api == "anthropic" else "openai"
+        provider = {"anthropic": "anthropic", "gemini": "gemini"}.get(api, "openai")
         conv = parse_request(api, body)
+        if api == "gemini":  # the URL says whether to stream, and names the model
+            conv.stream = rec.stream
+            conv.model = rec.deployment or conv.model
         rec.stream = conv.stream
         rec.last_user_text = conv.last_user_text
         with self._lock:
@@ -463,6 +491,11 @@ class ScriptedServer:
                 self._send_sse(h, rec, _anthropic_events(reply))
             else:
                 self._send_json(h, rec, 200, _anthropic_message(reply))
+        elif api == "gemini":
+            if conv.stream:
+                self._send_sse(h, rec, _gemini_chunks(reply))
+            else:
+                self._send_json(h, rec, 200, _gemini_response(reply, reply.text, reply.calls, final=True))
         elif api == "chat":
             if conv.stream:
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -547,6 +580,8 @@ class ScriptedServer:
                 "type": "error",
                 "error": {"type": _anthropic_error_type(status), "message": message},
             }
+        elif provider == "gemini":
+            payload = {"error": {"code": status, "message": message, "status": _gemini_status(status)}}
         else:
             err_type, code = _openai_error_type(status)
             payload = {"error": {"message": message, "type": err_type, "param": None, "code": code}}
@@ -599,6 +634,8 @@ def parse_request(api: ApiName, body: Mapping[str, Any]) -> Conversation:
     """Turn a request body of the given API into the protocol-neutral conversation scripts match on."""
     if api == "anthropic":
         conv = _parse_anthropic(body)
+    elif api == "gemini":
+        conv = _parse_gemini(body)
     elif api == "chat":
         conv = _parse_chat(body)
     else:
@@ -713,6 +750,44 @@ def _parse_chat(body: Mapping[str, Any]) -> Conversation:
         tools=tools,
         messages=messages,
         request_text="",
+    )
+
+
+def _gemini_text(parts: Any) -> str:
+    if isinstance(parts, str):
+        return parts
+    if isinstance(parts, Mapping):
+        return _gemini_text(parts.get("parts"))
+    if isinstance(parts, list):
+        return "\n".join(
+            p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def _parse_gemini(body: Mapping[str, Any]) -> Conversation:
+    """Gemini's `generateContent` body: `contents` of user and model turns made of parts (text,
+    functionCall, functionResponse), `systemInstruction`, and `tools[].functionDeclarations`."""
+    system = _gemini_text(body.get("systemInstruction"))
+    messages: list[Message] = [Message("system", system)] if system else []
+    for c in body.get("contents") or []:
+        if not isinstance(c, Mapping):
+            continue
+        parts = [p for p in c.get("parts") or [] if isinstance(p, Mapping)]
+        if c.get("role") == "model":
+            messages.append(Message("assistant", _gemini_text(parts)))
+        elif any("functionResponse" in p for p in parts):
+            responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+            messages.append(Message("tool", "\n".join("\n".join(collect_strings(r)) for r in responses)))
+        else:
+            messages.append(_user_message([p["text"] for p in parts if isinstance(p.get("text"), str)]))
+    tools = []
+    for t in body.get("tools") or []:
+        for fd in (t.get("functionDeclarations") or []) if isinstance(t, Mapping) else []:
+            schema = fd.get("parameters") or fd.get("parametersJsonSchema") or {}
+            tools.append(ToolSpec(str(fd.get("name")), "function", dict(schema.get("properties") or {})))
+    return Conversation(
+        api="gemini", model="", system=system, tools=tools, messages=messages, request_text=""
     )
 
 
@@ -1202,6 +1277,50 @@ def _responses_events(reply: _Reply) -> Iterator[tuple[str | None, Any]]:
     yield event("response.completed", response=_response_object(reply, "completed", items))
 
 
+def _gemini_parts(text: str, calls: list[ConcreteCall]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    for c in calls:
+        args = dict(c.arguments or {}) if c.kind == "function" else {"input": c.input or ""}
+        parts.append({"functionCall": {"name": c.name, "args": args}})
+    return parts
+
+
+def _gemini_response(reply: _Reply, text: str, calls: list[ConcreteCall], *, final: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {
+        "content": {"role": "model", "parts": _gemini_parts(text, calls)},
+        "index": 0,
+    }
+    out: dict[str, Any] = {"candidates": [candidate], "modelVersion": reply.model}
+    if final:
+        candidate["finishReason"] = "STOP"
+        out["usageMetadata"] = {
+            "promptTokenCount": reply.input_tokens,
+            "candidatesTokenCount": reply.output_tokens,
+            "totalTokenCount": reply.input_tokens + reply.output_tokens,
+        }
+        out["responseId"] = reply.ident("resp")
+    return out
+
+
+def _gemini_chunks(reply: _Reply) -> Iterator[tuple[str | None, Any]]:
+    """`streamGenerateContent?alt=sse`: the text in chunks, then the calls, the finish reason and usage."""
+    chunks = _chunks(reply.text) if reply.text else []
+    for piece in chunks[:-1]:
+        yield None, _gemini_response(reply, piece, [], final=False)
+    yield None, _gemini_response(reply, chunks[-1] if chunks else "", reply.calls, final=True)
+
+
+def _gemini_status(status: int) -> str:
+    return {
+        400: "INVALID_ARGUMENT",
+        401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
+        404: "NOT_FOUND",
+        429: "RESOURCE_EXHAUSTED",
+        503: "UNAVAILABLE",
+    }.get(status, "INTERNAL")
+
+
 def _anthropic_error_type(status: int) -> str:
     return {
         400: "invalid_request_error",
@@ -1240,7 +1359,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve a script until interrupted; prints the base URL on the first line of stdout."""
     parser = argparse.ArgumentParser(
         prog="python -m skillopt_lib.testing.scripted_server",
-        description="Scripted model server (Anthropic Messages, OpenAI Chat Completions and Responses).",
+        description="Scripted model server (Anthropic Messages, OpenAI Chat Completions and Responses, Gemini).",
     )
     parser.add_argument("--script", type=Path, help="YAML or JSON script; without it every request gets 'OK'")
     parser.add_argument("--port", type=int, default=0, help="port to bind on 127.0.0.1 (0: a free one)")

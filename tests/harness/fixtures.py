@@ -79,6 +79,13 @@ def codex_cli(agent_clis: ac.AgentCLIs) -> Path:
 
 
 @pytest.fixture
+def gemini_cli(agent_clis: ac.AgentCLIs) -> Path:
+    require(agent_clis.gemini is not None, agent_clis.why_missing("gemini"))
+    assert agent_clis.gemini is not None
+    return agent_clis.gemini
+
+
+@pytest.fixture
 def tmux_bin() -> str:
     path = shutil.which("tmux")
     require(path is not None, "tmux is not installed (apt-get install -y tmux)")

@@ -1,0 +1,27 @@
+"""The trainer's history records against their type: every key a record has is one `HistoryRecord`
+declares, so the readers that mypy checks against it (the night, the dashboard, `skillopt train`) read what
+the trainer writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from optimizer_support import overrides
+
+import skillopt_lib
+from skillopt_lib.envs.toy import HouseStyleEnv
+from skillopt_lib.runfiles import HISTORY_KEYS, read_history
+from skillopt_lib.testing.scripted_server import ScriptedServer
+
+
+def test_every_key_the_trainer_writes_is_declared(
+    server: ScriptedServer, env: HouseStyleEnv, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    skillopt_lib.train(env, None, run_dir=run, overrides=overrides(server, "openai", "anthropic"))
+    records = read_history(run)
+    kinds = {r.get("kind") for r in records}
+    assert {"baseline", "step", "slow_update", "meta_notes", "test"} <= kinds
+    for rec in records:
+        unknown = set(rec) - HISTORY_KEYS
+        assert not unknown, f"a {rec.get('kind')} record has keys HistoryRecord does not declare: {unknown}"
