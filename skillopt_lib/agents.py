@@ -59,6 +59,10 @@ class ToolSpec:
     installer: str  # installer module under skillopt_daemon.registry.installers
     backend: str | None  # exec backend name, when skillopt can replay with the tool
     extra_sources: tuple[str, ...] = ()  # further readers (e.g. VS Code's Copilot Chat beside Copilot CLI)
+    # Hosts a replay of this tool may reach besides the endpoints its settings name (`skillopt_lib.netjail`):
+    # its provider's API and sign-in, which the CLI reaches through HTTPS_PROXY. None: not known to use the
+    # proxy, so its replays are confined only when every endpoint they name is on this machine.
+    model_hosts: tuple[str, ...] | None = None
 
     @property
     def executable(self) -> str:
@@ -80,6 +84,16 @@ TOOLS: dict[AgentTool, ToolSpec] = {
         source="claude_code",
         installer="claude_code",
         backend="claude-code",
+        model_hosts=(
+            "anthropic.com",
+            "claude.ai",
+            "claude.com",
+            "bedrock-runtime.*.amazonaws.com",
+            "sts.amazonaws.com",
+            "sts.*.amazonaws.com",
+            "*aiplatform.googleapis.com",
+            "oauth2.googleapis.com",
+        ),
     ),
     AgentTool.CODEX: ToolSpec(
         tool=AgentTool.CODEX,
@@ -94,6 +108,7 @@ TOOLS: dict[AgentTool, ToolSpec] = {
         source="codex",
         installer="codex",
         backend="codex",
+        model_hosts=("api.openai.com", "auth.openai.com", "chatgpt.com", "*.openai.azure.com"),
     ),
     AgentTool.COPILOT: ToolSpec(
         tool=AgentTool.COPILOT,
