@@ -681,7 +681,8 @@ def _grams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
 class _Corpus:
     """Word n-grams of a body of text, for every n a line may need (one pass per n, built on demand)."""
 
-    def __init__(self, texts: Iterable[str], limit: int = 4_000_000) -> None:
+    def __init__(self, texts: Iterable[str], limit: int = 4_000_000, base: _Corpus | None = None) -> None:
+        self.base = base
         self.token_lists: list[list[str]] = []
         budget = limit
         for text in texts:
@@ -703,8 +704,12 @@ class _Corpus:
             # A run can straddle a line break in the source; join neighbours so it is still found.
             for a, b in zip(self.token_lists, self.token_lists[1:], strict=False):
                 out |= _grams([*a[-(n - 1) :], *b[: n - 1]], n) if n > 1 else set()
-            self._by_n[n] = out
+            self._by_n[n] = out | self.base.grams(n) if self.base is not None else out
         return self._by_n[n]
+
+    @property
+    def empty(self) -> bool:
+        return not self.token_lists and (self.base is None or self.base.empty)
 
 
 def copied_share(line: str, tool: _Corpus, user: _Corpus) -> float:
@@ -821,15 +826,16 @@ def screen(
     text the optimizer was shown that the user did not write (tool output, failed checks' output, the
     agent's messages); `repo_hosts`: the hosts the repository already uses (`repo_hosts()`).
     """
-    lines = [str(x) for x in added_lines]
-    tool = _Corpus(tool_outputs)
-    user = _Corpus(user_words)
+    return _screen([str(x) for x in added_lines], _Corpus(tool_outputs), _Corpus(user_words), repo_hosts)
+
+
+def _screen(lines: list[str], tool: _Corpus, user: _Corpus, repo_hosts: Collection[str]) -> ScreenResult:
     findings: list[Finding] = []
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
         found = _line_findings(line, repo_hosts)
-        share = copied_share(line, tool, user) if tool.token_lists else 0.0
+        share = copied_share(line, tool, user) if not tool.empty else 0.0
         if share >= 0.5:
             # Text that speaks to AI agents, or hides characters, and comes from tool output is how a planted
             # instruction looks; copied text that only names a host or a key folder may be a README's advice.
@@ -877,21 +883,22 @@ class CandidateScreen:
     user_words: Sequence[str] = ()
     tool_outputs: Sequence[str] = ()
     repo_hosts: Collection[str] = ()
+    _corpora: tuple[_Corpus, _Corpus] | None = field(default=None, init=False, repr=False, compare=False)
 
     def check(self, incumbent: Any, candidate: Any, shown: Iterable[Any] = ()) -> ScreenResult:
         """Screen what `candidate` (a SkillBundle) adds over `incumbent`; `shown`: the ItemResults the
         optimizer read."""
-        user, tool = list(self.user_words), list(self.tool_outputs)
+        if self._corpora is None:  # the tasks' texts are read once, whatever the number of candidates
+            self._corpora = (_Corpus(self.tool_outputs), _Corpus(self.user_words))
+        tool, user = self._corpora
+        user_now: list[str] = []
+        tool_now: list[str] = []
         for res in shown:
             u, t = shown_texts(res)
-            user += u
-            tool += t
-        return screen(
-            added_lines(incumbent.text_files(), candidate.text_files()),
-            user_words=user,
-            tool_outputs=tool,
-            repo_hosts=self.repo_hosts,
-        )
+            user_now += u
+            tool_now += t
+        lines = added_lines(incumbent.text_files(), candidate.text_files())
+        return _screen(lines, _Corpus(tool_now, base=tool), _Corpus(user_now, base=user), self.repo_hosts)
 
 
 def shown_texts(result: Any) -> tuple[list[str], list[str]]:
