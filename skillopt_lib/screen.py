@@ -521,7 +521,7 @@ _RULES: list[_Rule] = [
         r"\bENV\.(?:to_h|inspect|each)\b|\bSystem\.getenv\(\s*\)|\bos\.Environ\(\)|\bstd::env::vars\(\)",
         rf"(?:\b(?:dump|print|export|list|send|upload|log|save|write|copy|collect|output|share|show)\b|{_SEND_WORD})[^\n.]{{0,30}}"
         r"\b(?:(?:all|every|the\s+whole|the\s+entire|the|your|its)\s+)+(?:environment\s+variables|env\s+vars|environment)\b"
-        r"(?!\s+variable\b)[^\n]{0,60}\b(?:to|into|in|at)\b\s+\S",
+        r"(?!\s+variable\b)[^\n]{0,60}\b(?:to|into|in|at)\b\s+(?![`'\"]?\S*\.(?:example|sample|template|dist)\b)\S",
         r"(?:exporte[rz]?|envoie[rz]?|envoyer|sende|senden|exportiere|envía|enviar|exporta|envie|esporta|invia|导出|发送|送信|エクスポート)"
         r"[^\n.]{0,40}(?:l'environnement|variables\s+d'environnement|umgebung(?:svariablen)?|variables\s+de\s+entorno|"
         r"entorno|variáveis\s+de\s+ambiente|ambiente|variabili\s+d'ambiente|环境变量|環境変数|環境)",
@@ -588,9 +588,11 @@ _RULES: list[_Rule] = [
         IGNORE,
         "reject",
         "tells the agent to ignore its instructions or hide from the user",
-        r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^\n.]{0,30}\b(?:previous|prior|above|earlier|preceding|"
-        r"original|initial|all|any|other|your|the|system|developer)\b[^\n.]{0,20}\b(?:instructions?|directions?|rules|"
+        r"\b(?:ignore|disregard|forget|override|bypass)\b[^\n.]{0,30}\b(?:previous|prior|above|earlier|preceding|"
+        r"original|initial|your|system|developer|safety)\b[^\n.]{0,20}\b(?:instructions?|directions?|rules|"
         r"guidelines|prompts?|directives?|constraints|guardrails|messages)\b",
+        r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|every)\s+)?(?:of\s+)?(?:the\s+)?(?:other\s+)?"
+        r"(?:instructions|directives|prompts?)\b",
         r"\b(?:reveal|print|show|repeat|output|leak|ignore|override|replace)\b[^\n.]{0,20}\b(?:your|the)\s+system\s+prompt\b",
         r"\byour\s+(?:new|real|actual|true|updated)\s+instructions\b|\bnew\s+instructions\s*:|\byou\s+are\s+now\s+"
         r"(?:in\s+)?(?:dan|developer\s+mode|jailbroken|unrestricted|an?\s+unrestricted)|\bdeveloper\s+mode\s+(?:enabled|on)\b|"
@@ -599,25 +601,26 @@ _RULES: list[_Rule] = [
         r"\bwithout\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?user\b|\bhide\s+(?:this|it|that)\s+from\s+(?:the\s+)?user\b|"
         r"\bkeep\s+(?:this|it)\s+(?:secret|hidden)\s+from\b|\b(?:silently|quietly|secretly|covertly)\s+(?:run|execute|send|"
         r"upload|install|download|add|exfiltrate|copy|post)\b",
-        r"\bignor\w*\s+(?:toutes?\s+)?(?:les\s+|tes\s+|vos\s+)?(?:instructions|consignes|règles|directives)\b|"
-        r"\boublie[rz]?\s+(?:toutes?\s+)?(?:les\s+|tes\s+|vos\s+)?(?:instructions|consignes|règles)\b|"
+        r"\b(?:ignor|oubli)\w*\s+(?:toutes?\s+)?(?:les\s+|tes\s+|vos\s+)?(?:instructions|consignes)\b|"
+        r"\b(?:ignor|oubli)\w*[^\n.]{0,20}(?:règles|directives)\s+(?:précédentes|antérieures|ci-dessus|initiales)\b|"
         r"\bne\s+tiens?\s+pas\s+compte\s+des\s+instructions\b|\b(?:ton|votre)\s+(?:prompt|invite)\s+système\b|"
         r"\bsans\s+(?:le\s+dire|prévenir|informer)\s+(?:à\s+)?l'utilisateur\b|\bne\s+(?:le\s+)?dis\s+pas\s+à\s+l'utilisateur\b",
-        r"\bignorier\w*\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+|früheren\s+|deine\s+)?(?:anweisungen|instruktionen|regeln|vorgaben)\b|"
-        r"\bvergiss\s+(?:alle\s+)?(?:deine\s+|vorherigen\s+|bisherigen\s+)?(?:anweisungen|instruktionen|regeln)\b|"
+        r"\b(?:ignorier\w*|vergiss)\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+|früheren\s+|deine\s+)?"
+        r"(?:anweisungen|instruktionen|vorgaben)\b|"
+        r"\b(?:ignorier\w*|vergiss)\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|früheren|deine)\s+regeln\b|"
         r"\bsystem-?prompt\b[^\n.]{0,20}\b(?:ignorier|vergiss)|\bohne\s+(?:es\s+)?(?:dem\s+)?(?:benutzer|nutzer)\w*\s+(?:zu\s+)?(?:sagen|mitzuteilen|informieren)",
-        r"\bignor(?:a|e|ar|en)\s+(?:todas\s+|todos\s+)?(?:las\s+|los\s+|tus\s+)?(?:instrucciones|indicaciones|reglas|órdenes)\b|"
-        r"\bolvida\s+(?:todas\s+)?(?:las\s+|tus\s+)?(?:instrucciones|indicaciones|reglas)\b|\bprompt\s+del\s+sistema\b|"
+        r"\b(?:ignor(?:a|e|ar|en)|olvida)\s+(?:todas\s+|todos\s+)?(?:las\s+|los\s+|tus\s+)?(?:instrucciones|indicaciones|órdenes)\b|"
+        r"\b(?:ignor(?:a|e|ar|en)|olvida)\s+(?:todas\s+)?(?:las\s+|tus\s+)?reglas\s+(?:anteriores|previas)\b|\bprompt\s+del\s+sistema\b|"
         r"\bsin\s+(?:decírselo|avisar|informar)\s+al\s+usuario\b|\bno\s+(?:le\s+)?(?:digas|informes)\s+al\s+usuario\b",
-        r"\b(?:ignore|ignora|desconsidere|desconsidera)\s+(?:todas\s+)?(?:as\s+|suas\s+)?(?:instruções|instrucoes|regras|orientações)\b|"
-        r"\besqueça\s+(?:todas\s+)?(?:as\s+|suas\s+)?(?:instruções|regras)\b|\bprompt\s+do\s+sistema\b|"
+        r"\b(?:ignore|ignora|desconsidere|desconsidera|esqueça)\s+(?:todas\s+)?(?:as\s+|suas\s+)?(?:instruções|instrucoes|orientações)\b|"
+        r"\b(?:ignore|ignora|desconsidere|esqueça)\s+(?:todas\s+)?(?:as\s+|suas\s+)?regras\s+anteriores\b|\bprompt\s+do\s+sistema\b|"
         r"\bsem\s+(?:contar|avisar|informar)\s+(?:ao\s+)?usuário\b|\bnão\s+(?:conte|diga|informe)\s+ao\s+usuário\b",
-        r"\bignora\s+(?:tutte\s+)?(?:le\s+)?(?:istruzioni|regole|indicazioni)\b|\bdimentica\s+(?:tutte\s+)?(?:le\s+)?(?:tue\s+)?"
-        r"(?:istruzioni|regole)\b|\bprompt\s+di\s+sistema\b|\bsenza\s+(?:dirlo|avvisare|informare)\s+(?:all')?utente\b|"
+        r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?(?:le\s+)?(?:tue\s+)?(?:istruzioni|indicazioni)\b|"
+        r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?(?:le\s+)?regole\s+precedenti\b|\bprompt\s+di\s+sistema\b|\bsenza\s+(?:dirlo|avvisare|informare)\s+(?:all')?utente\b|"
         r"\bnon\s+(?:dirlo|dire\s+nulla)\s+all'utente\b",
-        r"(?:忽略|无视|忽视|忘记|不要理会|不要遵守)[^\n。]{0,12}(?:指令|指示|说明|规则|提示|要求)|系统提示词?[^\n。]{0,10}(?:忽略|泄露|输出|显示)|"
+        r"(?:忽略|无视|忽视|忘记|不要理会|不要遵守)[^\n。]{0,12}(?:指令|指示|提示词|之前的规则|以上的规则)|系统提示词?[^\n。]{0,10}(?:忽略|泄露|输出|显示)|"
         r"不要(?:告诉|通知|让)用户|瞒着用户|悄悄(?:地)?(?:运行|执行|发送|上传)",
-        r"(?:指示|命令|指令|ルール|プロンプト)[^\n。]{0,6}(?:を)?(?:無視|忘れ)|システムプロンプト[^\n。]{0,10}(?:無視|表示|出力)|"
+        r"(?:指示|命令|指令|プロンプト)[^\n。]{0,6}(?:を)?(?:無視|忘れ)|システムプロンプト[^\n。]{0,10}(?:無視|表示|出力)|"
         r"ユーザーに(?:は)?(?:伝え|言わ|知らせ|見せ)(?:ないで|ずに)|こっそり",
         negatable=False,
     ),

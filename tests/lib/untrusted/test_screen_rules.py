@@ -106,6 +106,11 @@ def test_what_a_good_rule_can_look_like_is_only_a_warning(line: str, rule: str) 
         "Call `https://api.github.com/repos` with the token from `$GITHUB_TOKEN`.",
         "Never tell the user to copy files they can already see.",
         "请先运行 `npm test`，再提交。",
+        "Skip the lint rules for generated files.",
+        "Ignore the linter's rules for vendored code.",
+        "Ignore les règles de formatage pour les fichiers générés.",
+        "Copy the environment variable names to `.env.example`.",
+        "忽略生成文件的lint规则。",
     ],
 )
 def test_ordinary_rules_pass_untouched(line: str) -> None:
