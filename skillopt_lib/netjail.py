@@ -7,7 +7,7 @@ network during training either, and that the attempt is recorded in the replay's
 
 On Linux, where the kernel lets this process create a network namespace (root, or any user where
 unprivileged user namespaces are allowed), each replay's agent and each check command runs in a namespace
-of its own with only a loopback interface. Inside it, a small helper (`python -m skillopt_lib.netjail`,
+of its own with only a loopback interface. Inside it, a small launcher (`python -m skillopt_lib.netjail`,
 before it becomes the agent) opens:
 
 - the model endpoint's loopback ports (a local model server, the scripted test server), whose connections
@@ -131,7 +131,7 @@ def plan_for(
 @functools.lru_cache(maxsize=1)
 def namespace_unavailable() -> str | None:
     """Why this process cannot give a replay a network namespace of its own (None: it can). Probed once by
-    running the helper on `true`."""
+    running the launcher on `true`."""
     if not sys.platform.startswith("linux"):
         return f"network namespaces exist only on Linux (this is {sys.platform})"
     true = shutil.which("true") or "/bin/true"
@@ -143,9 +143,9 @@ def namespace_unavailable() -> str | None:
             timeout=30,
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"the helper could not run: {exc}"
+        return f"the namespace launcher could not run: {exc}"
     if proc.returncode != 0:
-        return (proc.stderr.strip().splitlines() or ["the helper failed"])[-1]
+        return (proc.stderr.strip().splitlines() or ["the namespace launcher failed"])[-1]
     return None
 
 
@@ -153,7 +153,7 @@ def namespace_unavailable() -> str | None:
 
 
 class Jail:
-    """The outside of one confined run: it serves the sockets the helper opened in the namespace (or, with
+    """The outside of one confined run: it serves the sockets the launcher opened in the namespace (or, with
     `isolate=False`, a recording proxy on this machine's loopback) and records what was refused.
 
     `wrap(argv)` makes a command run confined, `environ(env)` adds the proxy variables; use as a context
@@ -189,7 +189,7 @@ class Jail:
             control.bind(path)
             control.listen(8)
             self._control = control
-            self._spawn(self._serve_helpers, control)
+            self._spawn(self._serve_launchers, control)
         else:
             proxy = socket.create_server(("127.0.0.1", 0))
             self.proxy_port = proxy.getsockname()[1]
@@ -248,7 +248,7 @@ class Jail:
         with self._lock:
             self._sockets.append(sock)
 
-    def _serve_helpers(self, control: socket.socket) -> None:
+    def _serve_launchers(self, control: socket.socket) -> None:
         while not self._closed.is_set():
             try:
                 conn, _ = control.accept()
@@ -257,12 +257,12 @@ class Jail:
             try:
                 self._adopt(conn)
             except (OSError, ValueError) as exc:
-                self.errors.append(f"the namespace helper's sockets could not be used: {exc}")
+                self.errors.append(f"the namespace launcher's sockets could not be used: {exc}")
             finally:
                 conn.close()
 
     def _adopt(self, conn: socket.socket) -> None:
-        """Take the sockets one helper opened inside its namespace, then let it run the command."""
+        """Take the sockets one launcher opened inside its namespace, then let it run the command."""
         conn.settimeout(30)
         msg, fds, _flags, _addr = socket.recv_fds(conn, 65536, 64)
         head = json.loads(msg.decode("utf-8"))
@@ -495,7 +495,7 @@ def blocked_note(attempts: Iterable[str]) -> str | None:
     return f"the replay tried to reach hosts other than its model endpoint, and was refused: {head}"
 
 
-# ---------------------------------------------------------------------------------------------- the helper
+# ---------------------------------------------------------------------------------------------- the launcher
 
 
 def _libc() -> Any:
@@ -588,7 +588,7 @@ def _enter(relays: Sequence[int], proxy_port: int) -> tuple[list[socket.socket],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The helper: enter a namespace, hand its sockets over, become the command."""
+    """The launcher: enter a namespace, hand its sockets over, become the command."""
     given = list(sys.argv[1:] if argv is None else argv)
     if "--" not in given or given.index("--") == len(given) - 1:
         print(
