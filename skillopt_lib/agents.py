@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
+from skillopt_lib.errors import did_you_mean
+
 
 class AgentTool(str, Enum):
     CLAUDE_CODE = "claude-code"
@@ -30,7 +32,10 @@ class AgentTool(str, Enum):
             if tool.value == norm:
                 return tool
         known = ", ".join(t.value for t in cls)
-        raise ValueError(f"unknown agent tool {value!r}; known tools: {known}")
+        guess = did_you_mean(norm, [t.value for t in cls])
+        raise ValueError(
+            f"unknown agent tool {value!r}" + (f" ({guess})" if guess else "") + f"; known tools: {known}"
+        )
 
 
 Scope = Literal["user", "project"]

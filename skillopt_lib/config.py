@@ -3,14 +3,14 @@
 Keys are never meant to live in a config file: `api_key_env` names the variable holding one. A literal
 `api_key` is accepted (some users will write one anyway) but is a `SecretStr`, and everything the trainer
 writes goes through `masked_dump` and `Redactor`, which hide secrets by key name *and* by value, so a key
-under an unusual name (an Azure, Qwen or MiniMax setting) still never reaches disk or a log.
+under an unusual name (an Azure, Qwen or MiniMax setting) still never reaches disk or a log. Values are
+recognised by `skillopt_lib.secrets`, the same patterns the daemon redacts transcripts with.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from skillopt_lib import secrets as secret_patterns
 from skillopt_lib.budget import LearningRate
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.gate import GateConfig
@@ -195,11 +196,12 @@ def explain_validation(exc: ValidationError) -> str:
 
 SECRET_MARKERS = ("key", "token", "secret", "password", "passwd", "credential", "auth", "bearer", "cookie")
 _NOT_SECRET_SUFFIXES = ("_env", "_tokens", "tokens")
-_KEY_LIKE = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_\-]{12,}|sk-ant-[A-Za-z0-9_\-]{12,}|AKIA[0-9A-Z]{16}|"
-    r"(?:ghp|gho|ghs|github_pat)_[A-Za-z0-9_]{20,}|xox[abp]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_\-]{30,})\b"
-)
 MASK = "****"
+
+
+def _mask_values(text: str) -> str:
+    """Key-shaped strings anywhere in a text masked, by the one set of patterns ingest redacts with too."""
+    return secret_patterns.mask(text, MASK)[0]
 
 
 def is_secret_key(key: str) -> bool:
@@ -226,7 +228,7 @@ def masked_dump(data: Any) -> Any:
     if isinstance(data, list):
         return [masked_dump(v) for v in data]
     if isinstance(data, str):
-        return _KEY_LIKE.sub(MASK, data)
+        return _mask_values(data)
     return data
 
 
@@ -244,7 +246,7 @@ class Redactor:
         for s in self._secrets:
             if s in text:
                 text = text.replace(s, MASK)
-        return _KEY_LIKE.sub(MASK, text)
+        return _mask_values(text)
 
     def data(self, data: Any) -> Any:
         if isinstance(data, str):
@@ -260,14 +262,17 @@ class Redactor:
 
 
 def config_secrets(cfg: TrainConfig) -> list[str]:
-    """Every secret value the config can reach: literal keys and the variables they are read from."""
+    """Every secret value the config can reach: literal keys, and the keys of the variables they are read
+    from (set in the environment or stored in skillopt's keys file)."""
+    from skillopt_lib.keys import lookup
+
     found: list[str] = []
     for role in (cfg.agent, cfg.optimizer):
         if role.api_key is not None:
             found.append(role.api_key.get_secret_value())
         for var in key_env_candidates(role):
-            if os.environ.get(var):
-                found.append(os.environ[var])
+            if (hit := lookup(var)) is not None:
+                found.append(hit[0])
 
     def walk(node: Any, key: str = "") -> None:
         if isinstance(node, dict):

@@ -6,6 +6,9 @@ Every error a user can cause carries a plain-words message and, where there is o
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class SkillOptError(Exception):
     """Base of every error skillopt raises on purpose (never for a bug)."""
@@ -34,9 +37,14 @@ class ConflictError(SkillOptError):
 
 
 class StoreError(SkillOptError):
-    """The database cannot be used: corrupt, locked, or written by a newer skillopt."""
+    """The database cannot be used: corrupt, locked, its disk full, or written by a newer skillopt."""
 
     exit_code = 5
+
+
+class DiskFullError(StoreError):
+    """The disk holding skillopt's data is full. Nothing is damaged: freeing space is the whole fix, and
+    telling this apart from corruption keeps anyone from throwing a healthy database away."""
 
 
 class ConfigError(SkillOptError):
@@ -81,7 +89,7 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error: an unknown option or a missing argument",
     3: "not found: the named skill, version, proposal or session does not exist",
     4: "conflict: already decided, ambiguous id prefix, hand-edited file, or another process holds the lock",
-    5: "database problem: corrupt, locked, or written by a newer skillopt",
+    5: "database problem: corrupt, locked, its disk is full, or written by a newer skillopt",
     6: "configuration problem: unknown key, wrong type, or a missing setting",
     7: "daemon problem: already running, or not running",
     8: "an external program (agent CLI, git) is missing or failed",
@@ -89,3 +97,9 @@ EXIT_CODES: dict[int, str] = {
     10: "model backend failed after retries",
     11: "a skill folder cannot be written (permissions, or a symlink leading outside the tool's folders)",
 }
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """`did you mean 'x'?` for the choice closest to a mistyped `value`, or "" when none is close."""
+    close = difflib.get_close_matches(value.strip().lower(), sorted(set(choices)), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""

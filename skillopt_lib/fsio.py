@@ -87,3 +87,18 @@ def atomic_write(path: Path, data: bytes | str, mode: int = 0o644, *, private_pa
 def write_private(path: Path, data: bytes | str) -> None:
     """`atomic_write` for files only the user may read (0600, in folders created 0700)."""
     atomic_write(path, data, PRIVATE_FILE, private_parent=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and has not exited (a zombie awaiting its reaper counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")

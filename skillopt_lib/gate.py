@@ -702,6 +702,37 @@ def _integer_differences(evidence: PairedEvidence, exclude: Collection[str]) -> 
     return [int(round(d * scale)) for d in diffs.values()], scale
 
 
+def _shared_stats(
+    evidence: PairedEvidence,
+    cfg: GateConfig,
+    values: Sequence[float],
+    mean_diff: float,
+    tests: tuple[float, float, float],
+    agent_runs: int,
+    exclude: Collection[str] = (),
+) -> dict[str, Any]:
+    """The figures both sequential tests report: means, items better and worse, `tests` = (p better, p worse,
+    alpha), replays."""
+    cand, inc = evidence.tables(exclude)
+    p_better, p_worse, alpha = tests
+    return {
+        "candidate_mean": round(mean_score(cand), 6),
+        "incumbent_mean": round(mean_score(inc), 6),
+        "mean_difference": round(mean_diff, 6),
+        "n": len(values),
+        "informative_items": sum(1 for v in values if v),
+        "improved_items": sum(1 for v in values if v > 0),
+        "worsened_items": sum(1 for v in values if v < 0),
+        "repeats": max((len(v) for v in cand.values()), default=0),
+        "p_value": round(p_better, 6),
+        "p_worse": round(p_worse, 6),
+        "alpha": round(alpha, 6),
+        "confidence": cfg.confidence,
+        "replays_total": evidence.replays,
+        "agent_runs": agent_runs,
+    }
+
+
 def evalue_decision(
     evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
 ) -> GateDecision:
@@ -716,7 +747,6 @@ def evalue_decision(
     diffs = list(evidence.differences(exclude).values())
     values = list(evidence.cluster_differences(exclude).values())
     n = len(values)
-    cand, inc = evidence.tables(exclude)
     e_plus = e_value(values) if n else 1.0
     e_minus = e_value([-v for v in values]) if n else 1.0
     p_better = min(1.0, 1.0 / e_plus) if e_plus > 0 else 1.0
@@ -724,29 +754,16 @@ def evalue_decision(
     alpha = (1 - cfg.confidence) * evidence.share
     likely_alpha = (1 - cfg.likely_confidence) * evidence.share if cfg.likely_confidence else None
     mean_diff = sum(values) / n if n else 0.0
-    stats: dict[str, Any] = {
-        "test": "e-value",
-        "candidate_mean": round(mean_score(cand), 6),
-        "incumbent_mean": round(mean_score(inc), 6),
-        "mean_difference": round(mean_diff, 6),
-        "n": n,
-        "items": len(diffs),
-        "informative_items": sum(1 for v in values if v),
-        "improved_items": sum(1 for v in values if v > 0),
-        "worsened_items": sum(1 for v in values if v < 0),
-        "repeats": max((len(v) for v in cand.values()), default=0),
-        "e_value": round(e_plus, 6),
-        "p_value": round(p_better, 6),
-        "p_worse": round(p_worse, 6),
-        "alpha": round(alpha, 6),
-        "likely_alpha": round(likely_alpha, 6) if likely_alpha is not None else None,
-        "share": evidence.share,
-        "confidence": cfg.confidence,
-        "likely_confidence": cfg.likely_confidence,
-        "session": max(evidence.sessions, 1),
-        "replays_total": evidence.replays,
-        "agent_runs": agent_runs,
-    }
+    stats = _shared_stats(evidence, cfg, values, mean_diff, (p_better, p_worse, alpha), agent_runs, exclude)
+    stats.update(
+        test="e-value",
+        items=len(diffs),
+        e_value=round(e_plus, 6),
+        likely_alpha=round(likely_alpha, 6) if likely_alpha is not None else None,
+        share=evidence.share,
+        likely_confidence=cfg.likely_confidence,
+        session=max(evidence.sessions, 1),
+    )
 
     def verdict(outcome: Outcome, reason: str, tier: Tier | None = None) -> GateDecision:
         stats["outcome"] = outcome
@@ -811,30 +828,13 @@ def sequential_decision(
     diffs = list(evidence.differences(exclude).values())
     values, scale = _integer_differences(evidence, exclude)
     n = len(diffs)
-    cand, inc = evidence.tables(exclude)
     observed = sum(values)
     p_better = sign_flip_tail(values, observed) if n else 1.0
     p_worse = sign_flip_tail(values, -observed) if n else 1.0
     alpha = session_alpha(cfg, session)
     mean_diff = sum(diffs) / n if n else 0.0
-    stats: dict[str, Any] = {
-        "candidate_mean": round(mean_score(cand), 6),
-        "incumbent_mean": round(mean_score(inc), 6),
-        "mean_difference": round(mean_diff, 6),
-        "n": n,
-        "informative_items": sum(1 for v in values if v),
-        "improved_items": sum(1 for v in values if v > 0),
-        "worsened_items": sum(1 for v in values if v < 0),
-        "repeats": max((len(v) for v in cand.values()), default=0),
-        "p_value": round(p_better, 6),
-        "p_worse": round(p_worse, 6),
-        "alpha": round(alpha, 6),
-        "confidence": cfg.confidence,
-        "session": session + 1,
-        "sessions_max": len(cfg.spending),
-        "replays_total": evidence.replays,
-        "agent_runs": agent_runs,
-    }
+    stats = _shared_stats(evidence, cfg, values, mean_diff, (p_better, p_worse, alpha), agent_runs, exclude)
+    stats.update(session=session + 1, sessions_max=len(cfg.spending))
 
     def verdict(outcome: Outcome, reason: str) -> GateDecision:
         stats["outcome"] = outcome

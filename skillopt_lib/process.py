@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -20,6 +21,28 @@ from pathlib import Path
 from typing import IO, Any
 
 from skillopt_lib.execution import EXCERPT_CHARS, MAX_LINE_BYTES
+
+
+def _own_bin_dirs() -> set[str]:
+    """skillopt's own interpreter folders when it runs from a virtual environment (never a system folder
+    such as /usr/bin: a Python installed there shares it with the user's tools)."""
+    if sys.prefix == sys.base_prefix:
+        return set()
+    prefix = os.path.realpath(sys.prefix)
+    found = {os.path.realpath(os.path.join(sys.prefix, "Scripts" if os.name == "nt" else "bin"))}
+    here = os.path.realpath(os.path.dirname(os.path.abspath(sys.executable)))
+    if here.startswith(prefix + os.sep):
+        found.add(here)
+    return found
+
+
+def user_path(path: str | None) -> str:
+    """`path` without skillopt's own virtual environment: replays and checks must run the user's
+    toolchain, and an activated environment puts skillopt's Python (without the user's pytest) first."""
+    own = _own_bin_dirs()
+    parts = [p for p in (path or os.defpath).split(os.pathsep) if p]
+    kept = [p for p in parts if os.path.realpath(p) not in own]
+    return os.pathsep.join(kept) if kept else os.defpath
 
 
 @dataclass

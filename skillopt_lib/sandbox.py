@@ -15,6 +15,14 @@ The user's repository is never written: worktree hooks are disabled, the worktre
 registration under `.git/worktrees` goes with it) and branches or tags an agent creates from inside the
 worktree are deleted again. Everything is removed at the end unless `keep` is set.
 
+The run folder's marker records the pid of the process that made it, whether it is to be kept and, before
+the worktree is added, the repository it is registered in; a process killed mid-replay (`kill -9`) cannot
+clean up, so `remove_leftovers` removes what such a process left, worktree registration included.
+
+The agent and the checks run with the user's own toolchain: skillopt's own virtual environment (the folder
+of this interpreter, first on `PATH` when the daemon was started from an activated environment) is taken
+off the `PATH` they get (`user_path`), so a repository's `python3 -m pytest` runs the user's Python.
+
 The agent and the checks run without network access beyond the model endpoint where the platform allows it
 (`network = "isolated"`, the default; `skillopt_lib.netjail`): what a replay tried to reach is recorded in
 its result's `network_blocked` and warnings.
@@ -41,7 +49,8 @@ from skillopt_lib import netjail
 from skillopt_lib.agents import TOOLS, AgentTool
 from skillopt_lib.errors import ExternalToolError, SkillOptError
 from skillopt_lib.execution import REPLAY_ENV, CheckResult, ExecBackend, ExecLimits, ExecResult
-from skillopt_lib.process import excerpt, run_process
+from skillopt_lib.fsio import pid_alive
+from skillopt_lib.process import excerpt, run_process, user_path
 from skillopt_lib.skill import SkillBundle
 
 MARKER = ".skillopt-replay"
@@ -229,20 +238,31 @@ def _copy_project(src: Path, dst: Path, skip: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, ignore=ignore, copy_function=_copy_file)
 
 
-def create_workspace(task: ReplayTask, root: Path) -> Workspace:
-    """Prepare a run folder for `task` under `root`; on any failure nothing is left behind."""
+def _write_owner(run_dir: Path, task: ReplayTask, keep: bool, git_top: Path | None = None) -> None:
+    """The run folder's marker: which task, which process owns the folder, whether it is to be kept, and
+    the repository a worktree of it is (about to be) registered in. Written before the worktree exists, so
+    a process killed in the middle of `git worktree add` still leaves the way to its registration."""
+    owner: dict[str, Any] = {"task": task.id, "pid": os.getpid(), "keep": keep}
+    if git_top is not None:
+        owner["git_top"] = str(git_top)
+    (run_dir / MARKER).write_text(json.dumps(owner), encoding="utf-8")
+
+
+def create_workspace(task: ReplayTask, root: Path, *, keep: bool = False) -> Workspace:
+    """Prepare a run folder for `task` under `root`; on any failure nothing is left behind. `keep` is
+    recorded in the folder's marker: a kept folder is never taken for a killed process's leftover."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     run_dir = root / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(mode=0o700)
-    (run_dir / MARKER).write_text(json.dumps({"task": task.id}), encoding="utf-8")
+    _write_owner(run_dir, task, keep)
     ws = Workspace(
         run_dir=run_dir, path=run_dir / "repo", cwd=run_dir / "repo", home=run_dir / "home", kind="empty"
     )
     try:
         ws.home.mkdir(mode=0o700)
         (run_dir / "tmp").mkdir(mode=0o700)
-        _fill_workspace(ws, task, root)
+        _fill_workspace(ws, task, root, keep)
         (ws.path / MARKER).write_text(json.dumps({"task": task.id, "kind": ws.kind}), encoding="utf-8")
     except BaseException as exc:
         remove_workspace(ws)
@@ -273,7 +293,7 @@ def _disk_full(root: Path) -> SandboxError:
     )
 
 
-def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
+def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path, keep: bool = False) -> None:
     src = Path(task.repo).expanduser().resolve() if task.repo else None
     if src is None:
         ws.path.mkdir()
@@ -294,6 +314,7 @@ def _fill_workspace(ws: Workspace, task: ReplayTask, root: Path) -> None:
             )
             commit = head
         ws.refs_before = _refs(top)
+        _write_owner(ws.run_dir, task, keep, top)
         with _lock_for(top):
             ws.git_top = ws.objects_from = top
             _git(["worktree", "add", "--detach", "-q", str(ws.path), commit], cwd=top)
@@ -335,6 +356,59 @@ def remove_workspace(ws: Workspace) -> None:
     shutil.rmtree(ws.run_dir, ignore_errors=True)
 
 
+def _owner(run_dir: Path) -> dict[str, Any] | None:
+    """The marker of a run folder, or None when it has none (not a workspace, or one being removed)."""
+    try:
+        data = json.loads((run_dir / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _unregister_worktree(top: Path, path: Path) -> None:
+    """Remove the registration of the worktree at `path` from the repository `top`, even when its folder
+    is gone or git left it locked ("initializing") because it was killed in the middle of adding it."""
+    _git(["worktree", "remove", "--force", "--force", str(path)], cwd=top, check=False)
+    common = _git(["rev-parse", "--git-common-dir"], cwd=top, check=False).stdout.strip()
+    entries = (top / common).resolve() / "worktrees" if common else None
+    if entries is not None and entries.is_dir():
+        for entry in entries.iterdir():
+            try:
+                target = (entry / "gitdir").read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+            if Path(target).parent == path:
+                (entry / "locked").unlink(missing_ok=True)
+    _git(["worktree", "prune"], cwd=top, check=False)
+
+
+def remove_leftovers(root: Path, pids: set[int] | None = None) -> list[str]:
+    """Remove the run folders under `root` whose owning process is gone (killed mid-replay), and their
+    worktree registrations in the user's repositories. Only folders whose marker names a pid that is no
+    longer alive (one of `pids` when given) and that were not asked to be kept; returns one note each."""
+    notes: list[str] = []
+    try:
+        folders = sorted(p for p in Path(root).iterdir() if p.is_dir())
+    except OSError:
+        return notes
+    for run_dir in folders:
+        owner = _owner(run_dir)
+        pid = owner.get("pid") if owner else None
+        if not isinstance(pid, int) or owner is None or owner.get("keep"):
+            continue
+        if (pids is not None and pid not in pids) or pid_alive(pid):
+            continue
+        top = owner.get("git_top")
+        if isinstance(top, str) and Path(top).is_dir() and shutil.which("git"):
+            with _lock_for(Path(top)):
+                _unregister_worktree(Path(top), run_dir / "repo")
+            notes.append(f"removed the replay workspace {run_dir.name} and its git worktree in {top}")
+        else:
+            notes.append(f"removed the replay workspace {run_dir.name}")
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return notes
+
+
 def _restore_refs(ws: Workspace) -> list[str]:
     """Branches, tags or stashes made from inside the worktree live in the user's repository: undo them."""
     if ws.git_top is None:
@@ -368,7 +442,7 @@ def scrub_env(
     """Only allow-listed variables survive; HOME, XDG folders and TMPDIR point into the run folder."""
     src = os.environ if base is None else base
     env = {k: src[k] for k in allowlist if k in src}
-    env.setdefault("PATH", os.defpath)
+    env["PATH"] = user_path(env.get("PATH"))
     env.setdefault("LANG", "C.UTF-8")
     env.update(
         HOME=str(home),
@@ -543,7 +617,7 @@ def _replay(
     stage: Callable[[str], None],
 ) -> ExecResult:
     stage("workspace")
-    ws = create_workspace(task, config.root)
+    ws = create_workspace(task, config.root, keep=config.keep)
     keep = config.keep
     try:
         try:

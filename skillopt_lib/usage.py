@@ -1,4 +1,9 @@
-"""What a model call cost: tokens and money, shared by chat backends, exec backends and budgets."""
+"""What a model call cost: tokens and money, shared by chat backends, exec backends and budgets.
+
+Money is always an estimate: it is computed from token counts and a price table (`backends.base.PRICES`,
+or the agent CLI's own figure), never read from a bill. Every face shows it through `format_cost`, in
+cents and labelled as such.
+"""
 
 from __future__ import annotations
 
@@ -43,3 +48,13 @@ class Usage:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
         }
+
+
+def format_cost(usd: float | None) -> str:
+    """A cost as a person should read it: an estimate, to the cent ("≈ $0.42 est."); "-" when unknown."""
+    if usd is None:
+        return "-"
+    value = float(usd)
+    if 0 < value < 0.005:
+        return "≈ <$0.01 est."
+    return f"≈ ${max(value, 0.0):,.2f} est."

@@ -17,12 +17,17 @@ from skillopt_daemon.ingest import pipeline as ingest
 from skillopt_lib.agents import AgentTool
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus"
+# The nights corpus: 14 sessions per kind in time order, for learning nights (`spec.night_sessions`).
+NIGHTS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus-nights"
+# Where the mining corpus' repositories were when it was recorded (the nights corpus says in its labels).
+MINING_SOURCE_ROOT = "/tmp/skillopt-corpus/src/"
 
 
 @dataclass
 class Labels:
     families: dict[str, dict[str, Any]]
     sessions: list[dict[str, Any]]
+    source_root: str = MINING_SOURCE_ROOT
 
     def by_session(self) -> dict[tuple[str, str], dict[str, Any]]:
         return {(s["tool"], s["session_id"]): s for s in self.sessions}
@@ -30,7 +35,8 @@ class Labels:
 
 def read_labels(corpus: Path = CORPUS) -> Labels:
     data = json.loads((corpus / "labels.json").read_text(encoding="utf-8"))
-    return Labels(families=data["families"], sessions=data["sessions"])
+    root = data.get("source_root", MINING_SOURCE_ROOT)
+    return Labels(families=data["families"], sessions=data["sessions"], source_root=root)
 
 
 def corpus_settings(homes: Path) -> Settings:

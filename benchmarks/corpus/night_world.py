@@ -1,10 +1,15 @@
-"""A user's machine made from the recorded corpus, for a night that must learn from it.
+"""A user's machine made from a recorded corpus, for a night that must learn from it.
 
-The corpus' sessions (real `claude` and `codex` transcripts) are copied into a fresh HOME, and its three
+The corpus' sessions (real `claude` and `codex` transcripts) are copied into a fresh HOME, and its
 repositories are rebuilt under the world's root. Rebuilt repositories get new commit hashes, so the copied
-transcripts are rewritten as they are copied: the recording's folder (`/tmp/skillopt-corpus/src/<repo>`)
-becomes the rebuilt repository's path, and the commit a Codex log names becomes the rebuilt repository's
-HEAD (Claude Code logs name none; ingest reads the repository). No skill is installed.
+transcripts are rewritten as they are copied: the recording's folder (`/tmp/skillopt-corpus/src/<repo>`, or
+the nights corpus' `source_root`) becomes the rebuilt repository's path, and the commit a Codex log names
+becomes the rebuilt repository's HEAD (Claude Code logs name none; ingest reads the repository). No skill is
+installed. Timestamps stay as recorded.
+
+On the nights corpus (`load.NIGHTS`, sessions numbered in time order within each kind) a world can start
+with the first N sessions of each kind (`make_world(..., corpus=NIGHTS, first=N)`) and receive the next ones
+later (`add_sessions(world, kinds, upto=M)`): what a user's first weeks bring between two nights.
 
 `corrections=False` replaces every correction with a neutral follow-up before ingest: the negative night
 in which the user never said how they want the work done.
@@ -21,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus.load import CORPUS, Labels, read_labels
+from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, Labels, read_labels
 from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import family
 from skillopt_lib.testing import agent_clis as ac
@@ -29,7 +34,8 @@ from skillopt_lib.testing.learning_night import WorkKind
 from skillopt_lib.testing.night_scenario import run_skillopt, skillopt_env
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
-RECORDED_SRC = "/tmp/skillopt-corpus/src/"
+RECORDED_SRC = MINING_SOURCE_ROOT
+__all__ = ["NIGHTS", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]
 OPT_KEY_ENV = "NIGHT_TEST_OPTIMIZER_KEY"
 OPTIMIZER_MODEL = "opt"
 JUDGE_MODEL = "judge"
@@ -43,7 +49,15 @@ VIOLATIONS = {
     "tests": r"\bunittest\b",
     "mdlint": r"[^\n`]{81,}",
     "changelog": r"## 1\.3\.0[\s\S]*## 1\.4",
+    "config": r"\b[a-z]+[A-Z]\w*\s*=",
+    "sql": r"(?i)\bselect\s+\*",
 }
+
+
+def corpus_kinds(split: str | None = None, corpus: Path = NIGHTS) -> list[str]:
+    """The corpus' kinds of work, or only those of one half (`tune` or `heldout`, the nights corpus)."""
+    families = read_labels(corpus).families
+    return [f for f, v in families.items() if split is None or v.get("split") == split]
 
 
 def work_kinds(family_ids: Sequence[str]) -> list[WorkKind]:
@@ -81,6 +95,13 @@ class CorpusWorld:
         self.labels = labels
         self.repos: dict[str, Path] = {}
         self.env: dict[str, str] = {}
+        self.corpus = CORPUS
+        self.corrections = True
+        self.one_offs = False
+        # Per kind, how many of its sessions (by index, the nights corpus) the world holds so far.
+        self.upto: dict[str, int] = {}
+        self.commits: dict[str, str] = {}  # recorded commit -> repository, from the Codex logs copied
+        self.held: set[str] = set()  # the session ids copied into HOME so far
 
     def skillopt_env(self) -> dict[str, str]:
         return skillopt_env(self.env, self.skillopt_home)
@@ -120,23 +141,23 @@ def _head(repo: Path) -> str:
     return out.stdout.strip()
 
 
-def _recorded_commits(files: Sequence[Path]) -> dict[str, str]:
+def _recorded_commits(files: Sequence[Path], source_root: str = RECORDED_SRC) -> dict[str, str]:
     """Commit hash → repository name, from the Codex logs' session metadata."""
     out: dict[str, str] = {}
     for path in files:
-        if "codex" not in path.parts:
+        if "codex" not in path.parts or path.suffix != ".jsonl":
             continue
         first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
         payload = first.get("payload") or {}
         commit = (payload.get("git") or {}).get("commit_hash")
         cwd = str(payload.get("cwd") or "")
-        if commit and cwd.startswith(RECORDED_SRC):
-            out[commit] = cwd[len(RECORDED_SRC) :].split("/")[0]
+        if commit and cwd.startswith(source_root):
+            out[commit] = cwd[len(source_root) :].split("/")[0]
     return out
 
 
 def _rewrite(text: str, world: CorpusWorld, commits: dict[str, str], rules: Sequence[str] | None) -> str:
-    text = text.replace(RECORDED_SRC, f"{world.root / 'src'}/")
+    text = text.replace(world.labels.source_root, f"{world.root / 'src'}/")
     for old, repo in commits.items():
         text = text.replace(old, _head(world.repos[repo]))
     for rule in rules or []:
@@ -145,33 +166,108 @@ def _rewrite(text: str, world: CorpusWorld, commits: dict[str, str], rules: Sequ
     return text
 
 
+def _round_start(labels: Labels, r: int | None) -> int:
+    """Where round `r` (every kind's session `r`) starts in the recording order; the end for `None`."""
+    found = (
+        p
+        for p, s in enumerate(labels.sessions)
+        if r is not None and (s.get("index") if s["family"] else -1) >= r
+    )
+    return next(found, len(labels.sessions))
+
+
+def _selected(
+    labels: Labels, kinds: Sequence[str], lo: dict[str, int], hi: int | None, one_offs: bool
+) -> set[str]:
+    """Session ids of `kinds` whose index is in [lo[kind], hi) (every index when `hi` is None), and with
+    `one_offs` the one-offs recorded between the start of the lowest round taken and the start of round `hi`."""
+    if hi is not None and any(s["family"] and "index" not in s for s in labels.sessions):
+        raise ValueError(
+            "this corpus does not number its sessions in time order: use corpus=NIGHTS to take the first ones"
+        )
+    start = _round_start(labels, min(lo.values())) if lo else 0
+    stop = _round_start(labels, hi)
+    keep: set[str] = set()
+    for p, s in enumerate(labels.sessions):
+        if s["family"] is None:
+            if one_offs and start <= p < stop:
+                keep.add(s["session_id"])
+        elif s["family"] in kinds:
+            index = s.get("index", 0)
+            if lo.get(s["family"], 0) <= index and (hi is None or index < hi):
+                keep.add(s["session_id"])
+    return keep
+
+
+def _copy_sessions(w: CorpusWorld, keep: set[str]) -> list[Path]:
+    """Copy the transcripts of the sessions in `keep` (sub-agents' with their parent) into the world's HOME,
+    rewritten for the rebuilt repositories; returns the copies."""
+    files = [p for p in sorted(w.corpus.rglob("*")) if p.is_file() and any(k in str(p) for k in keep)]
+    w.commits.update(_recorded_commits(files, w.labels.source_root))
+    rules = None if w.corrections else [w.labels.families[f]["rule"] for f in w.labels.families]
+    w.held |= keep
+    out = []
+    for src in files:
+        rel = src.relative_to(w.corpus)
+        dest = w.home / f".{rel.parts[0]}" / Path(*rel.parts[1:])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(_rewrite(src.read_text(encoding="utf-8"), w, w.commits, rules), encoding="utf-8")
+        out.append(dest)
+    return out
+
+
 def make_world(
     root: Path,
     server: ScriptedServer,
     claude: Path,
-    families: Sequence[str],
+    kinds: Sequence[str],
     *,
     corrections: bool = True,
     corpus: Path = CORPUS,
     codex: Path | None = None,
+    first: int | None = None,
+    one_offs: bool = False,
 ) -> CorpusWorld:
-    """The corpus' sessions of `families` in a fresh HOME, with the repositories rebuilt; then ingest.
-    With `codex`, Codex's tasks replay through it against the same server (else they are left out)."""
+    """The corpus' sessions of `kinds` in a fresh HOME, with the repositories rebuilt; then ingest.
+
+    With `first` (the nights corpus only), only each kind's sessions with index < `first`: a family of
+    `first` sessions, as a user has it after their first `first` sessions of that kind. With `one_offs`, the
+    one-off requests recorded among them come along. With `codex`, Codex's tasks replay through it against
+    the same server (else they are left out)."""
     labels = read_labels(corpus)
+    unknown = sorted(set(kinds) - set(labels.families))
+    if unknown:
+        raise ValueError(
+            f"{corpus.name} has no kind {', '.join(unknown)} (it has {', '.join(labels.families)})"
+        )
     w = CorpusWorld(root, server, claude, labels, codex)
+    w.corpus, w.corrections, w.one_offs = corpus, corrections, one_offs
     w.repos = make_repos(root)
     w.env = ac.claude_env(w.home, server.url, trusted_dirs=list(w.repos.values()))
     if codex is not None:
         w.env.update(ac.codex_env(w.home, server.base_url_openai, trusted_dirs=list(w.repos.values())))
     w.env[OPT_KEY_ENV] = ac.DEFAULT_API_KEY
-    keep = {s["session_id"] for s in labels.sessions if s["family"] in families}
-    files = [p for p in sorted(corpus.rglob("*")) if p.is_file() and any(k in str(p) for k in keep)]
-    commits = _recorded_commits(files)
-    rules = None if corrections else [labels.families[f]["rule"] for f in labels.families]
-    for src in files:
-        rel = src.relative_to(corpus)
-        dest = w.home / f".{rel.parts[0]}" / Path(*rel.parts[1:])
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(_rewrite(src.read_text(encoding="utf-8"), w, commits, rules), encoding="utf-8")
+    _copy_sessions(w, _selected(labels, kinds, {}, first, one_offs))
+    w.upto = {k: first if first is not None else _count(labels, k) for k in kinds}
     w.skillopt("ingest")
     return w
+
+
+def _count(labels: Labels, kind: str) -> int:
+    return sum(1 for s in labels.sessions if s["family"] == kind)
+
+
+def add_sessions(world: CorpusWorld, kinds: Sequence[str], *, upto: int) -> list[dict[str, Any]]:
+    """Copy each kind's next sessions (index from what the world holds up to `upto` - 1) into the world's HOME,
+    timestamps as recorded, rewritten as `make_world` does (corrections removed if the world has none), then
+    `skillopt ingest`: what arrives between two nights. A kind the world did not hold starts at index 0.
+    Returns the labels of the sessions added, in recording order."""
+    lo = {k: world.upto.get(k, 0) for k in kinds}
+    if any(upto < n for n in lo.values()):
+        raise ValueError(f"the world already holds more than {upto} sessions of some kind: {world.upto}")
+    keep = _selected(world.labels, kinds, lo, upto, world.one_offs) - world.held
+    _copy_sessions(world, keep)
+    for k in kinds:
+        world.upto[k] = upto
+    world.skillopt("ingest")
+    return [s for s in world.labels.sessions if s["session_id"] in keep]

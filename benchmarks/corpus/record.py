@@ -1,10 +1,18 @@
-"""Re-record the mining corpus with the real `claude` and `codex` CLIs: `python -m benchmarks.corpus.record`.
+"""Re-record a corpus with the real `claude` and `codex` CLIs: `python -m benchmarks.corpus.record [--corpus
+mining|nights]`.
 
-Each session of `spec.sessions()` runs in a fresh copy of its repository against the scripted model server:
-headless ones with `claude -p` / `codex exec` (later turns with `--resume` / `exec resume`), interactive ones
-typed into the TUI in tmux. The transcripts the CLIs wrote are copied into `tests/fixtures/corpus/`
+Each session of the corpus' spec (`spec.sessions()` for the mining corpus, `spec.night_sessions()` for the
+nights corpus) runs in a fresh copy of its repository against the scripted model server: headless ones with
+`claude -p` / `codex exec` (later turns with `--resume` / `exec resume`), interactive ones typed into the TUI
+in tmux, one after the other in the spec's order. With `--jobs 2` two workers record at once (faster on an
+idle machine), each with its own home and its own repositories, so a repository's sessions still run in the
+spec's order; the nights corpus goes round by round either way (session i of every kind, then session
+i + 1), so the timestamps keep the order of each kind's sessions and of the rounds. A session whose TUI missed a key is recorded again from the start. The
+transcripts the CLIs wrote are copied into `tests/fixtures/corpus/` or `tests/fixtures/corpus-nights/`
 (`claude/projects/...`, `codex/sessions/...`) with `labels.json`, which says for every session its family,
-split and what each message is. Recording takes a few minutes; nothing reaches a real model provider.
+split and what each message is (and for the nights corpus its index in its kind and its role). Nothing
+reaches a real model provider, and the server's answers depend only on the requests, so a re-recording
+differs only in ids and timestamps.
 """
 
 from __future__ import annotations
@@ -16,10 +24,32 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus.spec import ACKS, FAMILIES, ONE_OFFS, QUESTIONS, REPOS, SessionSpec, sessions
+from benchmarks.corpus.spec import (
+    ACKS,
+    FAMILIES,
+    GIVE_UPS,
+    NIGHT_ACKS,
+    NIGHT_FAMILIES,
+    NIGHT_ONE_OFFS,
+    NIGHT_QUESTIONS,
+    NIGHT_SPLIT,
+    ONE_OFFS,
+    QUESTIONS,
+    REPOS,
+    RETRIES,
+    SESSIONS_PER_FAMILY,
+    FamilySpec,
+    SessionSpec,
+    night_sessions,
+    sessions,
+)
 from skillopt_lib.testing import Match, Rule, Script, Step, ToolCall, bash, call
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -27,8 +57,11 @@ from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interact
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "corpus"
-# A fixed place, so the project paths inside the transcripts are the same on every re-recording.
+NIGHTS_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "corpus-nights"
+# A fixed place per corpus, so the project paths inside the transcripts are the same on every re-recording
+# (and recording one corpus never removes the other's folders).
 WORLD = Path("/tmp/skillopt-corpus")
+NIGHTS_WORLD = Path("/tmp/skillopt-corpus-nights")
 TOOLS = ("Bash", "Write", "Edit", "Read", "Agent")
 
 
@@ -50,84 +83,148 @@ def agent_script() -> Script:
             Step(text="Running the project's check.", tool_calls=[bash(fam.check)]),
             Step(text=f"Done: I changed {fam.work_file} and ran `{fam.check}`."),
         ]
-        for prompt in fam.prompts:
+        delegate, sub_agent = _sub_agent_steps(fam)
+        for prompt in fam.prompts[:SESSIONS_PER_FAMILY]:
             rules.append(Rule(f"{fam.id}:{prompt[:30]}", Match(user=_exact(prompt)), list(work)))
-            delegate = [
-                Step(
-                    text="I'll have a sub-agent look at the project's check first.",
-                    tool_calls=[
-                        call(
-                            "Agent",
-                            {
-                                "description": "Inspect the check",
-                                "prompt": f"Read the project's check ({fam.check}) and say what it enforces.",
-                                "subagent_type": "general-purpose",
-                            },
-                        )
-                    ],
-                ),
-                *work,
-            ]
             rules.append(
                 Rule(
                     f"{fam.id}:delegate",
                     Match(user=_exact(prompt + " (use a sub-agent to look first)")),
-                    delegate,
+                    [*delegate, *work],
                 )
             )
+        rules.append(sub_agent)
+        rules.extend(_after_the_work(fam))
+    rules.extend(_replies(QUESTIONS, ACKS, (), ONE_OFFS))
+    return Script(rules=rules, default_text="OK.")
+
+
+def _after_the_work(fam: FamilySpec) -> list[Rule]:
+    """The agent's answers to a kind's correction (redo it the user's way) and follow-ups (check again)."""
+    rules = [
+        Rule(
+            f"{fam.id}:corrected",
+            Match(user=_exact(fam.rule)),
+            [
+                Step(
+                    text="Understood, redoing it.", tool_calls=[_write(fam.work_file, fam.after_correction)]
+                ),
+                Step(tool_calls=[bash(fam.check)]),
+                Step(text="Fixed the way you asked; the check passes."),
+            ],
+        )
+    ]
+    for follow in fam.follow_ups:
         rules.append(
             Rule(
-                f"{fam.id}:sub-agent",
-                Match(user=re.escape(f"Read the project's check ({fam.check})")),
-                [
-                    Step(tool_calls=[bash(f"ls && {fam.check} || true")]),
-                    Step(text="It checks the files' style."),
-                ],
+                f"{fam.id}:follow-up",
+                Match(user=_exact(follow)),
+                [Step(tool_calls=[bash(fam.check)]), Step(text="Done, the check still passes.")],
             )
         )
-        rules.append(
-            Rule(
-                f"{fam.id}:corrected",
-                Match(user=_exact(fam.rule)),
-                [
-                    Step(
-                        text="Understood, redoing it.",
-                        tool_calls=[_write(fam.work_file, fam.after_correction)],
-                    ),
-                    Step(tool_calls=[bash(fam.check)]),
-                    Step(text="Fixed the way you asked; the check passes."),
-                ],
-            )
+    return rules
+
+
+def _replies(
+    questions: Sequence[str],
+    acks: Sequence[str],
+    give_ups: Sequence[str],
+    one_offs: Sequence[tuple[str, str]],
+) -> list[Rule]:
+    """The answers that do not depend on the kind of work: questions, acknowledgements, one-offs."""
+    rules = [
+        Rule(
+            "question",
+            Match(user=_exact(q)),
+            [Step(tool_calls=[bash("git status --short")]), Step(text="Those are the files I changed.")],
         )
-        for follow in fam.follow_ups:
+        for q in questions
+    ]
+    rules += [Rule("ack", Match(user=_exact(a)), [Step(text="Glad to help.")]) for a in acks]
+    rules += [
+        Rule("give-up", Match(user=_exact(g)), [Step(text="OK, I'll leave it as it is.")]) for g in give_ups
+    ]
+    rules += [
+        Rule(
+            "one-off",
+            Match(user=_exact(prompt)),
+            [Step(tool_calls=[bash("ls -la | head -20")]), Step(text="Here you go: see the listing above.")],
+        )
+        for _repo, prompt in one_offs
+    ]
+    return rules
+
+
+def _sub_agent_steps(fam: FamilySpec) -> tuple[list[Step], Rule]:
+    """The steps that hand a first look to a sub-agent, and the sub-agent's own rule."""
+    steps = [
+        Step(
+            text="I'll have a sub-agent look at the project's check first.",
+            tool_calls=[
+                call(
+                    "Agent",
+                    {
+                        "description": "Inspect the check",
+                        "prompt": f"Read the project's check ({fam.check}) and say what it enforces.",
+                        "subagent_type": "general-purpose",
+                    },
+                )
+            ],
+        )
+    ]
+    rule = Rule(
+        f"{fam.id}:sub-agent",
+        Match(user=re.escape(f"Read the project's check ({fam.check})")),
+        [Step(tool_calls=[bash(f"ls && {fam.check} || true")]), Step(text="It checks the files' style.")],
+    )
+    return steps, rule
+
+
+def nights_agent_script() -> Script:
+    """The agent of the nights corpus: each request is answered as its session's role says. A plain session's
+    work is right the first time; a corrected one's first try breaks the kind's rule (the user's correction
+    gets it redone); a failure session's work fails the project's check, and so does every retry."""
+    rules: list[Rule] = []
+    by_kind: dict[str, list[SessionSpec]] = {}
+    for spec in night_sessions():
+        if spec.family:
+            by_kind.setdefault(spec.family, []).append(spec)
+    for fam in NIGHT_FAMILIES:
+        for spec in by_kind[fam.id]:
+            content = {"plain": fam.after_correction, "corrected": fam.first_try, "failure": fam.broken}
+            done = (
+                f"I changed {fam.work_file}, but `{fam.check}` still fails."
+                if spec.role == "failure"
+                else f"Done: I changed {fam.work_file} and ran `{fam.check}`."
+            )
+            work = [
+                Step(
+                    text="Let me make the change.",
+                    tool_calls=[_write(fam.work_file, content[spec.role or ""])],
+                ),
+                Step(text="Running the project's check.", tool_calls=[bash(fam.check)]),
+                Step(text=done),
+            ]
+            if spec.subagent:
+                delegate, sub_rule = _sub_agent_steps(fam)
+                work = delegate + work
+                rules.append(sub_rule)
+            rules.append(Rule(f"{fam.id}:{spec.role}", Match(user=_exact(_first_text(spec))), work))
+        failing = [re.escape(s.turns[0].text) for s in by_kind[fam.id] if s.role == "failure"]
+        for retry in RETRIES:
             rules.append(
                 Rule(
-                    f"{fam.id}:follow-up",
-                    Match(user=_exact(follow)),
-                    [Step(tool_calls=[bash(fam.check)]), Step(text="Done, the check still passes.")],
+                    f"{fam.id}:retry",
+                    Match(user=_exact(retry), request="|".join(failing)),
+                    [
+                        Step(text="Trying another way.", tool_calls=[_write(fam.work_file, fam.broken)]),
+                        Step(tool_calls=[bash(fam.check)]),
+                        Step(text=f"`{fam.check}` still fails; I could not find out why yet."),
+                    ],
                 )
             )
-    for question in QUESTIONS:
-        rules.append(
-            Rule(
-                "question",
-                Match(user=_exact(question)),
-                [Step(tool_calls=[bash("git status --short")]), Step(text="Those are the files I changed.")],
-            )
-        )
-    for ack in ACKS:
-        rules.append(Rule("ack", Match(user=_exact(ack)), [Step(text="Glad to help.")]))
-    for _repo, prompt in ONE_OFFS:
-        rules.append(
-            Rule(
-                "one-off",
-                Match(user=_exact(prompt)),
-                [
-                    Step(tool_calls=[bash("ls -la | head -20")]),
-                    Step(text="Here you go: see the listing above."),
-                ],
-            )
-        )
+        rules.extend(_after_the_work(fam))
+    rules.extend(_replies(NIGHT_QUESTIONS, NIGHT_ACKS, GIVE_UPS, NIGHT_ONE_OFFS))
     return Script(rules=rules, default_text="OK.")
 
 
@@ -164,11 +261,16 @@ def _first_text(spec: SessionSpec) -> str:
 
 
 def record_one(
-    spec: SessionSpec, repo: Path, claude: Path, codex: Path, envs: dict[str, dict[str, str]]
+    spec: SessionSpec,
+    repo: Path,
+    claude: Path,
+    codex: Path,
+    envs: dict[str, dict[str, str]],
+    world: Path = WORLD,
 ) -> str:
     """Run one session; returns its session id (Claude) or thread id (Codex)."""
     texts = [_first_text(spec)] + [t.text for t in spec.turns[1:]]
-    work = WORLD / "tmux" / spec.key  # one folder per TUI run: it holds the socket and the exit status
+    work = world / "tmux" / spec.key  # one folder per TUI run: it holds the socket and the exit status
     if spec.tool == "claude-code" and spec.mode == "headless":
         first = ac.run_claude(claude, texts[0], cwd=repo, env=envs["claude"], allowed_tools=TOOLS)
         if first.returncode != 0 or not first.session_id:
@@ -203,63 +305,200 @@ def record_one(
     return inter.session_id
 
 
-def copy_transcripts(envs: dict[str, dict[str, str]], dest: Path) -> None:
+def _transcripts(envs: dict[str, dict[str, str]]) -> set[Path]:
+    """Every file and folder under one home's transcript folders."""
+    homes = (
+        Path(envs["claude"]["HOME"]) / ".claude" / "projects",
+        Path(envs["codex"]["CODEX_HOME"]) / "sessions",
+    )
+    return {p for home in homes if home.exists() for p in home.rglob("*")}
+
+
+def _record_with_retries(
+    spec: SessionSpec,
+    repo: Path,
+    claude: Path,
+    codex: Path,
+    envs: dict[str, dict[str, str]],
+    world: Path,
+    tries: int = 3,
+) -> str:
+    """Record one session, again from the start if a TUI missed a key (it happens on a busy machine): what
+    the failed try wrote is removed first, so the corpus holds one transcript per session."""
+    for attempt in range(1, tries + 1):
+        _reset(repo)
+        before = _transcripts(envs)
+        try:
+            return record_one(spec, repo, claude, codex, envs, world)
+        except (RuntimeError, TimeoutError) as exc:
+            for path in sorted(_transcripts(envs) - before, reverse=True):
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+            shutil.rmtree(world / "tmux" / spec.key, ignore_errors=True)
+            if attempt == tries:
+                raise
+            print(f"{spec.key}: try {attempt} failed ({str(exc).splitlines()[0]}); again", flush=True)
+    raise AssertionError("unreachable")
+
+
+def copy_transcripts(homes: Sequence[dict[str, dict[str, str]]], dest: Path) -> None:
+    """Every transcript the workers' homes hold, into the corpus folder (their paths never collide: a Claude
+    Code project folder belongs to one repository, so to one worker, and Codex names files by thread)."""
     shutil.rmtree(dest / "claude", ignore_errors=True)
     shutil.rmtree(dest / "codex", ignore_errors=True)
-    claude_home = Path(envs["claude"]["HOME"]) / ".claude" / "projects"
-    codex_home = Path(envs["codex"]["CODEX_HOME"]) / "sessions"
-    shutil.copytree(claude_home, dest / "claude" / "projects")
-    shutil.copytree(codex_home, dest / "codex" / "sessions")
+    for envs in homes:
+        claude_home = Path(envs["claude"]["HOME"]) / ".claude" / "projects"
+        codex_home = Path(envs["codex"]["CODEX_HOME"]) / "sessions"
+        for src, to in (
+            (claude_home, dest / "claude" / "projects"),
+            (codex_home, dest / "codex" / "sessions"),
+        ):
+            if src.exists():  # `--only` may have recorded one tool's sessions only
+                shutil.copytree(src, to, dirs_exist_ok=True)
+
+
+def _rounds(specs: Sequence[SessionSpec]) -> list[list[SessionSpec]]:
+    """The sessions in rounds that must end before the next begins: the nights corpus' session i of every
+    kind (with the one-offs recorded after it), so timestamps keep the rounds' order; the mining corpus has
+    no order to keep (one round)."""
+    out: list[list[SessionSpec]] = []
+    current: int | None = -1
+    for spec in specs:
+        index = spec.index if spec.family else current
+        if not out or (index is not None and index != current):
+            out.append([])
+            current = index
+        out[-1].append(spec)
+    return out
+
+
+def _labels(corpus: str, world: Path) -> dict[str, Any]:
+    if corpus == "mining":
+        return {
+            "families": {
+                f.id: {"repo": f.repo, "check": f.check, "rule": f.rule, "rule_language": f.rule_language}
+                for f in FAMILIES
+            },
+            "sessions": [],
+        }
+    return {
+        "corpus": "nights",
+        # Where the repositories were when recorded: the night world rewrites these paths to its own.
+        "source_root": f"{world / 'src'}/",
+        "families": {
+            f.id: {
+                "repo": f.repo,
+                "check": f.check,
+                "rule": f.rule,
+                "rule_language": f.rule_language,
+                "split": NIGHT_SPLIT[f.id],
+            }
+            for f in NIGHT_FAMILIES
+        },
+        "sessions": [],
+    }
+
+
+def _label(spec: SessionSpec, sid: str, corpus: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "key": spec.key,
+        "tool": spec.tool,
+        "session_id": sid,
+        "family": spec.family,
+        "repo": spec.repo,
+        "mode": spec.mode,
+        "split": spec.split,
+        "subagent": spec.subagent,
+    }
+    if corpus == "nights":
+        out.update(kind=spec.family, index=spec.index, role=spec.role)
+    out["turns"] = [{"text": t.text, "kind": t.kind} for t in spec.turns]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", help="record only sessions whose key starts with this (for trying changes)")
-    ap.add_argument("--out", type=Path, default=FIXTURES)
+    ap.add_argument(
+        "--corpus",
+        choices=("mining", "nights"),
+        default="mining",
+        help="mining: tests/fixtures/corpus (8 sessions per kind); nights: tests/fixtures/corpus-nights "
+        "(14 per kind, in time order, for learning nights)",
+    )
+    ap.add_argument(
+        "--only",
+        help="record only sessions whose key starts with this, or with one of these comma-separated "
+        "prefixes (for trying changes)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="sessions recorded at the same time, each worker with its own repositories and home (default 1; "
+        "2 is faster on an idle machine)",
+    )
+    ap.add_argument("--out", type=Path, help="where to write (default: the corpus' fixture folder)")
     args = ap.parse_args(argv)
+    nights = args.corpus == "nights"
+    out: Path = args.out or (NIGHTS_FIXTURES if nights else FIXTURES)
+    world = NIGHTS_WORLD if nights else WORLD
     clis = ac.locate_agent_clis()
     if clis.claude is None or clis.codex is None:
         print("; ".join(clis.why_missing(n) for n in clis.missing()), file=sys.stderr)
         return 2
-    shutil.rmtree(WORLD, ignore_errors=True)
-    (WORLD / "tmux").mkdir(parents=True)
-    repos = make_repos(WORLD)
+    shutil.rmtree(world, ignore_errors=True)
+    (world / "tmux").mkdir(parents=True)
+    repos = make_repos(world)
     # The agent's shell finds the same Python (with pytest) that runs this script.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    specs = [s for s in sessions() if not args.only or s.key.startswith(args.only)]
-    labels: dict[str, Any] = {
-        "families": {
-            f.id: {"repo": f.repo, "check": f.check, "rule": f.rule, "rule_language": f.rule_language}
-            for f in FAMILIES
-        },
-        "sessions": [],
-    }
-    with ScriptedServer(agent_script()) as server:
-        envs = {
-            "claude": ac.claude_env(WORLD / "home", server.url, trusted_dirs=list(repos.values())),
-            "codex": ac.codex_env(WORLD / "home", server.base_url_openai, trusted_dirs=list(repos.values())),
-        }
-        for n, spec in enumerate(specs, 1):
-            _reset(repos[spec.repo])
-            sid = record_one(spec, repos[spec.repo], clis.claude, clis.codex, envs)
-            print(f"[{n}/{len(specs)}] {spec.key}: {spec.tool} {spec.mode} {sid}", flush=True)
-            labels["sessions"].append(
-                {
-                    "key": spec.key,
-                    "tool": spec.tool,
-                    "session_id": sid,
-                    "family": spec.family,
-                    "repo": spec.repo,
-                    "mode": spec.mode,
-                    "split": spec.split,
-                    "subagent": spec.subagent,
-                    "turns": [{"text": t.text, "kind": t.kind} for t in spec.turns],
-                }
-            )
-        args.out.mkdir(parents=True, exist_ok=True)
-        copy_transcripts(envs, args.out)
-    (args.out / "labels.json").write_text(json.dumps(labels, ensure_ascii=False, indent=1) + "\n")
-    print(f"recorded {len(specs)} sessions into {args.out}")
+    every = night_sessions() if nights else sessions()
+    prefixes = tuple(p for p in (args.only or "").split(",") if p)
+    specs = [s for s in every if not prefixes or s.key.startswith(prefixes)]
+    labels = _labels(args.corpus, world)
+    script = nights_agent_script() if nights else agent_script()
+    # A repository belongs to one worker, so its sessions keep their order and never share a work tree.
+    jobs = max(1, args.jobs)
+    worker_of = {name: i % jobs for i, name in enumerate(REPOS)}
+    sids: dict[str, str] = {}
+    done = 0
+    lock = threading.Lock()
+    t0 = time.monotonic()
+    with ScriptedServer(script) as server:
+        trusted = list(repos.values())
+        homes = [world / ("home" if w == 0 else f"home-{w}") for w in range(jobs)]
+        envs = [
+            {
+                "claude": ac.claude_env(home, server.url, trusted_dirs=trusted),
+                "codex": ac.codex_env(home, server.base_url_openai, trusted_dirs=trusted),
+            }
+            for home in homes
+        ]
+
+        def work(mine: list[SessionSpec], w: int) -> None:
+            nonlocal done
+            for spec in mine:
+                sid = _record_with_retries(spec, repos[spec.repo], clis.claude, clis.codex, envs[w], world)
+                with lock:
+                    sids[spec.key] = sid
+                    done += 1
+                    print(
+                        f"[{done}/{len(specs)}] {time.monotonic() - t0:5.0f}s {spec.key}: "
+                        f"{spec.tool} {spec.mode} {sid}",
+                        flush=True,
+                    )
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for batch in _rounds(specs):
+                parts = [[s for s in batch if worker_of[s.repo] == w] for w in range(jobs)]
+                for future in [pool.submit(work, part, w) for w, part in enumerate(parts) if part]:
+                    future.result()
+        labels["sessions"] = [_label(spec, sids[spec.key], args.corpus) for spec in specs]
+        out.mkdir(parents=True, exist_ok=True)
+        copy_transcripts(envs, out)
+    (out / "labels.json").write_text(json.dumps(labels, ensure_ascii=False, indent=1) + "\n")
+    print(f"recorded {len(specs)} sessions into {out} in {time.monotonic() - t0:.0f} s")
     return 0
 
 

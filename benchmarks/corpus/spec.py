@@ -1,15 +1,29 @@
-"""What the recorded mining corpus contains: three small repositories, six recurring kinds of work, one-offs.
+"""What the recorded corpora contain: small repositories, recurring kinds of work, one-offs.
+
+Two corpora are recorded from this spec (`python -m benchmarks.corpus.record --corpus mining|nights`):
+
+- the **mining corpus** (`tests/fixtures/corpus/`, `sessions()`): three repositories, the six kinds of
+  `FAMILIES`, eight sessions each, nearly all of them corrected; mining's quality targets are measured on it;
+- the **nights corpus** (`tests/fixtures/corpus-nights/`, `night_sessions()`): a new user's first weeks over
+  four repositories (the fourth, `shop`, for the two kinds of `NEW_FAMILIES`), eight kinds of fourteen
+  sessions each, recorded round by round so each kind's sessions are in time order. The role of each index
+  (`NIGHT_ROLES`) puts a correction in every prefix of four or more sessions and in about 30% of them,
+  failures (the work fails the project's check and the user gives up or just stops) in about 18%, plain
+  successes in the rest. `NIGHT_SPLIT` splits the **kinds**: the four `tune` kinds may be used by anything
+  tuned or tested end to end on this corpus, the four `heldout` kinds only measure the benchmarks' figures
+  and must never be used to choose a setting.
 
 Every session is a person at work: a request, the agent doing it a plausible way (and running the check the
-project has), often a correction that states a rule the agent got wrong (in six languages), then a
+project has), a correction that states a rule the agent got wrong (eight languages, one per kind), then a
 follow-up, a question about the result or an acknowledgement. Half of the sessions are headless
 (`claude -p` / `codex exec`, continued with `--resume` / `exec resume`), half typed into the TUI.
 
 Each repository is clean but for the file the work touches, so the check the agent runs passes once the work
 is done the way the user asked (the next step, learning skills from these sessions, relies on that).
 
-The family of each session, its rule and its check are written to `labels.json` beside the transcripts: the
-benchmark and the tests read it, mining never does.
+The family (kind) of each session, its rule and its check are written to `labels.json` beside the
+transcripts, and for the nights corpus each session's index in its kind and its role: the benchmarks and the
+tests read it, mining never does.
 """
 
 from __future__ import annotations
@@ -87,6 +101,48 @@ print("releases: " + ", ".join(heads))
 sys.exit(0 if heads else 1)
 '''
 
+CHECK_CONFIG_PY = '''"""Every config/*.toml parses and names its service."""
+import pathlib
+import sys
+import tomllib
+
+bad = []
+for path in sorted(pathlib.Path("config").glob("*.toml")):
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        bad.append(f"{path}: {exc}")
+        continue
+    if not data.get("service", {}).get("name"):
+        bad.append(f"{path}: [service] needs a name")
+print("\\n".join(bad) or "config ok")
+sys.exit(1 if bad else 0)
+'''
+
+CHECK_SQL_PY = '''"""Every report in reports/ runs against the schema and its sample rows."""
+import pathlib
+import sqlite3
+import sys
+
+db = sqlite3.connect(":memory:")
+db.executescript(pathlib.Path("db/schema.sql").read_text())
+bad = []
+for path in sorted(pathlib.Path("reports").glob("*.sql")):
+    try:
+        rows = db.execute(path.read_text()).fetchall()
+    except sqlite3.Error as exc:
+        bad.append(f"{path}: {exc}")
+        continue
+    print(f"{path}: {len(rows)} rows")
+print("\\n".join(bad) or "reports ok")
+sys.exit(1 if bad else 0)
+'''
+
+SHOP_SCHEMA_SQL = """CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, total REAL, created TEXT);
+INSERT INTO orders VALUES (1, 'ada', 12.5, '2024-01-02'), (2, 'bob', 4.0, '2024-01-02'),
+    (3, 'ada', 7.25, '2024-01-03');
+"""
+
 REPOS: dict[str, dict[str, str]] = {
     "webapp": {
         "Makefile": "lint:\n\tpython3 tools/lint.py app\n",
@@ -116,6 +172,16 @@ REPOS: dict[str, dict[str, str]] = {
         "docs/onboarding.md": "# Onboarding\n\nAsk for a laptop.\n",
         "CHANGELOG.md": "# Changelog\n\n## 1.3.0\n\n- Added the on-call page.\n",
     },
+    # The nights corpus' fourth repository: a small back office with service configs and SQL reports.
+    "shop": {
+        "config/api.toml": '[service]\nname = "api"\nport = 8080\n',
+        "config/worker.toml": '[service]\nname = "worker"\n',
+        "db/schema.sql": SHOP_SCHEMA_SQL,
+        "reports/orders.sql": "SELECT id, customer, amount FROM orders;\n",
+        "tools/check_config.py": CHECK_CONFIG_PY,
+        "tools/check_sql.py": CHECK_SQL_PY,
+        "README.md": "# shop\n\nChecks: `python3 tools/check_config.py`, `python3 tools/check_sql.py`.\n",
+    },
 }
 
 # ------------------------------------------------------------------------------------------- families
@@ -130,11 +196,14 @@ class FamilySpec:
     check: str
     rule: str  # the correction, verbatim, in its language
     rule_language: str
-    prompts: tuple[str, ...]  # eight requests for the same kind of work, worded differently
+    # Requests for the same kind of work, worded differently: the mining corpus uses the first eight, the
+    # nights corpus all fourteen.
+    prompts: tuple[str, ...]
     work_file: str
     first_try: str  # what the agent writes first (breaks the rule)
     after_correction: str  # what it writes once corrected
     follow_ups: tuple[str, ...] = ()
+    broken: str = ""  # work that fails the project's check: the nights corpus' failure sessions
 
 
 FAMILIES: tuple[FamilySpec, ...] = (
@@ -153,11 +222,19 @@ FAMILIES: tuple[FamilySpec, ...] = (
             "lint is red on CI for the app package; fix it",
             "corrige los errores de lint en app/dates.py",
             "can you make the linter pass on app/",
+            "the linter flags trailing spaces in app/dates.py, clean them",
+            "fix what make lint reports before I push",
+            "los de lint-fouten in app/dates.py op",
+            "the style check fails on the app code; repair it",
+            "my last change broke the lint job, sort it out",
+            "please get the app package through make lint",
         ),
         work_file="app/dates.py",
         first_try="import datetime\n\ndef parse(s):  # noqa\n    return datetime.date.fromisoformat(s)\n",
         after_correction="import datetime\n\ndef parse(s):\n    return datetime.date.fromisoformat(s)\n",
         follow_ups=("also fix the same thing in app/models.py", "run make lint once more"),
+        broken='import datetime\n\ndef parse(s):\n    """Parse an ISO date such as 2024-01-31 into a datetime.date; anything else raises a ValueError."""\n'
+        "    return datetime.date.fromisoformat(s)\n",
     ),
     FamilySpec(
         id="types",
@@ -174,6 +251,12 @@ FAMILIES: tuple[FamilySpec, ...] = (
             "make tools/check_types.py pass",
             "type-annotate the date helpers",
             "add typing to the User model",
+            "add the missing annotations so check_types passes",
+            "type the parse function in app/dates.py",
+            "mets des types sur les fonctions de app/models.py",
+            "fully annotate the app package",
+            "the annotation check is red, fix it",
+            "write type hints for the views",
         ),
         work_file="app/dates.py",
         first_try="import datetime\nfrom typing import Any\n\ndef parse(s: Any) -> Any:\n"
@@ -181,6 +264,7 @@ FAMILIES: tuple[FamilySpec, ...] = (
         after_correction="import datetime\n\ndef parse(s: str) -> datetime.date:\n"
         "    return datetime.date.fromisoformat(s)\n",
         follow_ups=("do the same for app/models.py", "and run the check again"),
+        broken="import datetime\n\ndef parse(s: str):\n    return datetime.date.fromisoformat(s)\n",
     ),
     FamilySpec(
         id="logging",
@@ -197,6 +281,12 @@ FAMILIES: tuple[FamilySpec, ...] = (
             "report the row counts while the etl runs",
             "emit a message when the export finishes",
             "add some output so I can follow the load job",
+            "log how many rows load() returns",
+            "the export job is silent; make it tell me what it did",
+            "给 load.py 加一些输出",
+            "add a message with the row count after normalizing",
+            "I want to see progress when exporting",
+            "make the etl jobs report what they are doing",
         ),
         work_file="etl/export.py",
         first_try="def export(rows, path):\n    with open(path, 'w') as f:\n        f.write('\\n'.join(rows))\n"
@@ -205,6 +295,8 @@ FAMILIES: tuple[FamilySpec, ...] = (
         "    with open(path, 'w') as f:\n        f.write('\\n'.join(rows))\n"
         "    log.info('wrote %d rows', len(rows))\n",
         follow_ups=("use INFO level for it", "also in load.py"),
+        broken="def export(rows, path):\n    with open(path, 'w') as f:\n        f.write('\\n'.join(rows))\n"
+        "    print(f'{len(rows)} rows written to {path}')\n",
     ),
     FamilySpec(
         id="tests",
@@ -221,6 +313,12 @@ FAMILIES: tuple[FamilySpec, ...] = (
             "add a test suite for the export step",
             "write pytest tests for load()",
             "test the edge cases of normalize (empty string, tabs)",
+            "add tests for normalize with tabs and newlines",
+            "write a test module for etl/normalize.py",
+            "cria testes para o export",
+            "we need pytest coverage for the loader",
+            "add a regression test for normalize lowercasing",
+            "test that export writes every row",
         ),
         work_file="tests/test_normalize.py",
         first_try="import unittest\n\nfrom etl.normalize import normalize\n\n\nclass T(unittest.TestCase):\n"
@@ -228,6 +326,7 @@ FAMILIES: tuple[FamilySpec, ...] = (
         after_correction="import pytest\n\nfrom etl.normalize import normalize\n\n\n@pytest.fixture\n"
         "def messy():\n    return ' A  b '\n\n\ndef test_spaces(messy):\n    assert normalize(messy) == 'a b'\n",
         follow_ups=("add one for an empty string too", "run them again"),
+        broken="from etl.normalize import normalize\n\n\ndef test_spaces():\n    assert normalize(' A  b ') == 'A b'\n",
     ),
     FamilySpec(
         id="mdlint",
@@ -244,6 +343,12 @@ FAMILIES: tuple[FamilySpec, ...] = (
             "conserta o lint do markdown em docs/oncall.md",
             "the docs check complains about deploy.md, fix it",
             "resolve the markdown lint errors in the handbook",
+            "fix the trailing spaces in the docs",
+            "the handbook markdown check fails; fix it",
+            "arregla el markdown de docs/oncall.md",
+            "make docs/onboarding.md pass the markdown linter",
+            "clean up the markdown of the on-call page",
+            "docs-lint is red again, please sort it",
         ),
         work_file="docs/oncall.md",
         first_try="# On call\n\nPage the secondary after 15 minutes if the primary has not acknowledged the page, "
@@ -251,6 +356,7 @@ FAMILIES: tuple[FamilySpec, ...] = (
         after_correction="# On call\n\nPage the secondary after 15 minutes if the primary has not\n"
         "acknowledged the page, and write it down in the incident channel.\n",
         follow_ups=("also check docs/deploy.md", "run make docs-lint again"),
+        broken="# On call\n\nPage the secondary after 15 minutes.  \nEscalate to the lead after 30 minutes.  \n",
     ),
     FamilySpec(
         id="changelog",
@@ -267,11 +373,18 @@ FAMILIES: tuple[FamilySpec, ...] = (
             "record the 1.4.1 release in the changelog",
             "trage die neue Deploy-Anleitung ins Changelog ein",
             "put the handbook changes into the changelog",
+            "add the on-call fixes to the changelog",
+            "write the changelog for version 1.5.0",
+            "schreib einen Changelog-Eintrag für die Onboarding-Seite",
+            "add today's release to CHANGELOG.md",
+            "log the deploy guide update in the changelog",
+            "changelog entry please: new escalation rules",
         ),
         work_file="CHANGELOG.md",
         first_try="# Changelog\n\n## 1.3.0\n\n- Added the on-call page.\n\n## 1.4.0\n\n- New deploy guide.\n",
         after_correction="# Changelog\n\n## 1.4.0\n\n- New deploy guide.\n\n## 1.3.0\n\n- Added the on-call page.\n",
         follow_ups=("mention the date too", "also bump the version in the heading"),
+        broken="# Changelog\n\n### 1.4.0\n\n- New deploy guide.\n\n### 1.3.0\n\n- Added the on-call page.\n",
     ),
 )
 
@@ -318,6 +431,8 @@ class SessionSpec:
     split: str  # tune | heldout
     turns: list[Turn] = field(default_factory=list)
     subagent: bool = False
+    index: int | None = None  # the nights corpus: the session's place among its kind's, in time order
+    role: str | None = None  # the nights corpus: plain | corrected | failure | one-off
 
 
 def _tool_for(i: int) -> str:
@@ -332,7 +447,7 @@ def sessions() -> list[SessionSpec]:
     """Every session of the corpus, in recording order; deterministic."""
     out: list[SessionSpec] = []
     for fi, fam in enumerate(FAMILIES):
-        for i, prompt in enumerate(fam.prompts):
+        for i, prompt in enumerate(fam.prompts[:SESSIONS_PER_FAMILY]):
             turns = [Turn(prompt, "task")]
             if i != 5:  # most sessions correct the agent once
                 turns.append(Turn(fam.rule, "correction"))
@@ -372,4 +487,203 @@ def sessions() -> list[SessionSpec]:
 
 
 def family(fid: str) -> FamilySpec:
-    return next(f for f in FAMILIES if f.id == fid)
+    return next(f for f in NIGHT_FAMILIES if f.id == fid)
+
+
+# ------------------------------------------------------------------------------------------- the nights corpus
+
+NEW_FAMILIES: tuple[FamilySpec, ...] = (
+    FamilySpec(
+        id="config",
+        repo="shop",
+        check="python3 tools/check_config.py",
+        rule="non usare camelCase nelle chiavi, scrivile in snake_case",
+        rule_language="it",
+        prompts=(
+            "add retry settings to the worker config",
+            "the worker should retry failed jobs three times; put that in config/worker.toml",
+            "aggiungi un ritardo tra i tentativi nella configurazione del worker",
+            "set a retry delay of 10 seconds for the worker",
+            "configure how many times the worker retries",
+            "put the worker's retry options into its toml file",
+            "we need max retries in the worker service config",
+            "imposta i tentativi del worker a 3",
+            "add a backoff setting for the worker in config/",
+            "make the worker config say how long to wait between retries",
+            "update config/worker.toml with the retry policy",
+            "the ops team wants retry settings for the worker, add them",
+            "give the worker service a retry count and a delay",
+            "write the worker's retry configuration",
+        ),
+        work_file="config/worker.toml",
+        first_try='[service]\nname = "worker"\nmaxRetries = 3\nretryDelaySeconds = 10\n',
+        after_correction='[service]\nname = "worker"\nmax_retries = 3\nretry_delay_seconds = 10\n',
+        follow_ups=("also add them to config/api.toml", "run the config check again"),
+        broken='[service]\nname = "worker"\nmax_retries = 3\nretry_delay = 10s\n',
+    ),
+    FamilySpec(
+        id="sql",
+        repo="shop",
+        check="python3 tools/check_sql.py",
+        rule="SELECT * じゃなくて、使う列を名前で書いてください",
+        rule_language="ja",
+        prompts=(
+            "fix the orders report, it fails",
+            "the orders query should only list orders over 5",
+            "注文レポートを直して",
+            "update reports/orders.sql so the check passes",
+            "make the orders report sorted by date",
+            "check_sql fails on the orders report; repair it",
+            "rewrite the orders query for the new schema",
+            "注文の SQL を新しいスキーマに合わせて",
+            "the report of big orders is broken, please fix it",
+            "change orders.sql to show orders above five euros",
+            "get tools/check_sql.py green",
+            "adapt the orders report to the renamed total column",
+            "the finance team needs the orders report working again",
+            "list the large orders in reports/orders.sql",
+        ),
+        work_file="reports/orders.sql",
+        first_try="SELECT * FROM orders WHERE total > 5 ORDER BY created;\n",
+        after_correction="SELECT id, customer, total, created FROM orders WHERE total > 5 ORDER BY created;\n",
+        follow_ups=("also order it by customer", "run check_sql again"),
+        broken="SELECT id, customer, amount FROM orders WHERE amount > 5 ORDER BY created;\n",
+    ),
+)
+NIGHT_FAMILIES: tuple[FamilySpec, ...] = FAMILIES + NEW_FAMILIES
+
+NIGHT_SESSIONS_PER_KIND = 14
+# The role of the session at each index of its kind (the same for every kind; index 11 alternates, see
+# `night_role`): the first correction at index 1 and one in every four sessions after it, so every prefix of
+# four or more sessions, and every run of four in a row, holds a correction; two or three failures.
+NIGHT_ROLES: tuple[str, ...] = (
+    "plain", "corrected", "plain", "failure", "plain", "corrected", "plain",
+    "plain", "failure", "corrected", "plain", "failure", "plain", "corrected",
+)  # fmt: skip
+# Half the kinds are for tuning anything measured on this corpus (an end-to-end test may use them), half
+# are held out and only measure the benchmark's figures. Each half has a kind in every repository, and
+# every rule's language is in one half only.
+NIGHT_SPLIT: dict[str, str] = {
+    "lint": "tune",
+    "logging": "tune",
+    "changelog": "tune",
+    "config": "tune",
+    "types": "heldout",
+    "tests": "heldout",
+    "mdlint": "heldout",
+    "sql": "heldout",
+}
+# Sub-agent sessions (kind, index): Claude Code's only.
+NIGHT_SUBAGENTS = {("lint", 6), ("tests", 4), ("sql", 8)}
+NIGHT_ACKS = (
+    "thanks, that's it",
+    "perfetto, grazie",
+    "ありがとう",
+    "lgtm",
+    "super, danke",
+    "ok, commit it",
+    "top, bedankt",
+    "great, merci",
+    "好的，谢谢",
+    "perfeito, obrigado",
+)
+NIGHT_QUESTIONS = (
+    "show me the diff",
+    "what did you change?",
+    "为什么要这样改？",
+    "¿qué archivos cambiaste?",
+    "何を変えたの？",
+)
+# What a user says when the work still fails and they stop for now (failure sessions).
+GIVE_UPS = ("leave it failing for now", "lass es so", "先这样", "let's stop here", "lasciamo perdere per ora")
+RETRIES = ("try again", "still red, can you try once more?")
+NIGHT_ONE_OFFS: tuple[tuple[str, str], ...] = (
+    ("webapp", "what does the date parsing regex in this repo do?"),
+    ("etl", "explain the difference between a process and a thread"),
+    ("handbook", "draw an ascii diagram of how the docs are organised"),
+    ("shop", "which tables does the schema define?"),
+    ("webapp", "how many lines of python are in this repo"),
+    ("etl", "rename the project in the README to Falcon"),
+    ("handbook", "list the largest files here"),
+    ("shop", "wat doet de worker eigenlijk?"),
+)
+# After which round (index) each one-off is recorded.
+_ONE_OFF_AFTER = (0, 2, 4, 6, 8, 10, 12, 13)
+
+
+def night_role(kind_index: int, i: int) -> str:
+    """The role of session `i` of the kind at `kind_index` in NIGHT_FAMILIES: `NIGHT_ROLES[i]`, except that
+    index 11 is a failure in every other kind only (2.5 failures in 14 on average, 18%)."""
+    role = NIGHT_ROLES[i]
+    return "plain" if i == 11 and kind_index % 2 == 0 else role
+
+
+def _night_tool(kind_index: int, i: int) -> str:
+    return "codex" if (i + kind_index) % 3 == 0 else "claude-code"
+
+
+def _night_mode(kind_index: int, i: int) -> str:
+    return "interactive" if (i // 2 + kind_index) % 2 == 1 else "headless"
+
+
+def _night_turns(fam: FamilySpec, k: int, i: int, role: str) -> list[Turn]:
+    turns = [Turn(fam.prompts[i], "task")]
+    if role == "failure":
+        # The user asks again or not, then gives up or just stops: never a correction.
+        if i % 2 == 1:
+            turns.append(Turn(RETRIES[(k + i) % len(RETRIES)], "followup"))
+        if (k + i) % 3 != 0:
+            turns.append(Turn(GIVE_UPS[(k + i) % len(GIVE_UPS)], "ack"))
+        return turns
+    if role == "corrected":
+        turns.append(Turn(fam.rule, "correction"))
+    if (i + k) % 3 == 0:
+        turns.append(Turn(fam.follow_ups[(i // 3) % len(fam.follow_ups)], "followup"))
+    elif (i + k) % 3 == 1:
+        turns.append(Turn(NIGHT_QUESTIONS[(k + i) % len(NIGHT_QUESTIONS)], "question"))
+    if (i + 2 * k) % 4 != 3:  # some users just move on
+        turns.append(Turn(NIGHT_ACKS[(k * 3 + i) % len(NIGHT_ACKS)], "ack"))
+    return turns
+
+
+def night_sessions() -> list[SessionSpec]:
+    """Every session of the nights corpus, in recording order (so in the order of their timestamps): round
+    by round, session i of every kind, then now and then a one-off; deterministic."""
+    out: list[SessionSpec] = []
+    for i in range(NIGHT_SESSIONS_PER_KIND):
+        for k, fam in enumerate(NIGHT_FAMILIES):
+            role = night_role(k, i)
+            subagent = (fam.id, i) in NIGHT_SUBAGENTS
+            out.append(
+                SessionSpec(
+                    key=f"{fam.id}-{i:02d}",
+                    family=fam.id,
+                    repo=fam.repo,
+                    tool="claude-code" if subagent else _night_tool(k, i),
+                    mode=_night_mode(k, i),
+                    split=NIGHT_SPLIT[fam.id],
+                    turns=_night_turns(fam, k, i, role),
+                    subagent=subagent,
+                    index=i,
+                    role=role,
+                )
+            )
+        for j, (repo, prompt) in enumerate(NIGHT_ONE_OFFS):
+            if _ONE_OFF_AFTER[j] != i:
+                continue
+            turns = [Turn(prompt, "task")]
+            if j % 2 == 0:
+                turns.append(Turn(NIGHT_ACKS[j % len(NIGHT_ACKS)], "ack"))
+            out.append(
+                SessionSpec(
+                    key=f"oneoff-{j}",
+                    family=None,
+                    repo=repo,
+                    tool=_night_tool(j, 1),
+                    mode=_night_mode(j, 0),
+                    split="tune" if j % 2 == 0 else "heldout",
+                    turns=turns,
+                    role="one-off",
+                )
+            )
+    return out

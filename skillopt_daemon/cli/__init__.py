@@ -60,6 +60,7 @@ COMMAND_MODULES = [
     "train_cmd",
     "sleep_cmd",
     "ui_cmd",
+    "keys_cmd",
 ]
 
 # Which module registers each top-level command. `main` imports only the module a command needs, so that
@@ -90,6 +91,7 @@ COMMANDS: dict[str, str] = {
     "eval": "train_cmd",
     "sleep": "sleep_cmd",
     "ui": "ui_cmd",
+    "keys": "keys_cmd",
 }
 _loaded: set[str] = set()
 
@@ -124,9 +126,7 @@ def main() -> None:
         if isinstance(code, int) and code:
             sys.exit(code)
     except SkillOptError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
-        if exc.hint:  # hints hold commands to copy: never wrapped
-            err_console.print(f"[dim]→ {escape(exc.hint)}[/]", highlight=False, soft_wrap=True)
+        _print_error(exc)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -145,4 +145,28 @@ def main() -> None:
         if isinstance(exc, kinds):
             exc.show()
             sys.exit(exc.exit_code)
+        full = _disk_full(exc)
+        if full is not None:  # a full disk is the user's to fix, not a bug: one line, no traceback
+            _print_error(full)
+            sys.exit(full.exit_code)
         raise
+
+
+def _print_error(exc: SkillOptError) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
+    if exc.hint:  # hints hold commands to copy: never wrapped
+        err_console.print(f"[dim]→ {escape(exc.hint)}[/]", highlight=False, soft_wrap=True)
+
+
+def _disk_full(exc: BaseException) -> SkillOptError | None:
+    """The plain error for a write that found the disk full (in SQLite or a file), or None."""
+    from skillopt_daemon.core.store.db import disk_full, disk_full_error
+
+    if not disk_full(exc):
+        return None
+    if isinstance(exc, OSError):
+        from pathlib import Path
+
+        where = Path(exc.filename) if isinstance(exc.filename, str) else None
+        return disk_full_error(where, exc.strerror, database=where is None)
+    return disk_full_error(detail=exc)

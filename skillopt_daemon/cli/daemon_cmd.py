@@ -95,14 +95,14 @@ def register(app: typer.Typer) -> None:
                     "kind": svc.kind,
                     "enable": svc.enable_hint,
                     "clis": svc.clis.found,
-                    "warnings": svc.clis.warnings,
+                    "warnings": [*svc.clis.warnings, *svc.key_warnings],
                 }
             )
             return
         console.print(f"wrote {svc.kind} service file {svc.path}", markup=False)
         for tool, exe in sorted(svc.clis.found.items()):
             console.print(f"  the service finds the {tool} CLI at {exe}", markup=False)
-        for warning in svc.clis.warnings:
+        for warning in [*svc.clis.warnings, *svc.key_warnings]:
             err_console.print(f"warning: {warning}", markup=False)
         console.print(f"enable it with:\n  {svc.enable_hint}", markup=False)
 

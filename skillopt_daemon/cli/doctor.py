@@ -1,7 +1,8 @@
 """`skillopt doctor`: what is set up, what is missing, and what to do about it.
 
 Checks paths and their permissions, the database, the configuration, whether every transcript can be read,
-the agent CLIs on PATH and which API key variables are set (never their values). They only read, except
+the agent CLIs on PATH and which API key variables are set or stored with `skillopt keys set` (never their
+values), warning when the night's optimizer or judge has its key in neither place. They only read, except
 for the one repair every command makes first: an interrupted install is settled (and said so). Exits 5
 when the database is unusable, 6 when the configuration is, 0 otherwise (warnings do not fail it).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
+from rich.text import Text
 
 from skillopt_daemon.cli.output import console, print_json, print_table
 from skillopt_daemon.core import paths
@@ -118,8 +120,9 @@ def run_checks() -> tuple[list[Check], int]:
         for note in Registry(db, actor="doctor").reconcile():
             checks.append(Check("database", "installs", "warn", f"settled: {note}"))
         db.conn.close()
-    except SkillOptError as exc:
-        checks.append(Check("database", "open", "error", exc.message))
+    except SkillOptError as exc:  # with what to do: a full disk must not read like a broken database
+        detail = f"{exc.message}; {exc.hint}" if exc.hint else exc.message
+        checks.append(Check("database", "open", "error", detail))
         exit_code = exit_code or exc.exit_code
 
     if settings is not None:
@@ -145,21 +148,45 @@ def run_checks() -> tuple[list[Check], int]:
 
     checks.extend(Check(g, n, lvl, d) for g, n, lvl, d in doctor_checks())  # type: ignore[arg-type]
 
+    checks.extend(_key_checks(settings))
+    return checks, exit_code
+
+
+def _key_checks(settings: Settings | None) -> list[Check]:
+    """Which key variables are set or stored (never their values); a warning for a key the night's
+    optimizer or judge needs that is in neither place, since such a night trains nothing."""
+    from skillopt_daemon.night.agents import role_keys
+    from skillopt_lib import keys
+
+    try:
+        stored = set(keys.stored_names())
+    except SkillOptError as exc:
+        return [Check("API keys", "keys file", "error", f"{exc.message}; {exc.hint or ''}".rstrip("; "))]
     names = list(KEY_VARS)
+    needed = role_keys(settings) if settings is not None else []
     if settings is not None:
         for role in (settings.agent, settings.optimizer, settings.judge):
             if role.api_key_env and role.api_key_env not in names:
                 names.append(role.api_key_env)
-    for var in names:
-        checks.append(
-            Check(
-                "API keys",
-                var,
-                "ok" if os.environ.get(var) else "info",
-                "set" if os.environ.get(var) else "not set",
+    out: list[Check] = []
+    for need in needed:
+        problem = need.problem()
+        if problem is not None:
+            out.append(Check("API keys", need.role, "warn", problem))
+        elif need.source == "environment" and need.variable not in stored:
+            out.append(
+                Check(
+                    "API keys",
+                    need.role,
+                    "info",
+                    f"{need.variable} is set in this shell only: a daemon started as a service or from "
+                    f"another terminal will not see it (`skillopt keys set {need.variable}`)",
+                )
             )
-        )
-    return checks, exit_code
+    for var in names:
+        where = [w for w, hit in (("set", os.environ.get(var)), ("in the keys file", var in stored)) if hit]
+        out.append(Check("API keys", var, "ok" if where else "info", " and ".join(where) or "not set"))
+    return out
 
 
 def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
@@ -177,7 +204,7 @@ def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-re
         print_table(
             None,
             ["", "group", "check", "detail"],
-            [(marks[c.level], c.group, c.name, c.detail) for c in checks],
+            [(Text.from_markup(marks[c.level]), c.group, c.name, c.detail) for c in checks],
         )
         if code:
             console.print("[red]Problems found; see the errors above.[/]")

@@ -64,6 +64,11 @@ def register(app: typer.Typer) -> None:
                 if summary["errors"]
                 else ""
             )
+            + (
+                f"; {summary['locked']} locked by its tool right now, read at the next ingest"
+                if summary["locked"]
+                else ""
+            )
         )
 
 

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from skillopt_daemon.cli.output import console, err_console, print_json
+from skillopt_daemon.cli.output import console, err_console, literal, print_json
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import SkillOptError
 
@@ -59,14 +59,16 @@ def _show(report_dict: dict[str, Any], as_json: bool) -> None:
     prefix = "would " if report_dict["dry_run"] else ""
     for f in report_dict["files"]:
         style = _OPS_STYLE.get(f["op"], "")
-        detail = f"  [dim]{f['detail']}[/]" if f["detail"] else ""
-        console.print(f"[{style}]{f['op']:9}[/] {f['path']}{detail}", highlight=False, soft_wrap=True)
+        detail = f"  [dim]{literal(f['detail'])}[/]" if f["detail"] else ""
+        console.print(
+            f"[{style}]{f['op']:9}[/] {literal(f['path'])}{detail}", highlight=False, soft_wrap=True
+        )
     for note in report_dict["notes"]:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {literal(note)}", highlight=False)
     if report_dict["dry_run"]:
-        console.print(f"[bold]dry run:[/] nothing was changed ({prefix}{verb} {where})")
+        console.print(f"[bold]dry run:[/] nothing was changed ({prefix}{verb} {literal(where)})")
     else:
-        console.print(f"[bold green]{verb}ed[/] skillopt for {where}")
+        console.print(f"[bold green]{verb}ed[/] skillopt for {literal(where)}")
 
 
 @contextmanager
@@ -84,7 +86,7 @@ def _skills_progress() -> Iterator[Callable[[int, int, str], None]]:
         def update(done: int, total: int, what: str) -> None:
             if not task:
                 task.append(bar.add_task("skills", total=total))
-            bar.update(task[0], completed=done, description=what)
+            bar.update(task[0], completed=done, description=literal(what))
 
         yield update
 
@@ -128,7 +130,7 @@ def register(app: typer.Typer) -> None:
                     "--print-plugin-dir is for claude-code: the other tools have no plugin folder",
                     hint=f"skillopt install {tool} places that tool's files",
                 )
-            console.print(str(integrations.plugin_dir()), highlight=False, soft_wrap=True)
+            console.print(str(integrations.plugin_dir()), highlight=False, soft_wrap=True, markup=False)
             return
         with _skills_progress() as progress:
             report = integrations.install(
@@ -186,7 +188,10 @@ def register(app: typer.Typer) -> None:
             return
         for d in done:
             console.print(
-                f"{d.skill} ({d.label}): {d.knowledge}  {d.playbook}", highlight=False, soft_wrap=True
+                f"{d.skill} ({d.label}): {d.knowledge}  {d.playbook}",
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
             )
         console.print(f"exported {len(done)} skill(s); send them to Devin with:")
         for command in send_commands(out):

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.cli.output import console, err_console, literal, print_json, print_table
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import load_settings, tool_home
 from skillopt_lib.agents import AgentTool
@@ -21,6 +21,7 @@ from skillopt_lib.errors import ConfigError
 from skillopt_lib.execution import ExecLimits, ExecResult
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
+from skillopt_lib.usage import format_cost
 
 _STATUS_STYLE = {"ok": "green", "timeout": "yellow", "max_turns": "yellow"}
 
@@ -109,7 +110,7 @@ def replay_command(
             f"{skill} has no 'name' in its frontmatter", hint="skills need a name and a description"
         )
     for warning in backend.preflight():
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {literal(warning)}", highlight=False)
     config = SandboxConfig(
         root=paths.ensure_private_dir(paths.workspaces_dir()),
         env_allowlist=tuple(rs.env_allowlist),
@@ -143,13 +144,13 @@ def _show(result: ExecResult, *, show_diff: bool, kept: bool) -> None:
     console.print(
         f"[bold]status:[/] [{style}]{result.status.value}[/]  ({result.duration_s:.1f} s, "
         f"{result.usage.total_tokens} tokens"
-        + (f", ${result.usage.cost_usd:.4f}" if result.cost_reported else "")
+        + (f", {format_cost(result.usage.cost_usd)}" if result.cost_reported else "")
         + ")"
     )
     if result.error:
-        console.print(f"[bold]reason:[/] {result.error}")
+        console.print(f"[bold]reason:[/] {literal(result.error)}")
     for w in result.warnings:
-        err_console.print(f"[yellow]note:[/] {w}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {literal(w)}", highlight=False)
     if result.tool_calls:
         rows = []
         for c in result.tool_calls:
@@ -160,7 +161,7 @@ def _show(result: ExecResult, *, show_diff: bool, kept: bool) -> None:
             rows.append((c.name, str(arg or "")[:80], "" if c.exit_code is None else c.exit_code, outcome))
         print_table("tool calls", ["tool", "input", "exit", ""], rows)
     if result.files_changed:
-        console.print("[bold]files changed:[/] " + ", ".join(result.files_changed))
+        console.print("[bold]files changed:[/] " + literal(", ".join(result.files_changed)))
     else:
         console.print("[bold]files changed:[/] none")
     if show_diff and result.diff:
@@ -179,12 +180,12 @@ def _show(result: ExecResult, *, show_diff: bool, kept: bool) -> None:
         )
         for check in result.checks:
             if not check.passed and check.output:
-                console.print(f"[dim]{check.command}:[/]")
+                console.print(f"[dim]{literal(check.command)}:[/]")
                 console.print(check.output, markup=False)
         verdict = "[green]all checks passed[/]" if result.checks_passed else "[red]checks failed[/]"
         console.print(verdict)
     if kept and result.workspace:
-        console.print(f"[bold]workspace kept:[/] {result.workspace}")
+        console.print(f"[bold]workspace kept:[/] {literal(result.workspace)}")
 
 
 def register(app: typer.Typer) -> None:

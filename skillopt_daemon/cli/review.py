@@ -11,11 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
-from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.cli.output import (
+    console,
+    err_console,
+    literal,
+    print_json,
+    print_table,
+    write_text,
+)
 from skillopt_daemon.core.timeutil import humanize_age, local_display
-from skillopt_daemon.night import preferences
 from skillopt_daemon.registry import Registry, open_registry
 from skillopt_lib.errors import ConflictError, NotFoundError
 from skillopt_lib.skill import SkillBundle
@@ -27,7 +32,7 @@ def cli_registry() -> Registry:
     """Open the registry for a command, telling the user about any interrupted install it settled."""
     reg, notes = open_registry(actor="cli")
     for note in notes:
-        err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {literal(note)}", highlight=False)
     return reg
 
 
@@ -40,8 +45,17 @@ def _fmt_change(change: float | None, confidence: float | None) -> str:
     return text
 
 
+def _tier_cell(p: dict[str, Any]) -> Any:
+    """The tier as the proposals table shows it: a `likely` proposal is never mistaken for a proven one."""
+    from rich.text import Text
+
+    if p.get("proven", True):
+        return Text("proven", style="green")
+    return Text(p["tier_label"], style="bold yellow")
+
+
 def status(json_out: bool = JSON_OPT) -> None:
-    """Pending proposals, active versions and where they are installed, daemon and nightly state."""
+    """Pending proposals, recent decisions, active versions and where they are installed, daemon and nightly state."""
     from skillopt_daemon.service.status import collect_status
 
     reg = cli_registry()
@@ -53,20 +67,47 @@ def status(json_out: bool = JSON_OPT) -> None:
     if pending:
         print_table(
             "Pending proposals",
-            ["id", "skill", "version", "score change", "age"],
+            ["id", "skill", "version", "change", "score change", "tier", "age"],
             [
                 (
                     p["short_id"],
                     p["skill"] + (" (new)" if p.get("new") else ""),
                     f"v{p['version']}",
+                    p.get("summary") or "-",
                     _fmt_change(p["score_change"], p["confidence"]),
+                    _tier_cell(p),
                     p["age"],
                 )
                 for p in pending
             ],
         )
+        for p in pending:
+            if not p.get("proven", True) and p.get("tier_note"):
+                console.print(
+                    f"[bold yellow]{literal(p['short_id'])} is {literal(p['tier_label'])}:[/] "
+                    + literal(p["tier_note"]),
+                    highlight=False,
+                )
     else:
         console.print("No pending proposals.")
+    decided = data.get("decided", {}).get("items", [])
+    if decided:
+        print_table(
+            "Recently decided",
+            ["id", "skill", "version", "decision", "when", "change", "reason"],
+            [
+                (
+                    d["short_id"],
+                    d["skill"],
+                    f"v{d['version']}",
+                    d["decision"],
+                    d["decided"],
+                    d.get("summary") or "-",
+                    d.get("reason") or "-",
+                )
+                for d in decided
+            ],
+        )
     active = data.get("active", {}).get("items", [])
     if active:
         print_table(
@@ -85,10 +126,10 @@ def status(json_out: bool = JSON_OPT) -> None:
     else:
         console.print("No skills installed through skillopt yet (skillopt skills import).")
     for name, section in data.items():
-        if name in ("pending", "active"):
+        if name in ("pending", "decided", "active"):
             continue
         lines = section.get("lines") or [f"{k}: {v}" for k, v in section.items() if k != "lines"]
-        console.print(f"[bold]{name.capitalize()}:[/] " + escape("; ".join(str(x) for x in lines)))
+        console.print(f"[bold]{name.capitalize()}:[/] " + literal("; ".join(str(x) for x in lines)))
 
 
 def _read_evidence(value: str | None) -> dict[str, Any]:
@@ -144,25 +185,52 @@ def propose(
 
 
 def diff(
-    ref: str = typer.Argument(..., help="A proposal id (against its parent) or SKILL@V1..V2."),
+    ref: str = typer.Argument(
+        None,
+        help="A proposal id (against its parent) or SKILL@V1..V2. Default: the newest pending proposal.",
+    ),
     context: int = typer.Option(3, "-U", "--context", help="Lines of context."),
+    json_out: bool = JSON_OPT,
 ) -> None:
-    """Show what a proposal changes, or the difference between two versions."""
+    """Show what a proposal changes (the newest pending one by default), or the difference between two versions."""
+    from skillopt_daemon.service.proposals import diff_view
+
     reg = cli_registry()
-    title, text = reg.diff(ref, context)
-    err_console.print(f"[bold]{escape(title)}[/]", highlight=False)
+    view = diff_view(reg, ref, context)
+    if json_out:
+        print_json(view)
+        return
+    item = view["proposal"]
+    if view["ref"] is None:
+        console.print(
+            "No pending proposals: nothing to show. "
+            "Give a version (skillopt diff ID, or SKILL@V1..V2); skillopt status lists recent ones."
+        )
+        return
+    err_console.print(f"[bold]{literal(view['title'])}[/]", highlight=False)
+    if item is not None:
+        err_console.print(f"change: {literal(item['summary'])}", highlight=False)
+        if item["proven"]:
+            err_console.print("[green]tier: proven[/]", highlight=False)
+        else:
+            note = f": {literal(item['tier_note'])}" if item["tier_note"] else ""
+            err_console.print(f"[bold yellow]tier: {literal(item['tier_label'])}[/]{note}", highlight=False)
+    text = view["diff"]
     if not text:
         err_console.print("(no differences)")
         return
-    if ".." not in ref:
-        # A night's proposal says what the user said that motivated each line it adds.
-        text = preferences.annotate_diff(text, reg.resolve_id(ref).evidence.get("provenance") or [])
     if sys.stdout.isatty():
         from rich.syntax import Syntax
 
-        console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        from skillopt_lib.safetext import printable
+
+        # Wrapped, never cropped: the end of a long added line is part of what is being approved.
+        syntax = Syntax(
+            printable(text), "diff", theme="ansi_dark", background_color="default", word_wrap=True
+        )
+        console.print(syntax)
     else:
-        sys.stdout.write(text)
+        write_text(text)
 
 
 TARGET_OPT = typer.Option(
@@ -196,7 +264,7 @@ def approve(
                 console.print(f"  {line}", markup=False)
         return
     for he in result.hand_edits:
-        err_console.print(f"[yellow]hand edit:[/] {escape(he.describe())} (replaced because of --force)")
+        err_console.print(f"[yellow]hand edit:[/] {literal(he.describe())} (replaced because of --force)")
     console.print(f"Approved {result.version.label} ({result.version.short_id}).")
     for inst in result.installs:
         how = "installed" if inst.changed else "already in place"
@@ -223,22 +291,30 @@ def rollback(
         None,
         "--to",
         help="The version to make active (vN, an id, or SKILL@vN). "
-        "Default: the parent of the active version.",
+        "Default: the parent of the active version; for a skill's first version, none (it is removed).",
     ),
     target: list[str] = TARGET_OPT,
     force: bool = typer.Option(False, "--force", help="Replace files that were edited by hand."),
+    reason: str = typer.Option(None, "--reason", help="Why: kept in the history and shown by status."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Make an older version active again. Recorded as a new event; nothing is deleted."""
+    """Make an older version active again; a new skill's first version is taken away. Recorded, nothing deleted."""
     reg = cli_registry()
-    outcomes = reg.rollback(skill, to=to, targets=target or None, force=force)
+    outcomes = reg.rollback(skill, to=to, targets=target or None, force=force, reason=reason)
     if json_out:
         print_json([o.to_dict() for o in outcomes])
         return
     for o in outcomes:
-        console.print(
-            f"{o.version.label} ({o.version.short_id}) is active again at {o.target}.", markup=False
-        )
+        if o.removed:
+            console.print(
+                f"{o.version.label} ({o.version.short_id}) was {skill}'s first version: it is removed from "
+                f"{o.target}. Put it back with: skillopt rollback {skill} --to v{o.version.seq}",
+                markup=False,
+            )
+        else:
+            console.print(
+                f"{o.version.label} ({o.version.short_id}) is active again at {o.target}.", markup=False
+            )
 
 
 def history(

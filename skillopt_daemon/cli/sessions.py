@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from skillopt_daemon.cli.output import console, print_json, print_table
+from skillopt_daemon.cli.output import console, literal, print_json, print_table
 from skillopt_daemon.ingest.queries import (
     find_session,
     first_prompt,
@@ -131,9 +131,7 @@ def _print_detail(d: dict[str, Any], full: bool) -> None:
     from skillopt_daemon.core.timeutil import local_display
 
     limit = 10_000_000 if full else 400
-    from rich.markup import escape
-
-    console.print(f"[bold]{escape(d['tool'])} session {escape(d['session_id'])}[/] (#{d['id']})")
+    console.print(f"[bold]{literal(d['tool'])} session {literal(d['session_id'])}[/] (#{d['id']})")
     facts = [
         ("project", d["project_path"]),
         ("branch", d["git_branch"]),
@@ -158,7 +156,7 @@ def _print_detail(d: dict[str, Any], full: bool) -> None:
     for t in d["turns"]:
         tag = t["role"] + (" (injected)" if t["is_meta"] else "")
         if t["text"].strip():
-            console.print(f"\n[bold]{tag}[/]", highlight=False)
+            console.print(f"\n[bold]{literal(tag)}[/]", highlight=False)
             console.print(_short(t["text"], limit) if not full else t["text"], markup=False)
         for c in t["tool_calls"]:
             _print_call(c, limit)
@@ -172,9 +170,7 @@ def _print_call(c: dict[str, Any], limit: int) -> None:
         status = f" → exit {c['exit_code']}"
     elif c["is_error"]:
         status = " → error"
-    from rich.markup import escape
-
-    summary = escape(_short(c["input_summary"], min(limit, 200)))
-    console.print(f"  [cyan]{escape(c['name'] or 'tool')}[/] {summary}{status}")
+    summary = literal(_short(c["input_summary"], min(limit, 200)))
+    console.print(f"  [cyan]{literal(c['name'] or 'tool')}[/] {summary}{status}")
     if c["output_excerpt"]:
         console.print("    " + _short(c["output_excerpt"], min(limit, 300)), markup=False)

@@ -115,7 +115,11 @@ def _set_enabled(skill: str, target: str, enabled: bool) -> None:
         console.print(f"{skill}: approved versions now install at {where}", markup=False)
     else:
         reg.set_target_enabled(skill, where, False)
-        console.print(f"{skill}: approvals no longer install at {where} (what is there stays)", markup=False)
+        console.print(
+            f"{skill}: approvals no longer install at {where}; what is there stays "
+            f"(to take it back: skillopt rollback {skill})",
+            markup=False,
+        )
 
 
 @skills_app.command("enable")
@@ -137,7 +141,10 @@ def disable(
     skill: str = typer.Argument(..., help="The skill."),
     target: str = typer.Option(..., "--target", "-t", help="A target the skill has (see `skills show`)."),
 ) -> None:
-    """Stop installing this skill's approved versions at a target; the files there are left alone."""
+    """Stop installing this skill's approved versions at a target; the files there are left alone.
+
+    To take a skill back from where it is installed, use `skillopt rollback SKILL` instead.
+    """
     _set_enabled(skill, target, False)
 
 

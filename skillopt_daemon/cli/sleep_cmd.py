@@ -9,12 +9,14 @@ import json
 
 import typer
 
-from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.cli.output import console, err_console, literal, print_json, print_table
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import local_display
+from skillopt_daemon.night import agents as night_agents
 from skillopt_daemon.night import cycle, runs, schedule
+from skillopt_lib.usage import format_cost
 
 night_app = typer.Typer(
     help="The nightly cycle: mine, replay, train, and propose better skills.", no_args_is_help=True
@@ -40,24 +42,28 @@ def run(
         else:
             console.print("Nothing new was ingested since the last night; use --now to run anyway.")
         return
+    ceiling = night_agents.cost_ceiling(load_settings())
+    if ceiling is not None and not runs.has_spent(open_db()):
+        err_console.print(f"note: {ceiling.line()}", markup=False, highlight=False, soft_wrap=True)
     status = err_console.status("starting the nightly cycle", spinner="dots")
     with status:
         report = cycle.run_cycle(
-            trigger="manual", dry_run=dry_run, skill=skill, progress=lambda m: status.update(m)
+            trigger="manual", dry_run=dry_run, skill=skill, progress=lambda m: status.update(literal(m))
         )
     if json_out:
         print_json(report.to_dict())
     else:
         if report.start_note:
-            console.print(report.start_note)
+            console.print(report.start_note, markup=False)
         console.print(
-            f"Night {report.run_id}: {report.status}" + (f" ({report.error})" if report.error else "")
+            f"Night {report.run_id}: {report.status}" + (f" ({report.error})" if report.error else ""),
+            markup=False,
         )
         m = report.mining
         if m:
             console.print(f"mined {m.get('families', 0)} task families with {m.get('tasks', 0)} tasks")
         for missing in report.missing:
-            console.print(f"[yellow]missing for replays:[/] {missing}")
+            console.print(f"[yellow]missing for replays:[/] {literal(missing)}")
         if report.skills:
             print_table(
                 "Skills",
@@ -77,13 +83,14 @@ def run(
             )
         sp = report.spend
         console.print(
-            f"spent {sp.get('tokens', 0):,} tokens, ${sp.get('cost_usd', 0):.4f}, "
-            f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s"
+            f"spent {sp.get('tokens', 0):,} tokens, {format_cost(sp.get('cost_usd', 0))}, "
+            f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s",
+            markup=False,
         )
         if report.proposals:
             console.print("Review with `skillopt status` and `skillopt diff ID`.")
     if report.failure:
-        err_console.print(f"[red]error:[/] {report.failure}")
+        err_console.print(f"[red]error:[/] {literal(report.failure)}")
         raise typer.Exit(1)
 
 

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from skillopt_daemon.cli.output import console, err_console, print_json, print_table
+from skillopt_daemon.cli.output import console, err_console, literal, print_json, print_table
 from skillopt_daemon.core.config import load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.families import family_rows, resolve_family, task_view
@@ -70,9 +70,11 @@ def show(
         if json_out:
             print_json(data)
             return
-        console.print(f"[bold]{fam['id']}[/]  {fam['name']}  (skill: {fam['skill_name'] or '-'})")
-        console.print("checks: " + ("; ".join(data["checks"]) or "none"))
-        console.print("rubric: " + ("; ".join(data["rubric"]) or "none"))
+        console.print(
+            f"[bold]{literal(fam['id'])}[/]  {literal(fam['name'])}  (skill: {literal(fam['skill_name'] or '-')})"
+        )
+        console.print("checks: " + ("; ".join(data["checks"]) or "none"), markup=False)
+        console.print("rubric: " + ("; ".join(data["rubric"]) or "none"), markup=False)
         print_table(
             None,
             ["task", "split", "outcome", "scored by", "tool", "project", "commit", "prompt"],
@@ -112,7 +114,7 @@ def show(
     for key, value in view.items():
         if isinstance(value, list):
             value = "; ".join(str(v) for v in value) or "-"
-        console.print(f"[bold]{key}[/]: {value}")
+        console.print(f"[bold]{key}[/]: {literal(value)}")
 
 
 @tasks_app.command("mine")
@@ -186,7 +188,7 @@ def mine_now(
             f"({lab['model_calls']} calls, {lab['tokens']} tokens)."
         )
     for line in report.notes:
-        err_console.print(line)
+        err_console.print(line, markup=False)
 
 
 def _print_explain(rows: list[dict[str, object]]) -> None:

@@ -31,6 +31,7 @@ from pydantic_settings import (
 
 from skillopt_daemon.core import paths
 from skillopt_lib.agents import AgentTool
+from skillopt_lib.backends import backend_names, unknown_backend
 from skillopt_lib.config import BackendConfig, Price, masked_dump
 from skillopt_lib.config import is_secret_key as is_secret_key
 from skillopt_lib.errors import ConfigError
@@ -57,12 +58,22 @@ class BackendSettings(BackendConfig):
     """A model backend for one role: the library's `BackendConfig`, so a setting means the same in
     `config.toml` and in a training config. An empty `backend` means the role is not configured.
 
-    Keys are never stored here: `api_key_env` names the variable that holds one.
+    Keys are never stored here: `api_key_env` names the variable that holds one (set in the environment, or
+    kept for the daemon in skillopt's keys file with `skillopt keys set`).
     """
 
     backend: str = Field(
         default="", description="openai | azure | anthropic | claude-code | codex | a preset name"
     )
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        """A mistyped backend is refused where it is set (`config set`, the file, the environment), with the
+        valid names, rather than by the night that tries to use it."""
+        if value and value not in backend_names():
+            raise ValueError(f"{unknown_backend(value)}; valid backends: {', '.join(backend_names())}")
+        return value
 
     @field_validator("api_key")
     @classmethod
@@ -70,7 +81,7 @@ class BackendSettings(BackendConfig):
         if value is not None:
             raise ValueError(
                 "keys are never stored in skillopt's settings; put the key in an environment variable "
-                "and name that variable in api_key_env"
+                "or store it with `skillopt keys set NAME`, and name that variable in api_key_env"
             )
         return value
 
@@ -266,6 +277,10 @@ class Settings(BaseSettings):
     def tool(self, tool: AgentTool) -> ToolSettings:
         return self.tools.get(tool) or ToolSettings()
 
+    def enabled_tools(self) -> list[AgentTool]:
+        """The agent tools skillopt uses (`tools.<tool>.enabled`, on by default)."""
+        return [t for t in AgentTool if self.tool(t).enabled]
+
 
 # Environment variables of ours that are not settings (they locate things before settings load).
 _NON_SETTING_ENV = {"SKILLOPT_HOME", "SKILLOPT_AGENT_CLI_DIR"}
@@ -300,7 +315,8 @@ def _explain(exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"unknown configuration key '{key}'")
         else:
-            lines.append(f"configuration key '{key}': {err['msg']}")
+            # pydantic prefixes a validator's own words with "Value error, ": the words are enough
+            lines.append(f"configuration key '{key}': {err['msg'].removeprefix('Value error, ')}")
     return "; ".join(lines)
 
 

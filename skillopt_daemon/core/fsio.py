@@ -22,6 +22,7 @@ from skillopt_lib.fsio import (
     atomic_write,
     current_mode,
     fsync_dir,
+    pid_alive,
     sha256_bytes,
     sha256_file,
     write_private,
@@ -130,21 +131,6 @@ def daemon_lock_file() -> Path:
 def daemon_running() -> bool:
     """Whether a daemon serves this SKILLOPT_HOME: its lock is held (dies with the process, zombie or not)."""
     return lock_is_held(daemon_lock_file())
-
-
-def pid_alive(pid: int) -> bool:
-    """True while the process exists and has not exited (a zombie awaiting its reaper counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
 
 
 def read_pid() -> int | None:

@@ -8,6 +8,7 @@
     pipeline        discovery, batches, and the transaction that commits rows with the file offset
     problems, meta  the ingest error log, and small facts kept in `ingest_meta`
     status          the ingest section of `skillopt status`
+    kinds           what each user message is: the one correction classifier (mining uses it too)
     signals         what a session shows (corrections, failed commands, test results)
     notes           hook notes (`skillopt notify`), standard library only
     queries         session queries for the CLI, the web app and the MCP server
@@ -22,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skillopt_daemon.ingest.meta import get_meta, set_meta
+    from skillopt_daemon.ingest.meta import PAUSE_KEY, get_meta, set_meta
     from skillopt_daemon.ingest.pinning import RepoPin, dirty_diff_path, load_dirty_diff, pin_sessions
     from skillopt_daemon.ingest.pinning import read_repo as pin_repo
     from skillopt_daemon.ingest.pipeline import FileOutcome, Pipeline, load_sources, summarize
@@ -44,11 +45,13 @@ _EXPORTS = {
     "load_dirty_diff": ("pinning", "load_dirty_diff"),
     "record_problem": ("problems", "record_problem"),
     "get_meta": ("meta", "get_meta"),
+    "PAUSE_KEY": ("meta", "PAUSE_KEY"),
     "set_meta": ("meta", "set_meta"),
     "status_section": ("status", "status_section"),
 }
 
 __all__ = [
+    "PAUSE_KEY",
     "FileOutcome",
     "Pipeline",
     "RecordWriter",

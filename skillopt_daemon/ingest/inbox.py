@@ -1,5 +1,5 @@
 """Serving the notes agent hooks leave (`skillopt notify`, see `notes`): read them, ingest the transcripts
-they name at once, remove them.
+they name at once (only inside the tool's own log folders), remove them.
 
 A hook only drops a note and returns, so that it stays fast; whoever holds the store (the daemon, between
 files of a long backfill too, or `skillopt ingest`) serves the notes, so a session that just ended is
@@ -9,11 +9,14 @@ searchable in moments rather than at the next rescan.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillopt_daemon.core import paths
+from skillopt_daemon.core.config import tool_home
+from skillopt_daemon.ingest.meta import NO_TRANSCRIPT_KEY, get_meta, set_meta
 from skillopt_daemon.ingest.notes import SESSION_START
 from skillopt_daemon.ingest.problems import record_problem
 from skillopt_lib.agents import AgentTool
@@ -52,31 +55,66 @@ def read_notes() -> list[Note]:
     return notes
 
 
+def log_folders(pipeline: Pipeline, tool: AgentTool) -> list[Path]:
+    """Where `tool` keeps its logs, with symbolic links resolved: its home (`core.config.tool_home`) and
+    the roots its readers follow (including configured `extra_dirs`)."""
+    folders = [tool_home(tool, pipeline.settings)]
+    folders += [root for source in pipeline.sources if source.tool == tool for root in source.roots()]
+    return sorted({Path(os.path.realpath(f)) for f in folders})
+
+
+def _inside(path: Path, folders: list[Path]) -> bool:
+    return any(path == f or f in path.parents for f in folders)
+
+
 def handle_notes(pipeline: Pipeline) -> int:
     """Ingest the transcripts named by hook notes at once, then remove the notes.
 
-    A start note usually arrives before its transcript exists (Claude Code runs the SessionStart hook
-    before it writes the file): that is normal and not reported; the watcher and the end note find the
-    file later. Only a note of another kind naming a missing file is a problem worth showing.
+    A note only says where a transcript is; whoever wrote it (any process of the user's, not only the
+    agent's hook) could name any file. So a transcript is read only when its path, symbolic links
+    resolved, lies inside the tool's own log folders (`log_folders`); any other path is refused unread and
+    recorded as a `note-refused` warning.
+
+    A note for a transcript that does not exist is normal: a start note usually arrives before its
+    transcript (Claude Code runs the SessionStart hook before it writes the file), and `claude plugin
+    install` or a session closed before its first prompt end without ever writing one. None of them is a
+    problem; the end notes of the last two are only counted (`NO_TRANSCRIPT_KEY`, shown by `skillopt
+    status --json`), and a transcript that appears later is found by the watcher and rescans.
     """
     done = 0
     for note in read_notes():
         if note.transcript_path:
-            path = Path(note.transcript_path)
-            source = pipeline.source_for(path) or next(
-                (s for s in pipeline.sources if s.tool == note.tool), None
-            )
-            if source is not None and path.is_file():
-                pipeline.ingest_paths([(source, path)], signals=False)
-                done += 1
-            elif source is not None and note.event != SESSION_START:
-                record_problem(
-                    pipeline.db,
-                    "note-missing-transcript",
-                    f"a {note.event or 'hook'} note named {path}, which does not exist",
-                    path=str(path),
-                    tool=note.tool.value,
-                    level="warning",
-                )
+            done += _serve(pipeline, note, Path(os.path.abspath(note.transcript_path)))
         note.path.unlink(missing_ok=True)
     return done
+
+
+def _serve(pipeline: Pipeline, note: Note, path: Path) -> int:
+    source = next((s for s in pipeline.sources if s.tool == note.tool), None)
+    if source is None:
+        return 0  # the tool is not read by this pipeline (disabled, or not asked for)
+    real = Path(os.path.realpath(path))
+    folders = log_folders(pipeline, note.tool)
+    if not _inside(real, folders):
+        shown = str(path) if real == path else f"{path} (which leads to {real})"
+        record_problem(
+            pipeline.db,
+            "note-refused",
+            f"a {note.event or 'hook'} note named {shown}, outside {note.tool.value}'s log folders "
+            f"({', '.join(str(f) for f in folders)}); it was not read",
+            path=str(path),
+            tool=note.tool.value,
+            level="warning",
+        )
+        return 0
+    if real.is_file():
+        reader = pipeline.source_for(real) or source
+        if reader.is_transcript(real):
+            pipeline.ingest_paths([(reader, real)], signals=False)
+            return 1
+        return 0
+    if note.event != SESSION_START and not real.exists():
+        with pipeline.db.conn:
+            count = int(get_meta(pipeline.db, NO_TRANSCRIPT_KEY) or 0)
+            set_meta(pipeline.db, NO_TRANSCRIPT_KEY, str(count + 1))
+    return 0

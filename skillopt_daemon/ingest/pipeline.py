@@ -39,7 +39,14 @@ from skillopt_daemon.ingest.meta import get_meta, set_meta
 from skillopt_daemon.ingest.problems import FILE_PROBLEMS, record_counts, record_problem
 from skillopt_daemon.ingest.redact import redact
 from skillopt_daemon.ingest.sources import all_sources, redactor_for
-from skillopt_daemon.ingest.sources.base import Record, SessionInfo, SkipRecord, Source
+from skillopt_daemon.ingest.sources.base import (
+    FileBusy,
+    FileUnusable,
+    Record,
+    SessionInfo,
+    SkipRecord,
+    Source,
+)
 from skillopt_daemon.ingest.transactions import GROUP_MIN_FILES, BatchTransactions
 from skillopt_daemon.ingest.writer import Batch, RecordWriter, get_row, merge_counts, update_row
 from skillopt_lib.agents import AgentTool
@@ -55,6 +62,10 @@ def load_sources(settings: Settings, tools: Iterable[AgentTool] | None = None) -
         for source in all_sources(settings)
         if (wanted is None or source.tool in wanted) and settings.tool(source.tool).enabled
     ]
+
+
+# A file's outcome when its tool held it locked: left for the next rescan.
+LOCKED = "locked"
 
 
 class _Overtaken(Exception):
@@ -119,6 +130,7 @@ def summarize(outcomes: Sequence[FileOutcome]) -> dict[str, int]:
         "records": sum(o.records for o in outcomes),
         "bytes": sum(o.bytes_read for o in outcomes),
         "errors": sum(1 for o in outcomes if o.error),
+        "locked": sum(1 for o in outcomes if o.change == LOCKED),
     }
 
 
@@ -556,6 +568,14 @@ class Pipeline:
         ctx = source.context(path, {})
         try:
             records = list(source.parse_file(ctx, data))
+        except FileBusy:
+            # Locked by its tool: not read, and not recorded as read, so the next rescan tries again even
+            # if the file has not changed by then.
+            self._seen.pop(str(path), None)
+            outcome.change, outcome.done = LOCKED, False
+            return outcome
+        except FileUnusable as exc:
+            return self._file_error(source, path, exc.kind, exc.message)
         except Exception as exc:
             records = [SkipRecord("parser-error", type(exc).__name__)]
         batch = Batch()
@@ -667,6 +687,9 @@ class Pipeline:
                 self._ingest_each(files, out, should_stop, on_bytes, between)
         except BaseException:
             self.writer.forget()  # a failed group commit rolled back rows the writer may have cached
+            # ... and files read to their end inside it (a full disk failing the commit) must be read
+            # again: the next rescan compares every file with its stored row instead of trusting `_seen`.
+            self._seen.clear()
             raise
         finally:
             if bulk:

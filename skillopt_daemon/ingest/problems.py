@@ -16,7 +16,14 @@ from skillopt_daemon.core.timeutil import utcnow_iso
 MAX_ERROR_ROWS = 10_000
 
 # Problems that are properties of a file (recorded once while they last, cleared when the file reads fine).
-FILE_PROBLEMS = {"permission-denied", "symlink-loop", "unreadable", "too-large", "not-a-file"}
+FILE_PROBLEMS = {
+    "permission-denied",
+    "symlink-loop",
+    "unreadable",
+    "too-large",
+    "not-a-file",
+    "unreadable-database",
+}
 
 # Kinds shown as warnings: the data was kept (or read again), only something about it was odd.
 WARNINGS = {

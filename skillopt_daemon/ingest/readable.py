@@ -1,5 +1,8 @@
 """Which transcripts and transcript folders cannot be read: what `skillopt doctor` reports about ingest.
 
+Besides permissions, a whole-document transcript can be unusable as a file (a damaged or non-SQLite
+OpenClaw database): its reader says so (`Source.unusable`).
+
 Ingest itself records a file it fails to open when it meets it; doctor asks ahead of that, for every file
 and folder under every tool's roots. A process running as root reads anything, so a file or folder whose
 owner lacks read access (mode 000, say) is reported too: the agent tools and a daemon under the user's own
@@ -42,6 +45,8 @@ def _check_root(root: Path, source: Source, problems: list[tail.WalkProblem]) ->
         folders.update(p for p in path.parents if root in p.parents)
         if not _readable(path, folder=False):
             problems.append(_denied(path, ""))
+        elif (why := source.unusable(path)) is not None:  # a damaged database, say
+            problems.append(tail.WalkProblem(str(path), "unusable", why))
     problems.extend(_denied(f, "the folder ") for f in sorted(folders) if not _readable(f, folder=True))
     return count
 

@@ -2,7 +2,10 @@
 
 Transcripts are full of credentials: keys pasted into prompts, `env` dumps in tool output, `.env` files the
 agent read. What the store never holds cannot leak to the optimizer's model provider, the dashboard or a
-backup, so redaction happens inside the sources, before the pipeline sees a record.
+backup, so redaction happens inside the sources, before the pipeline sees a record. What counts as a secret
+is the library's one set of patterns (`skillopt_lib.secrets`), the same set that masks the trainer's run
+files; this module makes applying it fast and adds what only transcripts need (base64-encoded dumps, the
+user's own `ingest.redact_patterns`).
 
 Speed matters because the backfill pushes every byte of a user's history through here. Each pattern has a
 few literal "triggers" (cheap substrings that any match must contain); a text is lower-cased once, every
@@ -20,210 +23,17 @@ import binascii
 import bisect
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 from skillopt_daemon.ingest.trigger_scan import PatternPrefilter, TriggerScanner
+from skillopt_lib import secrets
 from skillopt_lib.errors import ConfigError
+from skillopt_lib.secrets import Pattern
 
 MARK = "[REDACTED:{kind}]"
 
-# Value characters of a key=value secret. `[` is excluded so that already-redacted text is left alone
-# (redaction is idempotent), `$`, `{`, `(` and `<` so that references such as `$TOKEN`, `${{ secrets.X }}`,
-# `getpass()` or `<your key>` are not mistaken for values.
-_VALUE = r"""[^\s"'`,;()\[\]{}<>$\\]"""
-_END = r"""(?=[\s"'`,;)}\]>\\]|$)"""
-# A value never ends in `:` (that is the next key: `label: auth_token: <secret>`).
-_VALUE_LAST = r"""[^\s"'`,;()\[\]{}<>$\\:]"""
-_SECRET = "(" + _VALUE + "{5,}" + _VALUE_LAST + ")"
-# The same, not starting with `:` either: after `key:` that makes `key::name` (a path) no assignment.
-_SECRET_AFTER_COLON = "(" + _VALUE_LAST + _VALUE + "{4,}" + _VALUE_LAST + ")"
-
-
-@dataclass(frozen=True)
-class Pattern:
-    kind: str
-    regex: re.Pattern[str]
-    # Lower-case substrings of which at least one occurs in every match; empty: always run.
-    triggers: tuple[str, ...]
-    # Number of the group holding the secret; 0 replaces the whole match (1+ keeps the key name).
-    group: int = 0
-    # Matches can span lines (PEM blocks); every other pattern matches within one line.
-    multiline: bool = False
-    # How far before a trigger occurrence a match can start (the trigger sits at most this deep in it).
-    back: int = 0
-    # `regex` behind a lazy `.{0,back}` prefix, so one anchored attempt covers every possible start; the
-    # secret is then group `group + 1`.
-    anchored: re.Pattern[str] | None = None
-
-
-def _p(
-    kind: str, regex: str, triggers: Sequence[str], group: int = 0, flags: int = 0, back: int = 0
-) -> Pattern:
-    multiline = bool(flags & re.DOTALL)
-    anchored = None
-    if back:
-        body, extra = (regex[4:], re.IGNORECASE) if regex.startswith("(?i)") else (regex, 0)
-        anchored = re.compile(f"(?:.){{0,{back}}}?({body})", flags | extra)
-    lowered = tuple(t.lower() for t in triggers)
-    return Pattern(kind, re.compile(regex, flags), lowered, group, multiline, back, anchored)
-
-
-_NB = r"(?<![A-Za-z0-9_\-])"  # not preceded by a token character
-
-BUILTIN_PATTERNS: tuple[Pattern, ...] = (
-    # PEM blocks first: they contain base64 that other patterns would partly eat. A block cut off by an
-    # excerpt (no END line) is redacted to the end of the text.
-    _p(
-        "private-key",
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----.*?"
-        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|\Z)",
-        ["private key"],
-        flags=re.DOTALL,
-    ),
-    _p("anthropic-key", _NB + r"sk-ant-(?:api|admin|oat|ort)\d{2}-[A-Za-z0-9_\-]{20,}", ["sk-"]),
-    _p(
-        "openai-key",
-        _NB + r"sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}",
-        ["sk-"],
-    ),
-    _p(
-        "aws-access-key",
-        r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
-        ["akia", "asia", "abia", "acca"],
-    ),
-    _p(
-        "aws-secret-key",
-        r"(?i)(aws_?secret_?access_?key|aws_?session_?token|secretaccesskey)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{30,})",
-        ["aws", "secret"],
-        group=2,
-    ),
-    _p(
-        "github-token",
-        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b",
-        ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
-    ),
-    _p("github-token", r"\bgithub_pat_[A-Za-z0-9_]{30,}", ["github_pat_"]),
-    _p(
-        "gitlab-token",
-        r"\bgl(?:pat|ptt|dt|rt|oas|cbt|imt|agent|ft|soat)-[A-Za-z0-9_\-]{20,}",
-        ["gl"],
-    ),
-    _p(
-        "slack-token",
-        r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
-        ["xox"],
-    ),
-    _p(
-        "slack-webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
-        ["hooks.slack.com"],
-        back=8,
-    ),
-    _p("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", ["aiza"]),
-    _p("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}", ["ya29."]),
-    _p("google-oauth-secret", r"\bGOCSPX-[0-9A-Za-z_\-]{20,}", ["gocspx-"]),
-    _p("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}", ["_live_", "_test_"], back=2),
-    _p("stripe-webhook-secret", r"\bwhsec_[0-9A-Za-z]{24,}", ["whsec_"]),
-    _p("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"]),
-    _p("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b", ["hf_"]),
-    _p("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{30,}", ["sg."]),
-    _p("digitalocean-token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["_v1_"], back=3),
-    _p("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ["shp"]),
-    _p(
-        "azure-key",
-        r"(?i)\b(AccountKey|SharedAccessKey|SharedAccessSignature|Primary ?Key|Secondary ?Key)"
-        r"=([A-Za-z0-9+/=%]{20,})",
-        ["key", "signature"],
-        group=2,
-        back=16,
-    ),
-    # An Azure SAS token is a query string; its signature is the secret.
-    _p("azure-sas", r"(?i)([?&]sig=)([A-Za-z0-9%+/=]{16,})", ["sig="], group=2, back=1),
-    _p(
-        "jwt",
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        ["eyj"],
-    ),
-    _p("bearer-token", r"(?i)\b(Bearer\s+)([A-Za-z0-9._~+/=\-]{16,})", ["bearer"], group=2),
-    _p(
-        "auth-header",
-        r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:Basic|Token|Digest|Bearer|Negotiate)?\s*)([^\s\"'\\\[]{8,})",
-        ["authorization"],
-        group=2,
-    ),
-    _p(
-        "connection-string",
-        r"(?i)\b([a-z][a-z0-9+.\-]{1,30}://[^\s:/@\"'<>]{0,100}:)(?!\[REDACTED)([^\s@/\"'<>]{1,200})(@[A-Za-z0-9.\-_\[\]]+)",
-        ["://"],
-        group=2,
-        back=31,
-    ),
-    _p(
-        "password-in-connection-string",
-        r"(?i)\b((?:Password|Pwd)\s*=\s*)(?!\[REDACTED)([^;\s\"']{3,})",
-        ["password", "pwd"],
-        group=2,
-    ),
-    # key = value where the key names a secret: FOO_API_KEY=..., "password": "...", token: ... Only the value
-    # is replaced. The value must end at a delimiter, so `os.environ["X"]` or `get_token()` are left alone,
-    # and `::` is a path, not an assignment: `tests/test_token.py::test_refresh`, `SecretKey::new()`.
-    _p(
-        "secret-assignment",
-        r"(?i)(?:passw(?:or)?d|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
-        r"|credentials?|auth[_\-]?key)[A-Za-z0-9_.\-]{0,40}[\"']?\s*(?::=|=|:)\s*[\"']?"
-        r"(?=[^\s\"']*[A-Za-z])" + _SECRET_AFTER_COLON + _END,
-        ["passw", "passphrase", "secret", "token", "key", "credential"],
-        group=1,
-        back=8,
-    ),
-    _p(
-        "password-flag",
-        r"(?i)(\s--?(?:password|passwd|token|api-key|secret)[= ]\s*[\"']?)" + _SECRET + _END,
-        ["passw", "token", "secret", "api-key"],
-        group=2,
-        back=3,
-    ),
-    # A number is a password too when the variable says so: DB_PASSWORD=123456. Only NAME=value with no
-    # spaces (an env assignment) and a part of the name (between underscores) that is exactly the word, so
-    # MAX_TOKENS=100000 stays. The match starts at that word: MYSQL_ROOT_PASSWORD=1 matches from PASSWORD.
-    _p(
-        "secret-assignment",
-        r"(?i)(?<![A-Za-z0-9])((?:passw(?:or)?d|pass|pwd|passphrase|secret|token|key)"
-        r"(?:_[A-Za-z0-9]{1,30}){0,3}=[\"']?)(\d{4,64})(?=[\s\"'`,;&)}\]]|$)",
-        # not a bare "pass": every "5 passed" in test output would wake the pattern
-        ["passw", "passp", "pass_", "pass=", "pwd", "secret", "token", "key"],
-        group=2,
-    ),
-    # The MySQL clients take the password glued to -p (`-P` is the port); sshpass takes it after -p.
-    # Triggers are shared with other patterns where possible: each distinct trigger costs a scan of the text.
-    _p(
-        "password-flag",
-        r"(?<![\w\-])((?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck)\b"
-        r"[^\n|;&]*?\s-p[\"']?)([^\s\"'`;|&]+)",
-        ["mysql"],
-        group=2,
-    ),
-    _p(
-        "password-flag",
-        r"(?<![\w\-])(sshpass\b[^\n|;&]*?\s-p\s*[\"']?)([^\s\"'`;|&]+)",
-        ["sshpass"],
-        group=2,
-        back=3,
-    ),
-    # A password in a URL's query string: ?password=..., &key=..., ?access_token=...
-    _p(
-        "url-query-secret",
-        r"(?i)([?&](?:password|passwd|pass|pwd|passphrase|secret|client_secret|key|api_?key|apikey"
-        r"|access_?key|token|access_token|auth_?token|refresh_token|id_token)=)(?!\[REDACTED)"
-        r"([^&#\s\"'<>\[\]]{3,})",
-        ["passw", "passp", "pass=", "pwd", "secret", "key", "token"],
-        group=2,
-        back=9,
-    ),
-)
-
-
+# The patterns themselves are the library's (`skillopt_lib.secrets`): one set, used by run files and ingest.
 # A run of base64 (as `base64` wraps it, 76 characters a line, or on one line) long enough to hide a
 # `NAME=value` line. Such runs are decoded and, when they are text, scanned like any text (`env | base64`).
 _B64_RUN = re.compile(
@@ -292,7 +102,8 @@ class Redactor:
                     f"redaction pattern {raw!r} is not a valid regular expression: {exc}",
                     hint="fix it with `skillopt config set ingest.redact_patterns ...`",
                 ) from None
-        self.patterns: tuple[Pattern, ...] = BUILTIN_PATTERNS + tuple(custom)
+        # Read when built, not imported once: the one set is `skillopt_lib.secrets.PATTERNS`.
+        self.patterns: tuple[Pattern, ...] = secrets.PATTERNS + tuple(custom)
         self._always = [p for p in self.patterns if not p.triggers]
         self._triggered = [p for p in self.patterns if p.triggers]
         self._multiline = [p for p in self._triggered if p.multiline]
@@ -471,17 +282,7 @@ class Redactor:
 
     @staticmethod
     def _apply(pattern: Pattern, text: str) -> tuple[str, int]:
-        mark = MARK.format(kind=pattern.kind)
-        if pattern.group == 0:
-            return pattern.regex.subn(mark, text)
-        g = pattern.group
-
-        def keep_rest(m: re.Match[str]) -> str:
-            whole = m.group(0)
-            start, end = m.start(g) - m.start(0), m.end(g) - m.start(0)
-            return whole[:start] + mark + whole[end:]
-
-        return pattern.regex.subn(keep_rest, text)
+        return secrets.apply(pattern, text, MARK.format(kind=pattern.kind))
 
     def redact_value(self, value: Any) -> tuple[Any, int]:
         """Redact every string inside a JSON-like value (dicts, lists); returns a new value and the count."""

@@ -1,7 +1,8 @@
 """What a session says about how the work went, derived from its ordered turns, calls and results.
 
 These signals are the cheapest honest evidence skillopt has: a user correcting the agent in the next prompt
-("no, use pytest") is a rubric item for that kind of task; the test command a user's session ended on is an
+("no, use pytest"; what counts as one is `kinds`, the night's mining reads messages with the same rules) is
+a rubric item for that kind of task; the test command a user's session ended on is an
 outcome check for replays; failed commands and abrupt ends mark attempts that went wrong. Everything here
 is a pure function of the normalized records (the same dataclasses the sources emit), so the ingest
 pipeline, the miner and tests can all call it without a database.
@@ -15,33 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from skillopt_daemon.ingest.kinds import Kind, message_kinds
 from skillopt_daemon.ingest.sources.base import ToolCallRecord, ToolResultRecord, TurnRecord
 
 if TYPE_CHECKING:
     import sqlite_utils
-
-# A correction opens the next prompt by rejecting or redirecting what the agent did.
-_CORRECTION_START = re.compile(
-    r"""^\s*(?:
-        no\b(?!\s+(?:problem|worries|thanks|need\b))|nope\b|nah\b|wrong\b|incorrect\b|
-        that(?:'s|\s+is|\s+was)\s+(?:wrong|not|incorrect|bad|broken)|
-        this\s+is\s+(?:wrong|not|incorrect|broken)|
-        not\s+(?:what|like\s+that|that|quite)|
-        (?:please\s+)?(?:don'?t|do\s+not|never|stop)\b|
-        (?:please\s+)?(?:undo|revert|roll\s*back)\b|
-        actually\b|instead\b|
-        (?:it|that|this|the\s+\w+)\s+(?:still|didn'?t|did\s+not|doesn'?t|does\s+not|isn'?t|is\s+not)\b|
-        still\s+(?:fail|broken|wrong|not)|
-        you\s+(?:broke|forgot|missed|didn'?t|did\s+not|should(?:n'?t)?|were\s+supposed)|
-        why\s+did\s+you|i\s+(?:said|told\s+you|asked)|
-        (?:use|try)\s+\S+\s+instead
-    )""",
-    re.IGNORECASE | re.VERBOSE,
-)
-_CORRECTION_ANYWHERE = re.compile(
-    r"\b(?:instead of|rather than|i said|i told you|that's not what|not what i (?:asked|wanted|meant))\b",
-    re.IGNORECASE,
-)
 
 # Commands that run a test suite, with the framework named.
 _TEST_COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -147,12 +126,6 @@ class SessionSignals:
         }
 
 
-def is_correction(text: str) -> bool:
-    """Does this prompt reject or redirect what the agent just did?"""
-    head = text.strip()[:300]
-    return bool(_CORRECTION_START.search(head) or _CORRECTION_ANYWHERE.search(head))
-
-
 def suite_framework(command: str) -> str | None:
     """The test framework a shell command runs, or None if it runs no tests."""
     for name, rx in _TEST_COMMANDS:
@@ -185,11 +158,10 @@ def derive_signals(
     sig = SessionSignals()
     by_call = {r.call_key: r for r in results}
 
-    seen_assistant = False
-    for turn in turns:
-        if turn.role == "assistant":
-            seen_assistant = True
-        elif turn.role == "user" and not turn.is_meta and seen_assistant and is_correction(turn.text):
+    # Which user messages are corrections: the same reading, in the same context, as the night's mining.
+    said = [t for t in turns if t.role == "user" and not t.is_meta and t.text.strip()]
+    for turn, (kind, _) in zip(said, message_kinds(t.text.strip() for t in said), strict=True):
+        if kind is Kind.CORRECTION:
             sig.corrections.append(Correction(turn.key, turn.text[:500]))
 
     for call in calls:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import sqlite_utils
 
+from skillopt_daemon.core import fsio, paths
+from skillopt_daemon.core.store.db import LOW_SPACE_BYTES, disk_full_error, free_bytes
 from skillopt_daemon.core.timeutil import humanize_age, to_iso, utcnow
-from skillopt_daemon.ingest.meta import get_meta
+from skillopt_daemon.ingest.meta import NO_TRANSCRIPT_KEY, PAUSE_KEY, get_meta
 
 _DROP_WORDS = {"replay": "skillopt replays", "automation": "automation runs"}
 
@@ -28,6 +31,8 @@ class _Counts:
     failing: list[dict[str, Any]]
     recent: dict[str, int]
     latest: dict[str, Any] | None
+    # Hook notes for sessions that never wrote a transcript (a plugin install, a session closed unused).
+    no_transcript: int = 0
 
 
 def _read_counts(db: sqlite_utils.Database) -> _Counts:
@@ -68,6 +73,7 @@ def _read_counts(db: sqlite_utils.Database) -> _Counts:
             )
         ),
         latest=latest[0] if latest else None,
+        no_transcript=int(get_meta(db, NO_TRANSCRIPT_KEY) or 0),
     )
 
 
@@ -82,6 +88,9 @@ def _lines(c: _Counts, last_ingest: str | None) -> list[str]:
     not_counted = [f"{n} {_DROP_WORDS.get(k, k)}" for k, n in sorted(c.dropped.items())]
     if c.no_user:
         not_counted.append(f"{c.no_user} without a user turn")
+    if c.no_transcript:
+        n = c.no_transcript
+        not_counted.append(f"{n} hook note{'' if n == 1 else 's'} for sessions that wrote no transcript")
     if not_counted:
         lines.append("not user work (not listed): " + ", ".join(not_counted))
     lines.append(
@@ -100,15 +109,41 @@ def _lines(c: _Counts, last_ingest: str | None) -> list[str]:
     return lines
 
 
+def paused(db: sqlite_utils.Database) -> dict[str, Any] | None:
+    """Why ingest cannot go on now, or None: the running daemon's pause (a full disk, a locked store), or,
+    whoever reads, the disk under the database being full (the daemon may not have been able to say so)."""
+    if fsio.daemon_running():
+        try:
+            state = json.loads(get_meta(db, PAUSE_KEY) or "null")
+        except ValueError:
+            state = None
+        if isinstance(state, dict) and state.get("message"):
+            return state
+    free = free_bytes(paths.db_path())
+    if free is not None and free < LOW_SPACE_BYTES:
+        err = disk_full_error(then="new sessions are read once there is room")
+        return {
+            "reason": "disk-full",
+            "since": None,
+            "free_bytes": free,
+            "message": f"{err.message.replace('cannot be used now', 'cannot store new sessions')}; "
+            f"{err.hint}",
+        }
+    return None
+
+
 def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     """The sessions / ingest part of `skillopt status`: sessions per tool, last ingest, current problems."""
+    pause = paused(db)
     if "sessions" not in db.table_names():
-        return {"sessions": {}, "lines": ["no sessions ingested yet"]}
+        return {"sessions": {}, "paused": pause, "lines": _pause_lines(pause) + ["no sessions ingested yet"]}
     c = _read_counts(db)
     last_ingest = get_meta(db, "last_ingest_at")
     return {
+        "paused": pause,
         "sessions": c.per_tool,
         "dropped": {**c.dropped, "no_user_turn": c.no_user},
+        "notes_without_transcript": c.no_transcript,
         "automation_flagged": c.automation,
         "redactions": c.redacted,
         "files": c.files,
@@ -118,5 +153,12 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
         "latest_error": c.latest,
         "last_ingest_at": last_ingest,
         "backfill_done_at": get_meta(db, "backfill_done_at"),
-        "lines": _lines(c, last_ingest),
+        "lines": _pause_lines(pause) + _lines(c, last_ingest),
     }
+
+
+def _pause_lines(pause: dict[str, Any] | None) -> list[str]:
+    if pause is None:
+        return []
+    since = f" (paused {humanize_age(pause['since'])})" if pause.get("since") else ""
+    return [f"{pause['message']}{since}"]

@@ -25,9 +25,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from skillopt_daemon.night import cycle
 from skillopt_daemon.registry import open_registry
+from skillopt_daemon.service.proposals import diff_view
 from skillopt_daemon.service.status import collect_status
 from skillopt_lib import __version__
 from skillopt_lib.errors import SkillOptError
+from skillopt_lib.safetext import printable, printable_data
 
 SERVER_NAME = "skillopt"
 INSTRUCTIONS = (
@@ -65,9 +67,10 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            # Stored text (transcripts, model output) reaches the client's terminal: controls shown escaped.
+            return printable_data(fn(*args, **kwargs))
         except SkillOptError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(printable(str(exc))) from None
 
     return wrapper
 
@@ -79,19 +82,16 @@ def status() -> dict[str, Any]:
 
 
 def diff(proposal: str = "") -> dict[str, Any]:
-    """The change a proposal (id, id prefix or SKILL@V) makes against its parent; newest pending if empty."""
+    """The change a proposal (id, id prefix or SKILL@V) makes against its parent; newest pending if empty.
+
+    `proposal` says what the change is in one line (`summary`) and how sure the gate is (`tier_label`: a
+    `likely` proposal is not yet proven), as `skillopt diff --json` does.
+    """
     with _registry() as reg:
-        ref = proposal.strip()
-        if not ref:
-            pending = reg.list_pending()
-            if not pending:
-                return {"title": "no pending proposals", "diff": ""}
-            ref = pending[-1].id
-        title, text = reg.diff(ref)
-        out: dict[str, Any] = {"title": title, "diff": text}
-        version = reg.resolve_id(ref) if ".." not in ref else None
-        if version is not None and version.state == "proposed":
-            out["approve"] = APPROVE_HINT.format(id=version.id)
+        out = diff_view(reg, proposal)
+        item = out.get("proposal")
+        if item is not None and item.get("state") == "proposed":
+            out["approve"] = APPROVE_HINT.format(id=item["id"])
         return out
 
 
@@ -103,10 +103,14 @@ def reject(proposal: str, reason: str) -> dict[str, Any]:
         return out
 
 
-def rollback(skill: str, to: str = "", force: bool = False) -> dict[str, Any]:
-    """Make an earlier approved version of a skill active again (its parent, or `to`). Only when asked."""
+def rollback(skill: str, to: str = "", force: bool = False, reason: str = "") -> dict[str, Any]:
+    """Make an earlier approved version of a skill active again (its parent, or `to`). Only when asked.
+
+    A new skill's first version has no parent: rolling it back removes it (`removed` in each install).
+    `reason` is the user's, kept in the history.
+    """
     with _registry() as reg:
-        outcomes = reg.rollback(skill, to=to or None, force=force)
+        outcomes = reg.rollback(skill, to=to or None, force=force, reason=reason or None)
         return {"installs": [o.to_dict() for o in outcomes]}
 
 

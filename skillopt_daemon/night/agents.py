@@ -7,16 +7,21 @@ says what stops replays from running before a night spends anything.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import BackendSettings, Settings, tool_home
 from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
+from skillopt_lib import keys
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.backends import create_backend
+from skillopt_lib.backends import create_backend, resolve_preset
+from skillopt_lib.backends.base import price_of
 from skillopt_lib.config import BackendConfig
-from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.errors import SkillOptError
 from skillopt_lib.net import is_loopback_url
+from skillopt_lib.providers import key_env_candidates
+from skillopt_lib.usage import format_cost
 
 
 def _library_config(b: BackendSettings) -> BackendConfig:
@@ -29,20 +34,70 @@ _CHAT_CLI = {"claude-code-chat": AgentTool.CLAUDE_CODE, "codex-chat": AgentTool.
 
 def _chat_config(settings: Settings, b: BackendSettings) -> BackendConfig:
     cfg = _library_config(b)
+    if settings.prices:
+        # The user's price table, under the backend's own (`options.prices`): what the night's money cap
+        # and every cost estimate count with.
+        given = b.options.get("prices")
+        own: dict[str, Any] = given if isinstance(given, dict) else {}
+        table = {k: v.model_dump() for k, v in settings.prices.items()}
+        cfg = cfg.model_copy(update={"options": {**cfg.options, "prices": {**table, **own}}})
     tool = _CHAT_CLI.get(b.backend)
     if tool is not None:
-        opts: dict[str, Any] = {**b.options, "home": str(tool_home(tool, settings))}
+        opts: dict[str, Any] = {**cfg.options, "home": str(tool_home(tool, settings))}
         if settings.tool(tool).cli:
             opts["cli"] = settings.tool(tool).cli
         cfg = cfg.model_copy(update={"options": opts})
     return cfg
 
 
+@dataclass(frozen=True)
+class RoleKey:
+    """The API key one of the night's chat backends needs, and where it is found right now."""
+
+    role: str  # optimizer | judge
+    backend: str
+    variables: tuple[str, ...]  # where it may come from, first the one to store it under
+    source: keys.Source | None  # environment | keys file | None: nowhere
+
+    @property
+    def variable(self) -> str:
+        return self.variables[0] if self.variables else f"{self.role}.api_key_env"
+
+    def problem(self, *, service: bool = False) -> str | None:
+        """Why a night (or, with `service`, a daemon started as a service) will not have this key, with
+        what to do; None when it will."""
+        how = f"store it with `skillopt keys set {self.variable}`"
+        if self.source is None:
+            return (
+                f"the {self.role}'s key {self.variable} is neither set in the environment nor stored in "
+                f"skillopt's keys file, so nights train nothing: {how}"
+            )
+        if service and self.source == "environment":
+            return (
+                f"the {self.role}'s key {self.variable} is set in this shell only; the service will not "
+                f"see it: {how}"
+            )
+        return None
+
+
+def role_keys(settings: Settings) -> list[RoleKey]:
+    """The keys the night's optimizer and judge need (the judge only when it has settings of its own), and
+    where each is found: the environment first, then the keys file, as the backends look them up."""
+    out: list[RoleKey] = []
+    for role, b in (("optimizer", settings.optimizer), ("judge", settings.judge)):
+        if not b.backend or b.backend in _CHAT_CLI:
+            continue
+        cfg = resolve_preset(_library_config(b))
+        if not cfg.api_key_env and (cfg.options.get("key_optional") or is_loopback_url(cfg.base_url)):
+            continue  # a local server goes without a key
+        names = tuple(key_env_candidates(cfg))
+        hit = next((found for n in names if (found := keys.lookup(n)) is not None), None)
+        out.append(RoleKey(role, b.backend, names, hit[1] if hit else None))
+    return out
+
+
 def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]:
     """What stops replays from running, each with how to fix it (shown by `skillopt status`)."""
-    from skillopt_lib.backends import resolve_api_key
-    from skillopt_lib.net import is_loopback_url
-
     missing: list[str] = []
     opt = settings.optimizer
     if not opt.backend:
@@ -51,16 +106,13 @@ def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]
             "(plus optimizer.model and an API key variable), or use your agent login with "
             "`skillopt config set optimizer.backend claude-code-chat` (or codex-chat)"
         )
-    elif opt.backend not in _CHAT_CLI:
-        try:
-            resolve_api_key(_library_config(opt), "optimizer")
-        except ConfigError as exc:
-            missing.append(f"{exc.message} ({exc.hint})" if exc.hint else exc.message)
-        if settings.night.local_only and not is_loopback_url(opt.base_url):
-            missing.append(
-                f"night.local_only is on but the optimizer endpoint {opt.base_url or opt.backend!r} is not on "
-                "this machine: point optimizer.base_url at a local server or turn local_only off"
-            )
+    missing.extend(why for k in role_keys(settings) if (why := k.problem()) is not None)
+    remote = opt.backend not in _CHAT_CLI and not is_loopback_url(opt.base_url)
+    if opt.backend and settings.night.local_only and remote:
+        missing.append(
+            f"night.local_only is on but the optimizer endpoint {opt.base_url or opt.backend!r} is not on "
+            "this machine: point optimizer.base_url at a local server or turn local_only off"
+        )
     missing.extend(why for tool in tools if (why := replay_missing(settings, tool)) is not None)
     return missing
 
@@ -115,3 +167,70 @@ def mining_chat(settings: Settings, budget: NightBudget) -> tuple[BudgetedChat |
     except SkillOptError as exc:
         return None, f"requests were mined without a model: {exc.message}"
     return BudgetedChat(inner, budget), None
+
+
+@dataclass(frozen=True)
+class CostCeiling:
+    """What one night may cost at most on the configured API-key backends (an estimate)."""
+
+    most_usd: float | None  # None: a model has no known price, so its spend is not counted at all
+    cap_usd: float
+    max_tokens: int
+    models: tuple[str, ...]  # "the optimizer's gpt-5.5 ($1.25 in, $10.00 out per million tokens)"
+    unpriced: tuple[str, ...]  # models skillopt has no price for
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "most_usd": self.most_usd,
+            "cap_usd": self.cap_usd,
+            "max_tokens": self.max_tokens,
+            "models": list(self.models),
+            "unpriced": list(self.unpriced),
+        }
+
+    def line(self) -> str:
+        """One sentence for `skillopt status` and `skillopt sleep run`, before the first paid night."""
+        if self.most_usd is None:
+            return (
+                f"before a night spends money: skillopt has no price for {', '.join(self.unpriced)}, so its "
+                f"cost is not counted and the money cap (night.max_cost_usd, ${self.cap_usd:,.2f}) cannot stop "
+                f"a night; only the token cap ({self.max_tokens:,} tokens) does. Add its price under "
+                "[prices] in config.toml"
+            )
+        return (
+            f"before a night spends money: one night may cost at most {format_cost(self.most_usd)} with "
+            f"{'; '.join(self.models)}, from the night's caps (night.max_cost_usd ${self.cap_usd:,.2f}, "
+            f"night.max_tokens {self.max_tokens:,}); lower it with "
+            "`skillopt config set night.max_cost_usd 5`"
+        )
+
+
+def cost_ceiling(settings: Settings) -> CostCeiling | None:
+    """The most a night may spend on the optimizer's and judge's API keys: the money cap, or less when the
+    token cap at the dearest configured model's price is lower. None when no backend the night uses is
+    paid by an API key (agent logins, local servers)."""
+    paid: list[tuple[str, BackendSettings]] = []
+    for k in role_keys(settings):
+        b = settings.optimizer if k.role == "optimizer" else settings.judge
+        if not is_loopback_url(resolve_preset(_library_config(b)).base_url):
+            paid.append((k.role, b))
+    if not paid:
+        return None
+    night = settings.night
+    models: list[str] = []
+    unpriced: list[str] = []
+    dearest = 0.0
+    for role, b in paid:
+        table = _chat_config(settings, b).options.get("prices")
+        price = price_of(b.model, table if isinstance(table, dict) else None)
+        if price.input <= 0 and price.output <= 0:
+            unpriced.append(f"the {role}'s model {b.model or '(none set)'}")
+            continue
+        dearest = max(dearest, price.input, price.output)
+        models.append(
+            f"the {role}'s {b.model} (${price.input:g} in, ${price.output:g} out per million tokens)"
+        )
+    if unpriced:
+        return CostCeiling(None, night.max_cost_usd, night.max_tokens, tuple(models), tuple(unpriced))
+    most = min(night.max_cost_usd, night.max_tokens * dearest / 1_000_000)
+    return CostCeiling(most, night.max_cost_usd, night.max_tokens, tuple(models), ())

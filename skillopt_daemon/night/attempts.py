@@ -1,6 +1,6 @@
 """Sessions into attempts: one attempt per task a person asked for, with everything that followed it.
 
-Each user message gets a kind (`night/kinds.py`, or the model's label when there is one). A task starts an
+Each user message gets a kind (`ingest/kinds.py`, or the model's label when there is one). A task starts an
 attempt; follow-ups, questions and acknowledgements stay with it; a correction is kept verbatim as a
 rubric item of its attempt. The commands the agent ran (with their exit codes) tell whether the attempt
 succeeded: checks first, then the person's reaction.
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from skillopt_daemon.night.kinds import Context, Kind, classify, is_ack
+from skillopt_daemon.ingest.kinds import Kind, is_ack, message_kinds
 from skillopt_daemon.night.labels import Label, Request
 
 _TEST_CMD = re.compile(
@@ -167,21 +167,19 @@ class UserMessage:
 
 def user_messages(turns: Sequence[dict[str, Any]]) -> list[UserMessage]:
     """The session's user messages with their lexical kinds; each one's context is the task it follows."""
-    out: list[UserMessage] = []
-    task = ""
-    after_ack = False
+    kept: list[tuple[dict[str, Any], str]] = []
     for turn in turns:
         if turn["role"] != "user" or turn.get("is_meta"):
             continue
         text = (turn.get("text") or "").strip()
-        if not text:
-            continue
-        kind, why = classify(text, Context(has_task=bool(task), after_ack=after_ack, task_prompt=task))
+        if text:
+            kept.append((turn, text))
+    out: list[UserMessage] = []
+    task = ""
+    for (turn, text), (kind, why) in zip(kept, message_kinds(t for _, t in kept), strict=True):
         out.append(UserMessage(turn, text, Request(text, task), kind, why))
         if kind is Kind.TASK:
-            task, after_ack = text, False
-        elif kind is Kind.ACK:
-            after_ack = True
+            task = text
     return out
 
 

@@ -13,6 +13,9 @@ Safety rules the cycle keeps:
   never leaves half of one. The next run finds the interrupted night, resumes its training from the
   checkpoints when there are any, and says which it did.
 - `local_only` refuses any model endpoint that is not on this machine.
+- Its record says what happened: a rehearsal is `dry-run`, a night that did not do its work (it raised, or
+  every skill it took up errored) is `failed` with the reason, whatever its steps set on the way.
+- While it runs, its progress is kept where `skillopt status` in another process reads it (`progress`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from skillopt_daemon.night import runs
 from skillopt_daemon.night.agents import mining_chat
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.lock import night_lock
+from skillopt_daemon.night.progress import NightProgress
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.status import notify
 from skillopt_daemon.night.training import NightContext, Progress, train_skills
@@ -131,7 +135,16 @@ def run_cycle(
         db = open_db()
         report = _begin(db, trigger, dry_run, say)
         budget = _budget(settings)
-        ctx = NightContext(db=db, settings=settings, report=report, budget=budget, dry_run=dry_run, say=say)
+        tracker = NightProgress(report.run_id, report.started_at, budget, say).start()
+        ctx = NightContext(
+            db=db,
+            settings=settings,
+            report=report,
+            budget=budget,
+            dry_run=dry_run,
+            say=tracker.say,
+            tracker=tracker,
+        )
         try:
             _steps(ctx, skill=skill, ingest_first=ingest_first)
         except NightBudgetExceeded as exc:
@@ -145,8 +158,10 @@ def run_cycle(
             report.error = f"{type(exc).__name__}: {exc}"
             log.exception("nightly cycle failed")
         finally:
+            tracker.stop()
             report.spend = budget.to_dict()
             report.finished_at = utcnow_iso()
+            report.conclude()
             runs.record_end(db, report)
         notify(report)
         return report

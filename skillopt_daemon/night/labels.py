@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import sqlite_utils
 
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_daemon.night.kinds import Kind
+from skillopt_daemon.ingest.kinds import Kind
 from skillopt_lib.backends.base import ChatMessage, ChatResponse
 from skillopt_lib.errors import SkillOptError
 

@@ -27,6 +27,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.ingest.kinds import is_correction
 from skillopt_daemon.night import checks as check_verdicts
 from skillopt_daemon.night.attempts import (
     Attempt,
@@ -54,7 +55,6 @@ from skillopt_daemon.night.clustering import (
     vectorize,
 )
 from skillopt_daemon.night.exclude import ExcludeRules, exclusion
-from skillopt_daemon.night.kinds import is_correction
 from skillopt_daemon.night.labels import Budget, Chat, Label, Labeller, LabelReport
 
 __all__ = [

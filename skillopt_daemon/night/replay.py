@@ -194,9 +194,11 @@ class ReplayEnvironment(ExecTasksEnvironment):
         if rubric and self.judge is not None and result.finished and not gamed and not broken:
             verdict = judge_rubric(self.judge, task.prompt, work_record(result), rubric)
             unmet = sum(1 for ok in verdict.satisfied if not ok)
-            has_checks = bool(task.checks)
+            has_checks = bool(checks)
             scored.soft = (scored.soft + verdict.score) / 2 if has_checks else verdict.score
-            scored.hard = 1.0 if scored.hard >= 1.0 and unmet == 0 else 0.0
+            # Without a check the judge scores the work (a run that was refused a tool still did work).
+            passed = scored.hard >= 1.0 if has_checks else result.finished
+            scored.hard = 1.0 if passed and unmet == 0 else 0.0
             scored.usage.add(verdict.usage)
             scored.details["rubric_unmet"] = unmet
             scored.details["rubric_total"] = len(rubric)

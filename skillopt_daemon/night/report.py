@@ -13,8 +13,8 @@ from typing import Any
 @dataclass
 class SkillOutcome:
     skill: str
-    # proposed | approved | pending | waited | no-improvement | leak | retracted | budget | too-few-tasks |
-    # error | dry-run
+    # proposed | approved | pending | waited | awaiting-review | no-improvement | leak | retracted | budget |
+    # too-few-tasks | error | dry-run | skipped (installed nowhere)
     status: str
     reason: str = ""
     tasks: int = 0
@@ -35,15 +35,17 @@ class SkillOutcome:
 
 def trained_nothing(skills: list[dict[str, Any]]) -> bool:
     """Whether a night took up skills and every one of them errored: such a night trained nothing, so it
-    neither counts as having consumed the sessions nor as a success."""
-    return bool(skills) and all(s.get("status") == "error" for s in skills)
+    neither counts as having consumed the sessions nor as a success. Skills it skipped (installed nowhere)
+    were not taken up."""
+    taken = [s for s in skills if s.get("status") != "skipped"]
+    return bool(taken) and all(s.get("status") == "error" for s in taken)
 
 
 @dataclass
 class CycleReport:
     run_id: str
     trigger: str
-    status: str  # completed | budget | failed | nothing-to-do | skipped
+    status: str  # completed | budget | failed | nothing-to-do | dry-run | skipped (| running, interrupted)
     dry_run: bool
     started_at: str
     finished_at: str | None = None
@@ -67,11 +69,22 @@ class CycleReport:
     def proposals(self) -> list[str]:
         return [s.proposal_id for s in self.skills if s.proposal_id]
 
+    def conclude(self) -> None:
+        """Settle the status the night's record keeps: `failed` with the reason when the night did not do
+        its work (what `skillopt sleep run` exits 1 for), else `dry-run` for a rehearsal; a real night keeps
+        what its steps found (completed, nothing-to-do, budget)."""
+        why = self.failure
+        if why is not None:
+            self.status, self.error = "failed", why
+        elif self.dry_run:
+            self.status = "dry-run"
+
     @property
     def failure(self) -> str | None:
         """Why the night did not do its work, or None when it did: it failed, or every skill errored."""
         if self.status == "failed":
             return self.error or "the night failed"
         if trained_nothing([asdict(s) for s in self.skills]):
-            return "no skill was trained: " + "; ".join(f"{s.skill}: {s.reason}" for s in self.skills)
+            errored = [s for s in self.skills if s.status == "error"]
+            return "no skill was trained: " + "; ".join(f"{s.skill}: {s.reason}" for s in errored)
         return None

@@ -63,11 +63,14 @@ def candidates(
     installed: set[str],
     min_tasks: int,
     rejected: dict[str, int],
+    awaiting: dict[str, str] | None = None,
 ) -> tuple[list[Family], list[FamilyNote]]:
     """The families that seed a new skill tonight, and a note for every other family without a skill.
 
-    `rejected` maps a family id to its size when a new skill drafted from it was rejected.
+    `rejected` maps a family id to its size when a new skill drafted from it was rejected; `awaiting` maps a
+    family id to the label of its new skill's proposal that still awaits review (not drafted twice).
     """
+    awaiting = awaiting or {}
     out: list[Family] = []
     notes: list[FamilyNote] = []
     for fam in families:
@@ -85,6 +88,9 @@ def candidates(
         elif not {"train", "val"} <= splits:
             reason = "too few distinct requests to keep some for validation"
             needs = "1 more session of this work, asked differently"
+        elif fam.id in awaiting:
+            reason = f"its new skill {awaiting[fam.id]} awaits your review"
+            needs = "your review: skillopt status, skillopt diff"
         elif fam.id in rejected and size <= rejected[fam.id]:
             reason = f"its new skill was rejected at {rejected[fam.id]} tasks; proposed again once it grows"
             needs = f"{rejected[fam.id] - size + 1} more session(s) of this work"
@@ -154,6 +160,17 @@ def family_record(fam: Family) -> dict[str, Any]:
         "tools": fam.tools,
         "projects": fam.projects,
     }
+
+
+def awaiting_review(versions: list[Any]) -> dict[str, str]:
+    """Family id → the label of its new skill's proposal still awaiting review."""
+    out: dict[str, str] = {}
+    for v in versions:
+        ev = v.evidence or {}
+        fam = ev.get("family") if ev.get("new_skill") else None
+        if v.state == "proposed" and isinstance(fam, dict) and fam.get("id"):
+            out[str(fam["id"])] = v.label
+    return out
 
 
 def rejected_sizes(versions: list[Any]) -> dict[str, int]:

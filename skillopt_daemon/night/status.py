@@ -1,5 +1,12 @@
 """What a night tells the user: the nightly section of `skillopt status`, and a desktop notification when a
-night leaves proposals to review."""
+night leaves proposals to review.
+
+The section first settles nights that were killed (`runs.settle_stale`), so a `kill -9` never reads as
+"running" for longer than it takes to look. It leads with what needs the user: a night running now (on
+which skill or family, replays done of planned), or the reason the last night trained nothing; then the
+last night's result, the next one, and before the first night that spends money on an API key, what a
+night may cost at most.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +21,13 @@ import sqlite_utils
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import humanize_age, local_display
-from skillopt_daemon.night import schedule
+from skillopt_daemon.night import runs, schedule
+from skillopt_daemon.night.agents import cost_ceiling, role_keys
 from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
-from skillopt_daemon.night.runs import last_run
 from skillopt_lib.errors import SkillOptError
+from skillopt_lib.skill import NAME_RE
+from skillopt_lib.usage import format_cost
 
 
 def notify(report: CycleReport) -> None:
@@ -40,34 +49,135 @@ def notify(report: CycleReport) -> None:
         pass
 
 
-def _last_lines(last: dict[str, Any], data: dict[str, Any]) -> list[str]:
-    """Fill `data` with the last night's result; returns its summary line."""
+def _running_lines(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """The night running now: what it is on and its replays, from the progress it records."""
+    prog = runs.read_progress(row["id"]) or {}
+    data["running"] = {"id": row["id"], "pid": row["pid"], "started_at": row["started_at"], **prog}
+    text = f"a night is running now (started {humanize_age(row['started_at'])}, pid {row['pid']})"
+    if prog.get("family"):
+        text += f": a new skill for the family '{prog['family']}'"
+    elif prog.get("skill"):
+        text += f": training {prog['skill']}"
+    elif prog.get("step"):
+        text += f": {prog['step']}"
+    if prog.get("total"):
+        text += f" ({prog.get('index')} of {prog['total']})"
+    done, planned = prog.get("replays_done"), prog.get("replays_planned")
+    if planned:
+        text += f"; {done or 0} of about {planned} replays planned"
+    elif done is not None:
+        text += f"; {done} replays so far"
+    if prog.get("cost_usd"):
+        text += f"; {format_cost(prog['cost_usd'])} so far"
+    return [text]
+
+
+def _last_lines(
+    last: dict[str, Any], data: dict[str, Any], family_names: dict[str, str] | None = None
+) -> list[str]:
+    """Fill `data` with the last night's result; returns its lines, the reason it trained nothing first.
+    `family_names`: the mined families' descriptions by id, to tell a family that got no draft from a
+    drafted skill."""
     summary = json.loads(last.get("summary_json") or "{}")
-    data["last"] = {k: last[k] for k in ("id", "trigger", "status", "started_at", "finished_at", "error")}
+    data["last"] = {
+        k: last[k] for k in ("id", "trigger", "status", "dry_run", "started_at", "finished_at", "error")
+    }
     data["last"]["proposals"] = [
         s.get("proposal_id") for s in summary.get("skills", []) if s.get("proposal_id")
     ]
     data["last"]["skills"] = summary.get("skills", [])
     data["missing"] = summary.get("missing") or []
     data["families"] = summary.get("families") or []
+    lines: list[str] = []
     text = f"last night: {last['status']} ({humanize_age(last['started_at'])})"
     if data["last"]["proposals"]:
         text += f", {len(data['last']['proposals'])} proposal(s)"
-    if last.get("error"):
+    if last["status"] == "failed" and data["missing"]:
+        # What stopped it leads, in full; the night's own error repeats it at length.
+        data["attention"] = f"last night trained nothing: {data['missing'][0]}"
+        lines.append(data["attention"])
+        text += ", nothing trained"
+    elif last.get("error"):
         text += f": {last['error']}"
-    lines = [text]
+    lines.append(text)
     for s in data["last"]["skills"]:
-        if s.get("new") or s.get("status") in ("pending", "waited", "retracted"):
+        if _undrafted_family(s, family_names):
+            # Tonight's candidate for a new skill that was never drafted: its `skill` is still the family's
+            # mined description, not a skill's name.
+            lines.append(family_line(s["skill"], s.get("tasks") or 0, _undrafted(s)))
+        elif s.get("new") or s.get("status") in ("pending", "waited", "retracted"):
             what = "new skill" if s.get("new") else "skill"
             line = f"{what} {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
             if s.get("needs"):
                 line += f"; needs {s['needs']}"
             lines.append(line)
+        elif s.get("status") == "skipped":
+            lines.append(f"{s['skill']}: {s.get('reason') or 'skipped'}")
     data["warnings"] = summary.get("warnings") or []
     lines.extend(f"warning: {w}" for w in data["warnings"])
     for f in data["families"]:
-        lines.append(f"no skill for the family '{f['name']}' ({f['tasks']} tasks): {f['reason']}")
+        what = f"waiting for {f['needs']}" if f.get("needs") else f["reason"]
+        lines.append(family_line(f["name"], f["tasks"], what))
     return lines
+
+
+FAMILY_CHARS = 60
+
+
+def family_line(description: str, tasks: int, what: str) -> str:
+    """A family of recurring work that has no skill, as status shows it: by its description, never as if it
+    were a skill (`no skill for the family 'make test is failing…' (6 recurring tasks): waiting for …`)."""
+    text = " ".join(str(description).split())
+    if len(text) > FAMILY_CHARS:
+        text = text[: FAMILY_CHARS - 1] + "…"
+    return f"no skill for the family '{text}' ({tasks} recurring task{'' if tasks == 1 else 's'}): {what}"
+
+
+def _undrafted_family(outcome: dict[str, Any], family_names: dict[str, str] | None) -> bool:
+    """Whether a night's outcome is a family that was never drafted into a skill: its `skill` is then the
+    family's description (a drafted skill has a name of its own, always a valid skill name)."""
+    family = outcome.get("family")
+    if not family:
+        return False
+    known = (family_names or {}).get(str(family))
+    if known is not None:
+        return str(outcome.get("skill")) == known
+    return not NAME_RE.match(str(outcome.get("skill") or ""))
+
+
+def _family_names(db: sqlite_utils.Database) -> dict[str, str]:
+    if "task_families" not in db.table_names():
+        return {}
+    return {r["id"]: r["name"] for r in db.query("SELECT id, name FROM task_families")}
+
+
+def _undrafted(outcome: dict[str, Any]) -> str:
+    """Why a family picked for a new skill got no draft tonight, in the words of a wait or a stop."""
+    reason = outcome.get("reason") or ""
+    if outcome.get("needs"):
+        return f"waiting for {outcome['needs']}"
+    if outcome.get("status") in ("too-few-tasks", "undecidable"):
+        return "waiting for more sessions of this kind" + (f" ({reason})" if reason else "")
+    return "not drafted" + (f": {reason}" if reason else "")
+
+
+def _key_found_since(settings: Settings, data: dict[str, Any]) -> str | None:
+    """When the last night lacked a key that the keys file holds now: the next night will find it."""
+    if "attention" not in data:
+        return None
+    for k in role_keys(settings):
+        if k.source == "keys file" and k.variable in data["attention"]:
+            return f"{k.variable} is in the keys file now: the next night will find it"
+    return None
+
+
+def _cost_line(db: sqlite_utils.Database, settings: Settings, data: dict[str, Any]) -> str | None:
+    """Before the first night that spends money on an API key: what a night may cost at most."""
+    ceiling = cost_ceiling(settings)
+    if ceiling is None or runs.has_spent(db):
+        return None
+    data["cost_ceiling"] = ceiling.to_dict()
+    return ceiling.line()
 
 
 def _next_line(settings: Settings, data: dict[str, Any]) -> str:
@@ -84,13 +194,20 @@ def _next_line(settings: Settings, data: dict[str, Any]) -> str:
 
 
 def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
-    """The nightly section of `skillopt status`: last run's result, next run, what is missing."""
+    """The nightly section of `skillopt status`: a night running now, the last one's result (the reason it
+    trained nothing first), the next one, what is missing, what a paid night may cost."""
     settings = load_settings()
-    last = last_run(db)
-    data: dict[str, Any] = {"last": None, "next": None, "missing": [], "families": []}
-    lines = _last_lines(last, data) if last else ["last night: never run"]
+    data: dict[str, Any] = {"last": None, "running": None, "next": None, "missing": [], "families": []}
+    data["settled"] = runs.settle_stale(db)
+    running, last = runs.running_run(db), runs.last_finished(db)
+    lines = _running_lines(running, data) if running else []
+    lines.extend(_last_lines(last, data, _family_names(db)) if last else ["last night: never run"])
+    if (found := _key_found_since(settings, data)) is not None:
+        lines.append(found)
     lines.append(_next_line(settings, data))
-    lines.extend(f"missing for replays: {m}" for m in data["missing"])
+    lines.extend(f"missing for replays: {m}" for m in data["missing"][1 if "attention" in data else 0 :])
+    if (cost := _cost_line(db, settings, data)) is not None:
+        lines.append(cost)
     lines.extend(pending_lines())
     data["lines"] = lines
     return data

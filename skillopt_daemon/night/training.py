@@ -42,9 +42,11 @@ from skillopt_lib.judge import LeakGuard
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
+from skillopt_lib.usage import format_cost
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.progress import NightProgress
 
 Progress = Callable[[str], None]
 # Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> task dicts.
@@ -64,6 +66,7 @@ class NightContext:
     registry: Any = None
     optimizer: Any = None
     judge: Any = None
+    tracker: NightProgress | None = None  # what `skillopt status` shows of the night while it runs
 
 
 def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
@@ -74,17 +77,26 @@ def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
     return mining.installed_skills(db)
 
 
+INSTALLED_NOWHERE = "installed nowhere: skipped (it was uninstalled from every tool)"
+
+
 def targets_for(
-    db: sqlite_utils.Database, families: list[Family], skill: str | None
+    db: sqlite_utils.Database,
+    families: list[Family],
+    skill: str | None,
+    nowhere: dict[str, list[Family]] | None = None,
 ) -> dict[str, list[Family]]:
-    """The installed skills the mined families relate to (only `skill` when given), with their families."""
+    """The installed skills the mined families relate to (only `skill` when given), with their families.
+    A skill installed nowhere (every target uninstalled) is left out, into `nowhere` when given."""
     out: dict[str, list[Family]] = {}
     known = set(mining_installed(db))
+    uninstalled = Registry(db, actor="night").installed_nowhere()
+    skipped = nowhere if nowhere is not None else {}
     for fam in families:
         if fam.skill_name and fam.skill_name in known and (skill is None or fam.skill_name == skill):
-            out.setdefault(fam.skill_name, []).append(fam)
+            (skipped if fam.skill_name in uninstalled else out).setdefault(fam.skill_name, []).append(fam)
     if skill is not None and skill not in out:
-        out[skill] = []
+        (skipped if skill in uninstalled else out).setdefault(skill, [])
     return out
 
 
@@ -93,13 +105,19 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
     skill covers; one outcome per skill in the night's report. Targets that waited for budget last night go
     first, then those with the user's corrections, then the larger ones."""
     report = ctx.report
-    targets = targets_for(ctx.db, families, skill)
+    nowhere: dict[str, list[Family]] = {}
+    targets = targets_for(ctx.db, families, skill, nowhere)
     new = _new_skill_families(ctx, families) if skill is None else []
+    skipped = [
+        SkillOutcome(n, "skipped", INSTALLED_NOWHERE, tasks=sum(len(f.attempts) for f in fams))
+        for n, fams in nowhere.items()
+    ]
     if not targets and not new:
         report.status = "nothing-to-do"
-        report.skills = []
+        report.skills = skipped
         ctx.say("no task family relates to an installed skill or is ready for a new one")
         return
+    report.skills.extend(skipped)
     groups = [*targets.values(), *([f] for f in new)]
     tools = sorted({t for fams in groups if (t := replay_tool(fams)) is not None}, key=str)
     report.missing = missing_for_replays(ctx.settings, tools)
@@ -122,8 +140,12 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         corrected = any(a.corrections for f in fams for a in f.attempts)
         return (key not in waited, not corrected, -sum(len(f.attempts) for f in fams))
 
-    taken = set(mining_installed(ctx.db))
-    for name, fams, is_new in sorted(jobs, key=priority):
+    taken = set(mining_installed(ctx.db)) | ctx.registry.names_on_disk(
+        ctx.settings.enabled_tools(), {p for f in new for p in f.projects}
+    )
+    for index, (name, fams, is_new) in enumerate(sorted(jobs, key=priority), 1):
+        if ctx.tracker is not None:
+            ctx.tracker.skill(name, index=index, total=len(jobs), family=name if is_new else None)
         if is_new:
             outcome = train_new(ctx, fams[0], taken)
             taken.add(outcome.skill)
@@ -159,6 +181,7 @@ def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Famil
         installed=set(mining_installed(ctx.db)),
         min_tasks=ctx.settings.night.min_tasks,
         rejected=seeding.rejected_sizes(versions),
+        awaiting=seeding.awaiting_review(versions),
     )
     ctx.report.families = [n.to_dict() for n in notes]
     return chosen
@@ -188,6 +211,14 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     tool, tasks = picked
     current = ctx.registry.current_version(name)
     if current is None:
+        waiting = [v for v in ctx.registry.versions(name) if v.state == "proposed"]
+        if waiting:
+            return SkillOutcome(
+                name,
+                "awaiting-review",
+                f"its proposal {waiting[-1].label} awaits your review (skillopt diff {waiting[-1].short_id})",
+                tasks=len(tasks),
+            )
         return SkillOutcome(name, "error", "the skill has no active version to improve", tasks=len(tasks))
     incumbent = ctx.registry.load_bundle(current.id)
     return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None)
@@ -260,6 +291,14 @@ def _budget_wait(ctx: NightContext, planned: int) -> str | None:
             f"needs about {int(planned * per):,} tokens for {planned} replays and the night has "
             f"{max(tokens_left, 0):,} left (night.max_tokens)"
         )
+    if budget.replays:
+        cost = planned * budget.cost_usd / budget.replays
+        money_left = budget.max_cost_usd - budget.cost_usd
+        if cost > money_left:
+            return (
+                f"needs about {format_cost(cost)} for {planned} replays and the night has "
+                f"{format_cost(max(money_left, 0.0))} left (night.max_cost_usd)"
+            )
     return None
 
 
@@ -302,6 +341,8 @@ def _train_and_propose(
         base.needs = _needs_text(carried.pending.evidence.to_dict(), gate)
         return base
     planned = _planned_replays(tasks, gate, fresh, carried is not None)
+    if ctx.tracker is not None:
+        ctx.tracker.plan(planned)
     wait = _budget_wait(ctx, planned)
     if wait:
         base.status, base.reason = "waited", f"{wait}; it goes first next night"

@@ -236,10 +236,10 @@ class Registry(Imports):
     def _require_pending(self, v: Version) -> None:
         if v.state != "proposed":
             when = f" at {v.decided_at}" if v.decided_at else ""
-            raise ConflictError(
-                f"{v.label} ({v.short_id}) was already {v.state}{when}",
-                hint=f"see: skillopt history {v.skill}",
-            )
+            hint = f"see: skillopt history {v.skill}"
+            if v.state == "approved":
+                hint = f"to make it active again: skillopt rollback {v.skill} --to v{v.seq}; {hint}"
+            raise ConflictError(f"{v.label} ({v.short_id}) was already {v.state}{when}", hint=hint)
 
     def reject(self, ref: str, reason: str) -> Version:
         if not reason.strip():
@@ -259,9 +259,16 @@ class Registry(Imports):
         to: str | None = None,
         targets: Sequence[InstallTarget | str] | None = None,
         force: bool = False,
+        reason: str | None = None,
     ) -> list[InstallOutcome]:
-        """Make an older version active again (the parent of the active one, or `to`), as a new event."""
+        """Make an older version active again (the parent of the active one, or `to`), as a new event.
+
+        A skill whose active version is its first, installed by skillopt (an approved new skill), has no
+        older version: rolling it back removes it from the target, restoring whatever the user had there
+        before, and `rollback --to vN` (or approving a later proposal) installs it again.
+        """
         self.require_skill(skill)
+        reason = (reason or "").strip() or None
         with self._install_lock():
             self._reconcile_locked()
             chosen = self._resolve_targets(skill, targets)
@@ -269,15 +276,29 @@ class Registry(Imports):
             self._preflight(skill, chosen, force)
             dest_for = [self._rollback_destination(skill, t, to) for t in chosen]
             out: list[InstallOutcome] = []
-            for ts, dest in dest_for:
+            for ts, current, dest in dest_for:
                 fresh = self.target_state(skill, ts.target)
                 assert fresh is not None
-                out.append(self._install_version(dest, fresh, "rollback", force=force))
+                if dest is None:
+                    assert current is not None
+                    out.append(self._remove_first_version(fresh, current, reason))
+                    continue
+                out.append(
+                    self._install_version(
+                        dest,
+                        fresh,
+                        "rollback",
+                        force=force,
+                        detail={"from": current.id if current else None, "reason": reason},
+                        note=f"; rolled back from {current.label}" if current else "",
+                    )
+                )
             return out
 
     def _rollback_destination(
         self, skill: str, t: InstallTarget, to: str | None
-    ) -> tuple[TargetState, Version]:
+    ) -> tuple[TargetState, Version | None, Version | None]:
+        """(target, active version, version to make active); no destination: remove the first version."""
         ts = self.target_state(skill, t)
         current = self.get_version(ts.active_version_id) if ts and ts.active_version_id else None
         if to is not None:
@@ -289,16 +310,57 @@ class Registry(Imports):
                     f"{dest.label} was never approved (it is {dest.state})",
                     hint=f"approve it instead: skillopt approve {dest.short_id}",
                 )
+        elif current is None:
+            raise NotFoundError(
+                f"{skill} has no earlier version to roll back to at {t}: no version of it is active there",
+                hint=f"make one active again: skillopt rollback {skill} --to vN (see skillopt history {skill})",
+            )
+        elif current.parent_id is None:
+            if current.origin in ("proposed", "trained"):
+                # The first version, and skillopt put it there: stepping back from it means taking it away.
+                return ts or self.ensure_target(skill, t), current, None
+            raise NotFoundError(
+                f"{skill} has no earlier version to roll back to at {t}",
+                hint=f"see the versions: skillopt history {skill}",
+            )
         else:
-            if current is None or current.parent_id is None:
-                raise NotFoundError(
-                    f"{skill} has no earlier version to roll back to at {t}",
-                    hint=f"see the versions: skillopt history {skill}",
-                )
             dest = self.get_version(current.parent_id)
         if current is not None and dest.id == current.id:
             raise ConflictError(f"{dest.label} is already active at {t}")
-        return ts or self.ensure_target(skill, t), dest
+        return ts or self.ensure_target(skill, t), current, dest
+
+    def _remove_first_version(self, ts: TargetState, current: Version, reason: str | None) -> InstallOutcome:
+        """Roll a skill's first version back: remove its files from the target, put back what the user had
+        there before skillopt's first install (if anything), and leave no version active. Under the lock."""
+        skill, target = ts.skill, ts.target
+        restore = None
+        if ts.baseline_backup and Path(ts.baseline_backup, "0", SKILL_FILE).is_file():
+            restore = SkillBundle.from_path(Path(ts.baseline_backup, "0"))
+        installer = self.installer(target.tool)
+        removed = installer.uninstall(target, skill, ts.installed, restore, force=True)
+        message = (
+            f"rolled back {current.label} at {target}: it was the first version, so {skill} was removed "
+            f"from there" + (" and the files that were there before were put back" if restore else "")
+        )
+        # What the user had there may be a version already (imported when skillopt met it): then it is the
+        # version active there again, so the registry says what the folder holds.
+        theirs = self._find_content(skill, restore.content_hash) if restore is not None else None
+        with self.db.conn:
+            self._set_active(ts.id, theirs.id if theirs else None, installer.scan(target, skill))
+            self._audit(
+                "rollback",
+                skill=skill,
+                version_id=current.id,
+                target=target,
+                message=message + (f": {reason}" if reason else ""),
+                detail={
+                    "from": current.id,
+                    "reason": reason,
+                    "removed": [str(p) for p in removed],
+                    "restored": restore is not None,
+                },
+            )
+        return InstallOutcome(target, current, bool(removed) or restore is not None, {}, removed=True)
 
     def record_hand_edits(self, skill: str) -> list[HandEdit]:
         """Compare every enabled target of `skill` with what skillopt wrote there and record each difference

@@ -6,6 +6,7 @@ installed something else there); a folder outside any target is registered as a 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -13,7 +14,7 @@ from skillopt_daemon.registry.installers import INSTALLERS, get_installer
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_daemon.registry.installs import Installs
 from skillopt_daemon.registry.models import ImportResult
-from skillopt_lib.agents import spec
+from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import NotFoundError, SkillFormatError, SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, iter_skill_dirs
 
@@ -96,6 +97,35 @@ class Imports(Installs):
                 seen.add(real)
             out.append(self.import_folder(d, target))
         return out
+
+    def names_on_disk(self, tools: Iterable[AgentTool], projects: Iterable[Path | str] = ()) -> set[str]:
+        """Every skill folder name present in the skill folders of `tools`, in user scope and in each of
+        `projects`, registered or not: names a new skill must not take, or approving it would land on a
+        folder that is the user's (and be refused as a hand edit). Only reads; a tool without such a scope,
+        or a folder that cannot be listed, adds nothing."""
+        folders = [Path(p) for p in projects]
+        roots: list[Path] = []
+        for tool in tools:
+            # Every folder the tool reads: its installer's (which knows where the tool's home is now) and,
+            # in a project, each of the row's project folders (Codex reads two, Copilot three).
+            roots += [p / rel for p in folders for rel in spec(tool).project_skill_dirs]
+            for target in [
+                InstallTarget(tool, "user"),
+                *(InstallTarget(tool, "project", p) for p in folders),
+            ]:
+                try:
+                    installer = self.installer(tool)
+                    locations = installer.locations(target) + installer.retired_locations(target)
+                except (SkillOptError, ValueError, NotImplementedError):
+                    continue  # Devin has no user folder; a tool that cannot load has no names to give
+                roots += [loc.root for loc in locations]
+        names: set[str] = set()
+        for root in dict.fromkeys(roots):
+            try:
+                names |= {d.name for d in root.iterdir() if not d.name.startswith(".") and d.is_dir()}
+            except OSError:
+                continue  # no such folder yet: nothing is taken there
+        return names
 
     def import_path(self, path: Path) -> list[ImportResult]:
         """A skill folder, a SKILL.md or a folder of skills; a tool's skills folder implies the target."""

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.timeutil import utcnow_iso
@@ -71,9 +72,20 @@ class Installs(Drift):
             return self._install_version(v, ts, "install", force=force)
 
     def _install_version(
-        self, version: Version, ts: TargetState, kind: str, *, force: bool, intent_id: str | None = None
+        self,
+        version: Version,
+        ts: TargetState,
+        kind: str,
+        *,
+        force: bool,
+        intent_id: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+        note: str = "",
     ) -> InstallOutcome:
-        """Write `version` to one target whose intent row (`intent_id`) is committed. Call under the lock."""
+        """Write `version` to one target whose intent row (`intent_id`) is committed. Call under the lock.
+
+        `detail` and `note` go into the audit event (a rollback records the version it stepped back from,
+        and the user's reason)."""
         installer = self.installer(ts.target.tool)
         bundle = self.load_bundle(version.id)
         install_id = intent_id or new_id()
@@ -111,8 +123,13 @@ class Installs(Drift):
                 version_id=version.id,
                 target=ts.target,
                 message=f"{version.label} is active at {ts.target}"
-                + ("" if changed else " (files already matched)"),
-                detail={"files": sorted(actual), "backup": str(backup) if backup.is_dir() else None},
+                + ("" if changed else " (files already matched)")
+                + note,
+                detail={
+                    **dict(detail or {}),
+                    "files": sorted(actual),
+                    "backup": str(backup) if backup.is_dir() else None,
+                },
             )
         return InstallOutcome(ts.target, version, changed, actual)
 

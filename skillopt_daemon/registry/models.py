@@ -201,10 +201,14 @@ class Event:
 
 @dataclass
 class InstallOutcome:
+    """What one install or rollback did at one target. `removed`: a rollback of a skill's first version,
+    which took `version` away from the target (no version is active there now)."""
+
     target: InstallTarget
     version: Version
     changed: bool
     files: dict[str, str]
+    removed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -213,6 +217,7 @@ class InstallOutcome:
             "label": self.version.label,
             "changed": self.changed,
             "files": sorted(self.files),
+            "removed": self.removed,
         }
 
 

@@ -80,6 +80,16 @@ class Targets(Versions):
             self.db.table("targets").update(ts.id, {"enabled": int(enabled)})
             self._audit("enable" if enabled else "disable", skill=skill, target=target)
 
+    def installed_nowhere(self) -> set[str]:
+        """Skills that had targets and are active at none of them any more (uninstalled from every tool):
+        nothing an agent reads comes from them, so nights do not train them."""
+        rows = self.db.execute(
+            "SELECT s.name FROM skills s WHERE EXISTS (SELECT 1 FROM targets t WHERE t.skill_id = s.id) "
+            "AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.skill_id = s.id "
+            "AND t.active_version_id IS NOT NULL)"
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
     def active_version(self, skill: str, target: InstallTarget) -> Version | None:
         self._settle()
         ts = self.target_state(skill, target)

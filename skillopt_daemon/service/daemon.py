@@ -17,10 +17,12 @@ the schedule knows when, the daemon says what.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import queue
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -28,7 +30,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from rich.console import Console
@@ -39,11 +41,12 @@ from skillopt_daemon.core import fsio, paths
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.progress import progress_bar
 from skillopt_daemon.core.store import open_db
+from skillopt_daemon.core.store.db import disk_full, disk_full_error
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest import tail
 from skillopt_daemon.ingest.inbox import handle_notes
 from skillopt_daemon.ingest.redact import redact
-from skillopt_daemon.night import cycle, schedule
+from skillopt_daemon.night import cycle, runs, schedule
 from skillopt_daemon.registry import Registry
 from skillopt_daemon.service.service_files import daemon_log_file, service_command
 from skillopt_lib.agents import AgentTool
@@ -58,6 +61,8 @@ START_WAIT_S = 15.0
 SIGNALS_QUIET_S = 1.0
 SIGNALS_MAX_DELAY_S = 30.0
 ERROR_BACKOFF_S = 2.0
+# Failed passes back off exponentially from ERROR_BACKOFF_S up to this.
+MAX_BACKOFF_S = 120.0
 BIG_CATCH_UP_BYTES = 50_000_000
 
 
@@ -88,6 +93,68 @@ class DaemonLock:
             self._stack = None
 
 
+# --- failed passes --------------------------------------------------------------------------------------
+
+
+class IngestPause:
+    """What the loop does when a pass fails: wait longer each time, and say it once.
+
+    A full disk or a store locked by another writer is not a bug: it is logged in one line when it starts
+    and once when ingest resumes, and kept in `ingest_meta` (`ingest.PAUSE_KEY`) for `skillopt status`, as
+    far as the store still takes that one small write. Anything else is a bug and keeps its traceback.
+    Either way the next try comes after 2 s, then 4, 8, ... up to `MAX_BACKOFF_S`; nothing is lost
+    meanwhile, since offsets only move with the rows they cover.
+    """
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.state: dict[str, Any] | None = None  # the pause in force: reason, since, message
+
+    def failed(self, db: Any, exc: BaseException) -> float:
+        """Note one failed pass; returns how long to wait before the next."""
+        self.failures += 1
+        wait = min(ERROR_BACKOFF_S * 2 ** (self.failures - 1), MAX_BACKOFF_S)
+        reason = "disk-full" if disk_full(exc) else "locked" if _locked(exc) else None
+        if reason is None:
+            trace, _ = redact("".join(traceback.format_exception(exc)))
+            log.error("ingest pass failed; retrying in %.0fs:\n%s", wait, trace)
+            return wait
+        if self.state is not None and self.state["reason"] == reason:
+            return wait  # said already; keep backing off quietly
+        if reason == "disk-full":
+            err = disk_full_error(detail=exc, then="ingest resumes on its own")
+            message = f"ingest paused: {err.message}; {err.hint}"
+        else:
+            message = f"ingest paused: the database {paths.db_path()} is locked by another process ({exc})"
+        self.state = {"reason": reason, "since": utcnow_iso(), "message": message}
+        log.error("%s; retrying with backoff (next try in %.0fs)", message, wait)
+        self._record(db, json.dumps(self.state))
+        return wait
+
+    def succeeded(self, db: Any) -> None:
+        """A pass went through: the backoff starts over, and a pause in force ends (said once)."""
+        self.failures = 0
+        if self.state is None:
+            return
+        state, self.state = self.state, None
+        log.info("ingest resumed (paused since %s: %s); nothing was lost", state["since"], state["reason"])
+        self._record(db, "")
+
+    @staticmethod
+    def _record(db: Any, value: str) -> None:
+        try:
+            with db.conn:
+                ingest.set_meta(db, ingest.PAUSE_KEY, value)
+        except sqlite3.Error:
+            pass  # the full disk took even this small write: status reads the free space itself
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        w in str(exc) for w in ("database is locked", "database table is locked", "busy")
+    )
+
+
 # --- the loop -----------------------------------------------------------------------------------------------
 
 
@@ -113,6 +180,7 @@ class Daemon:
         self.scheduler: Any = None  # apscheduler BackgroundScheduler while running
         self.pipeline: Any = None
         self.dashboard: Any = None  # skillopt_daemon.service.dashboard.DashboardServer while running
+        self.pause = IngestPause()
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -149,9 +217,13 @@ class Daemon:
             with db.conn:
                 ingest.set_meta(db, "daemon_started_at", utcnow_iso())
                 ingest.set_meta(db, "daemon_pid", str(os.getpid()))
+                ingest.set_meta(db, ingest.PAUSE_KEY, "")  # a pause of an earlier daemon is over
             log.info("daemon started (pid %s), watching %d roots", os.getpid(), len(pipeline.roots))
             # An install killed mid-way (a crashed `skillopt approve`) is settled before anything else runs.
             for note in Registry(db, actor="daemon").reconcile():
+                log.warning("%s", note)
+            # A night killed with the last daemon (or by hand) is settled, and its replay workspaces go.
+            for note in runs.settle_stale(db):
                 log.warning("%s", note)
             if not sources:
                 log.warning("no agent tool sources are available: nothing to ingest")
@@ -213,21 +285,20 @@ class Daemon:
                     self._handle_notes()
                     self._backfill(db)
                     backfilled = True
-                    continue
-                self._handle_notes()
-                self._drain_queue()
-                if self._rescan.is_set():
-                    self._rescan.clear()
-                    watcher.refresh()
-                    self._rescan_files()
-                pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
+                else:
+                    self._handle_notes()
+                    self._drain_queue()
+                    if self._rescan.is_set():
+                        self._rescan.clear()
+                        watcher.refresh()
+                        self._rescan_files()
+                    pipeline.refresh_signals(quiet_s=SIGNALS_QUIET_S, max_delay_s=SIGNALS_MAX_DELAY_S)
+                self.pause.succeeded(db)
             except Exception as exc:
-                # The store may be locked by a long writer, or a bug hit one pass: say so, keep running.
+                # A full disk, the store locked by a long writer, or a bug in one pass: say so, keep running.
                 # Work is retried: events are re-found by the next rescan, offsets were never advanced.
-                trace, _ = redact("".join(traceback.format_exception(exc)))
-                log.error("ingest pass failed; retrying shortly:\n%s", trace)
                 self._rescan.set()
-                self._stop.wait(ERROR_BACKOFF_S)
+                self._stop.wait(self.pause.failed(db, exc))
 
     # --- work ---------------------------------------------------------------------------------------
 
@@ -430,11 +501,19 @@ def main() -> None:
     try:
         code = Daemon(console=console if sys.stderr.isatty() else None).run()
     except SkillOptError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"→ {exc.hint}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _exit_with(exc)
+    except (sqlite3.Error, OSError) as exc:
+        if not disk_full(exc):
+            raise
+        _exit_with(disk_full_error(detail=exc))  # at start, before the loop can wait for room
     sys.exit(code)
+
+
+def _exit_with(exc: SkillOptError) -> NoReturn:
+    print(f"error: {exc.message}", file=sys.stderr)
+    if exc.hint:
+        print(f"→ {exc.hint}", file=sys.stderr)
+    sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@
 The files are written, never enabled: enabling a service changes what runs at every login, so the user
 runs the command `install_service` returns. They carry SKILLOPT_HOME and the agent tools' home variables of
 the shell that wrote them, so the service reads the same folders the user's commands do, and that shell's
-PATH plus the folder of every agent CLI it resolves: systemd --user and launchd start services with a bare
-PATH, where a `claude` in `~/.local/bin`, under nvm or in `/opt/homebrew/bin` would not be found.
+PATH (without skillopt's own virtual environment) plus the folder of every agent CLI it resolves: systemd
+--user and launchd start services with a bare PATH, where a `claude` in `~/.local/bin`, under nvm or in
+`/opt/homebrew/bin` would not be found. They never carry a model key: the service reads the keys stored
+with `skillopt keys set`, and `install_service` warns about a key the service will not have.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from skillopt_daemon.core.config import Settings, load_settings, tool_home
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.backends.exec_base import find_cli
 from skillopt_lib.errors import DaemonError, SkillOptError
+from skillopt_lib.process import user_path
 
 SERVICE_NAME = "skillopt"
 LAUNCHD_LABEL = "dev.skillopt.daemon"
@@ -81,8 +84,10 @@ def agent_clis(settings: Settings | None = None) -> AgentCLIs:
 
 
 def service_path(clis: AgentCLIs) -> str:
-    """This shell's PATH, followed by the folder of each resolved CLI that is not on it."""
-    parts = [p for p in os.environ.get("PATH", os.defpath).split(os.pathsep) if p]
+    """This shell's PATH without skillopt's own virtual environment (the service starts skillopt by its
+    interpreter's full path, and replays must find the user's toolchain, not skillopt's Python), followed
+    by the folder of each resolved CLI that is not on it."""
+    parts = [p for p in user_path(os.environ.get("PATH", os.defpath)).split(os.pathsep) if p]
     for exe in clis.found.values():
         folder = str(Path(exe).parent)
         if folder not in parts:
@@ -143,13 +148,28 @@ class ServiceFile:
     kind: str  # systemd | launchd
     enable_hint: str
     clis: AgentCLIs = field(default_factory=AgentCLIs)
+    key_warnings: list[str] = field(default_factory=list)
+
+
+def key_warnings(settings: Settings | None = None) -> list[str]:
+    """The night's optimizer and judge keys a service will not have: the service file carries no key, so a
+    key only exported in this shell is as missing as one set nowhere (`skillopt keys set` stores it)."""
+    from skillopt_daemon.night.agents import role_keys
+
+    try:
+        settings = settings or load_settings()
+        return [w for k in role_keys(settings) if (w := k.problem(service=True)) is not None]
+    except SkillOptError as exc:
+        return [exc.message]
 
 
 def install_service(platform: str | None = None) -> ServiceFile:
     """Write (never enable) the user service file for this platform; returns where and how to enable it,
-    and the agent CLIs the service will find (with a warning for each it will not)."""
+    the agent CLIs the service will find (with a warning for each it will not), and a warning for each
+    model key it will not have."""
     platform = platform or ("macos" if sys.platform == "darwin" else "linux")
     clis = agent_clis()
+    keys_missing = key_warnings()
     if platform == "linux":
         path = systemd_unit_path()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,12 +179,13 @@ def install_service(platform: str | None = None) -> ServiceFile:
             "systemd",
             f"systemctl --user daemon-reload && systemctl --user enable --now {SERVICE_NAME}.service",
             clis,
+            keys_missing,
         )
     if platform == "macos":
         path = launchd_plist_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         fsio.atomic_write(path, launchd_plist(clis))
-        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}", clis)
+        return ServiceFile(path, "launchd", f"launchctl bootstrap gui/$(id -u) {path}", clis, keys_missing)
     raise DaemonError(
         f"no service file for platform {platform!r}", hint="use --platform linux or --platform macos"
     )

@@ -14,7 +14,6 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.core.timeutil import humanize_age
 from skillopt_daemon.night import status as night_status
 
 SectionProvider = Callable[[sqlite_utils.Database], dict[str, Any]]
@@ -42,27 +41,22 @@ def collect_status(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:
 
 
 def _pending(db: sqlite_utils.Database) -> dict[str, Any]:
-    from skillopt_daemon.registry import Evidence, Registry
+    from skillopt_daemon.registry import Registry
+    from skillopt_daemon.service.proposals import pending_items
 
-    reg = Registry(db)
-    items = []
-    for v in reg.list_pending():
-        ev = Evidence.model_validate(v.evidence)
-        items.append(
-            {
-                "id": v.id,
-                "short_id": v.short_id,
-                "skill": v.skill,
-                "version": v.seq,
-                "origin": v.origin,
-                "new": ev.new_skill,
-                "score_change": ev.score_change(),
-                "confidence": ev.confidence,
-                "created_at": v.created_at,
-                "age": humanize_age(v.created_at),
-            }
-        )
-    return {"items": items}
+    return {"items": pending_items(Registry(db))}
+
+
+# How many decided proposals `skillopt status` lists (the dashboard's proposals page shows more).
+DECIDED_SHOWN = 5
+
+
+def _decided(db: sqlite_utils.Database) -> dict[str, Any]:
+    """The newest decisions on proposals: approved, rejected or rolled back, each with its reason."""
+    from skillopt_daemon.registry import Registry
+    from skillopt_daemon.service.proposals import decided_items
+
+    return {"items": decided_items(Registry(db), limit=DECIDED_SHOWN)}
 
 
 def _active(db: sqlite_utils.Database) -> dict[str, Any]:
@@ -111,6 +105,7 @@ def _daemon(db: sqlite_utils.Database) -> dict[str, Any]:
 
 
 register_section("pending", _pending)
+register_section("decided", _decided)
 register_section("active", _active)
 register_section("daemon", _daemon)
 

@@ -21,7 +21,7 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_daemon.night.evidence import usage_spend
-from skillopt_daemon.night.runs import last_run
+from skillopt_daemon.night.runs import last_real_run
 from skillopt_lib.errors import NotFoundError
 from skillopt_lib.runfiles import HISTORY_FILE, read_history
 
@@ -65,8 +65,9 @@ def recent_ingest_errors(db: sqlite_utils.Database, limit: int = 20) -> list[dic
 
 
 def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
-    """The last nightly cycle's spend against the budget in settings."""
-    last = last_run(db)
+    """The last real nightly cycle's spend against the budget in settings: a dry run, a skipped night or
+    one still running is not what a night costs."""
+    last = last_real_run(db)
     if last is None:
         return None
     summary = json.loads(last.get("summary_json") or "{}")

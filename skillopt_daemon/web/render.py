@@ -1,6 +1,7 @@
 """Turning a page's data into HTML: the Jinja2 templates with their filters, and the page for an error.
 
-Autoescape is on for every template, so a transcript can only ever show as text. A redirect after an action
+Autoescape is on for every template, so a transcript can only ever show as text, and every printed value
+passes through `safetext.printable`, so control characters in it show as escapes. A redirect after an action
 names a message from `FLASH` in its query; it never carries text of its own.
 """
 
@@ -15,31 +16,47 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.web import auth
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
+from skillopt_lib.safetext import printable
+from skillopt_lib.usage import format_cost
 
 HERE = Path(__file__).parent
 FLASH = {
     "approved": "Approved and installed.",
     "rejected": "Rejected. Nothing was installed.",
     "rolled-back": "Rolled back. The chosen version is active again.",
+    "removed": "Rolled back its first version: the skill is removed. Make a version active again below.",
 }
 ERROR_STATUS = {NotFoundError: 404, ConflictError: 409}
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template prints, with control characters shown as escapes (`safetext.printable`), as
+    the CLI shows them: stored text reads the same in a terminal and on a page. Markup the page built itself
+    (a chart's SVG) stays markup."""
+    if isinstance(value, Markup):
+        return Markup(printable(str(value)))
+    if isinstance(value, str):
+        return printable(value)
+    return value
 
 
 def _templates() -> Jinja2Templates:
     env = Environment(
         loader=FileSystemLoader(str(HERE / "templates")),
         autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=_shown,
     )
     env.filters["ago"] = humanize_age
     env.filters["local"] = local_display
     env.filters["pct"] = lambda v: "-" if v is None else f"{float(v):.0%}"
     env.filters["score"] = lambda v: "-" if v is None else f"{float(v):.3f}"
     env.filters["signed"] = lambda v: "-" if v is None else f"{float(v):+.3f}"
-    env.filters["usd"] = lambda v: "-" if v is None else f"${float(v):.4f}"
+    env.filters["usd"] = format_cost
     env.filters["num"] = lambda v: "-" if v is None else f"{int(v):,}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     return Jinja2Templates(env=env)

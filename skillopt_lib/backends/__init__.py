@@ -9,12 +9,12 @@ servers with a known base URL and key variable: `backend = "deepseek"` is `opena
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable
 from typing import Any
 
+from skillopt_lib import keys
 from skillopt_lib.config import BackendConfig
-from skillopt_lib.errors import ConfigError
+from skillopt_lib.errors import ConfigError, did_you_mean
 from skillopt_lib.net import is_loopback_url
 from skillopt_lib.providers import PRESETS, key_env_candidates
 
@@ -53,15 +53,18 @@ def backend_names() -> list[str]:
     return sorted(set(_BUILTIN) | set(_REGISTRY) | set(PRESETS))
 
 
+def unknown_backend(name: str) -> str:
+    """What to say about a backend name that is not registered: the closest one, when it looks mistyped."""
+    guess = did_you_mean(name, backend_names())
+    return f"unknown backend {name!r}" + (f" ({guess})" if guess else "")
+
+
 def _factory(name: str) -> BackendFactory:
     if name in _REGISTRY:
         return _REGISTRY[name]
     target = _BUILTIN.get(name)
     if target is None:
-        raise ConfigError(
-            f"unknown backend {name!r}",
-            hint=f"use one of: {', '.join(backend_names())}",
-        )
+        raise ConfigError(unknown_backend(name), hint=f"use one of: {', '.join(backend_names())}")
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -88,7 +91,9 @@ def resolve_preset(cfg: BackendConfig) -> BackendConfig:
 
 
 def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
-    """The key for a backend: literal `api_key`, else the named variable, else the backend's usual variable.
+    """The key for a backend: literal `api_key`, else the named variable, else the backend's usual variable;
+    each variable is looked up in the environment first, then in skillopt's keys file (`skillopt keys set`),
+    which is how a daemon started as a service gets a key no shell of its own exported.
 
     A local server (a loopback base URL or a keyless preset) may go without; anything else without a key is a
     ConfigError that says which variable to set.
@@ -96,19 +101,22 @@ def resolve_api_key(cfg: BackendConfig, role: str = "") -> str | None:
     if cfg.api_key is not None and cfg.api_key.get_secret_value():
         return cfg.api_key.get_secret_value()
     for name in key_env_candidates(cfg):
-        value = os.environ.get(name)
-        if value:
-            return value
+        found = keys.lookup(name)
+        if found is not None:
+            return found[0]
     if cfg.api_key_env:
         raise ConfigError(
-            f"the {role + ' ' if role else ''}backend's key variable {cfg.api_key_env} is not set",
-            hint=f"export {cfg.api_key_env}=... (skillopt never stores keys in files)",
+            f"the {role + ' ' if role else ''}backend's key {cfg.api_key_env} is neither set in the "
+            "environment nor stored in skillopt's keys file",
+            hint=f"store it with `skillopt keys set {cfg.api_key_env}` (a running daemon finds it at its "
+            f"next night), or export {cfg.api_key_env}=... in the shell that runs skillopt",
         )
     if cfg.options.get("key_optional") or is_loopback_url(cfg.base_url):
         return None
     wanted = key_env_candidates(cfg)
     hint = (
-        f"export {wanted[0]}=... or set api_key_env in the config"
+        f"store it with `skillopt keys set {wanted[0]}`, export {wanted[0]}=..., or set api_key_env in the "
+        "config"
         if wanted
         else "set api_key_env in the config"
     )

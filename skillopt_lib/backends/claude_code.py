@@ -169,13 +169,17 @@ class ClaudeCodeBackend(CliExecBackend):
         result.final_message = str(result_event.get("result") or (texts[-1] if texts else ""))
         result.num_turns = result_event.get("num_turns")
         u = result_event.get("usage") or {}
+        # The CLI prices its own calls (`total_cost_usd`, cache reads and writes at their prices); the
+        # cached tokens are kept apart so every figure shown says how much of the prompt came from cache.
+        cache_read = int(u.get("cache_read_input_tokens") or 0)
+        cache_write = int(u.get("cache_creation_input_tokens") or 0)
         result.usage = Usage(
-            input_tokens=int(u.get("input_tokens") or 0)
-            + int(u.get("cache_creation_input_tokens") or 0)
-            + int(u.get("cache_read_input_tokens") or 0),
+            input_tokens=int(u.get("input_tokens") or 0) + cache_write + cache_read,
             output_tokens=int(u.get("output_tokens") or 0),
             calls=len(message_ids),
             cost_usd=float(result_event.get("total_cost_usd") or 0.0),
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
         )
         result.cost_reported = result_event.get("total_cost_usd") is not None
         denials = result_event.get("permission_denials") or []

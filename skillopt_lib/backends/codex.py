@@ -26,7 +26,7 @@ from skillopt_lib.backends.exec_base import (
 )
 from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus, ToolCallRecord
 from skillopt_lib.fsio import write_private
-from skillopt_lib.process import ProcessOutcome, as_dict, excerpt, parse_json_lines
+from skillopt_lib.process import ProcessOutcome, as_dict, excerpt, parse_json_lines, user_path
 
 try:  # Python 3.11+
     import tomllib
@@ -104,9 +104,10 @@ class CodexBackend(CliExecBackend):
         env = {**self.credentials(), "CODEX_HOME": str(codex_home)}
         src = self._env()
         env.update({k: src[k] for k in self._provider_env if src.get(k)})
-        # Codex runs commands in a login shell whose profile resets PATH; keep the caller's PATH.
+        # Codex runs commands in a login shell whose profile resets PATH; keep the caller's PATH, without
+        # skillopt's own virtual environment (the user's checks need the user's toolchain).
         if src.get("PATH"):
-            profile = f"export PATH={shlex.quote(src['PATH'])}\n"
+            profile = f"export PATH={shlex.quote(user_path(src['PATH']))}\n"
             for name in (".bash_profile", ".profile"):
                 (home / name).write_text(profile, encoding="utf-8")
         return env
@@ -212,10 +213,12 @@ class CodexBackend(CliExecBackend):
         )
         if completed is not None:
             u = completed.get("usage") or {}
+            # `input_tokens` counts the cached ones too (OpenAI's convention, and Usage's).
             result.usage = Usage(
                 input_tokens=int(u.get("input_tokens") or 0),
                 output_tokens=int(u.get("output_tokens") or 0),
                 calls=1,
+                cache_read_tokens=int(u.get("cached_input_tokens") or 0),
             )
         if failure is not None:
             result.status = ExecStatus.ERROR

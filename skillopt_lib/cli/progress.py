@@ -7,6 +7,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from skillopt_lib.cli.output import err_console
+from skillopt_lib.usage import format_cost
 
 
 class TrainProgress:
@@ -19,7 +20,7 @@ class TrainProgress:
 
     def __call__(self, event: dict[str, Any]) -> None:
         if event["event"] == "warning":  # shown with or without the progress bar
-            err_console.print(f"warning: {event['message']}", style="yellow", highlight=False)
+            err_console.print(f"warning: {event['message']}", style="yellow", highlight=False, markup=False)
             return
         if not self.enabled:
             return
@@ -44,13 +45,13 @@ class TrainProgress:
                 completed=event["step"],
                 description=(
                     f"epoch {event['epoch']} · val {event['val']:.3f} · train {event['train']:.3f} · "
-                    f"{verdict} · {tokens:,} tok ${cost:.3f}"
+                    f"{verdict} · {tokens:,} tok {format_cost(cost)}"
                 ),
             )
         elif kind == "slow_update":
             word = "accepted" if event["accepted"] else "rejected"
             progress.console.print(
-                f"epoch {event['epoch']} slow update {word}: {event['reason']}", highlight=False
+                f"epoch {event['epoch']} slow update {word}: {event['reason']}", highlight=False, markup=False
             )
         elif kind == "test_start":
             progress.update(task, description=f"scoring the test split ({event['n']} items)…")

@@ -8,6 +8,7 @@ from typing import Any
 from skillopt_lib.cli.output import console, print_table
 from skillopt_lib.runfiles import HISTORY_FILE, read_history
 from skillopt_lib.trainer import EvalResult, TrainResult
+from skillopt_lib.usage import format_cost
 
 
 def print_training(result: TrainResult) -> None:
@@ -56,5 +57,5 @@ def print_evaluation(result: EvalResult, split: str, repeats: int) -> None:
     )
     console.print(
         f"{split}: score {result.score:.3f} (hard {result.hard:.3f}, soft {result.soft:.3f}) over {result.n} "
-        f"item(s) × {repeats}; {result.usage.total_tokens:,} tokens, ${result.usage.cost_usd:.4f}"
+        f"item(s) × {repeats}; {result.usage.total_tokens:,} tokens, {format_cost(result.usage.cost_usd)}"
     )

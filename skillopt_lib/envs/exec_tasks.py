@@ -158,8 +158,10 @@ class ExecTasksEnvironment:
 def score(item_id: str, result: ExecResult, gamed: Sequence[gaming.Finding] = ()) -> ItemResult:
     """Hard: finished and every check passed. Soft: fraction of checks passed (the status when none).
     Work that games the checks (`gamed`, from `skillopt_lib.gaming.assess`) scores 0 and says why.
-    A run whose only trouble was a refused tool call finished: its work is scored, the refusal recorded."""
-    ok = result.finished
+    A run whose only trouble was a refused tool call finished: when it has checks its work is scored by them
+    and the refusal recorded; with no check, finishing is all there is to score, and a refusal is not that."""
+    n_checks = len(result.checks)
+    ok = result.finished if n_checks else result.ok
     n = len(result.checks)
     passed = sum(1 for c in result.checks if c.passed)
     if n:

@@ -16,13 +16,25 @@ One script answers every model a night talks to, each deciding from its request 
 
 Only the agent and the judge know the kinds of work (`WorkKind`): the agent how to do each either way, the
 judge how each rule is broken. The optimizer knows nothing but its requests.
+
+`noise` (with `seed`) makes the agent do the work right by luck in that share of its runs, whatever the skill
+says: a skill that changes nothing then still wins some replays, which is what a night's gate must not take
+for learning (the false-proposal rate is measured with it). The draw is made once per agent run, not per
+request: a run is the requests that share a first user message and a working directory (every replay runs in
+a fresh workspace, which Claude Code's system prompt and Codex's environment context name); the runs of one
+request are numbered in the order they are first seen, and run n of request r is lucky when
+`random.Random(f"{seed}:{r}:{n}").random() < noise`. So every turn of a run replays the same answer, and the
+same night replays the same luck. Requests that name no working directory count as a new run whenever the
+user's message is the latest one (turn 0). None of this reaches the optimizer or the judge.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import shlex
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,10 +84,40 @@ class WorkKind:
 class LearningNight(Script):
     """The scripted server's script for a learning night (see the module docstring)."""
 
-    def __init__(self, kinds: Sequence[WorkKind], *, optimizer_model: str = "opt") -> None:
+    def __init__(
+        self, kinds: Sequence[WorkKind], *, optimizer_model: str = "opt", noise: float = 0.0, seed: int = 0
+    ) -> None:
         super().__init__(rules=[], default_text="{}")
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f"noise is a probability, between 0 and 1 (got {noise})")
         self.kinds = list(kinds)
         self.optimizer_model = optimizer_model
+        self.noise = noise
+        self.seed = seed
+        self._lock = threading.Lock()  # the server answers requests on several threads
+        self._run_of: dict[tuple[str, str], int] = {}  # (first user message, working directory) -> run
+        self._runs: Counter[str] = Counter()  # first user message -> runs seen
+        self._bare_runs: Counter[str] = Counter()  # the same, for requests that name no working directory
+
+    def lucky(self, conv: Conversation) -> bool:
+        """Whether this agent run does the work right whatever its skill says (see the module docstring)."""
+        if self.noise <= 0.0:
+            return False
+        first = next(
+            (m.text for m in conv.messages if m.role == "user" and not m.injected and m.text.strip()), ""
+        )
+        with self._lock:
+            if conv.cwd:
+                key = (first, conv.cwd)
+                if key not in self._run_of:
+                    self._run_of[key] = self._runs[first]
+                    self._runs[first] += 1
+                run = f"{self._run_of[key]}"
+            else:
+                if conv.turns_since_user == 0:
+                    self._bare_runs[first] += 1
+                run = f"bare{max(self._bare_runs[first] - 1, 0)}"
+        return random.Random(f"{self.seed}:{first}:{run}").random() < self.noise
 
     def select(self, conv: Conversation) -> Selection:
         turn = conv.turns_since_user
@@ -106,14 +148,16 @@ class LearningNight(Script):
         offered = _offered_skills(text)
         if offered:
             plan.append(Step(tool_calls=[call("Skill", {"skill": _best_skill(offered, asked)})]))
-        right = SKILL_LOADED in text and kind.rule in text
+        taught = SKILL_LOADED in text and kind.rule in text
+        lucky = not taught and self.lucky(conv)
+        right = taught or lucky
         content = kind.right if right else kind.wrong
         # Claude Code's Write refuses to replace a file the model has not read first.
         path = str(PurePosixPath(conv.cwd) / kind.work_file) if conv.cwd else kind.work_file
         plan.append(Step(tool_calls=[call("Read", {"file_path": path})]))
         plan.append(Step(tool_calls=[write_file(kind.work_file, content), bash(kind.check)]))
         plan.append(Step(text=f"Done. {kind.work_file} now reads:\n```\n{content}```"))
-        name = "agent-skill" if offered and turn == 0 else ("agent-right" if right else "agent-wrong")
+        name = "agent-skill" if offered and turn == 0 else _agent_rule(taught, lucky)
         step = plan[turn] if turn < len(plan) else Step(text="Done.")
         return Selection(Rule(name), step, f"{name}/{turn}", turn)
 
@@ -130,7 +174,9 @@ class LearningNight(Script):
             best = _best_skill(list(listed), asked)
             plan.append(Step(tool_calls=[bash(f"cat {shlex.quote(listed[best])}")]))
         # Only a skill file the agent read counts, never a listing's description.
-        right = any(kind.rule in out for out in conv.tool_outputs_since_user)
+        taught = any(kind.rule in out for out in conv.tool_outputs_since_user)
+        lucky = not taught and self.lucky(conv)
+        right = taught or lucky
         content = kind.right if right else kind.wrong
         quoted = shlex.quote(kind.work_file)
         plan.append(
@@ -140,7 +186,7 @@ class LearningNight(Script):
         )
         plan.append(Step(tool_calls=[bash(kind.check)]))
         plan.append(Step(text=f"Done. {kind.work_file} now reads:\n```\n{content}```"))
-        name = "agent-skill" if listed and turn == 0 else ("agent-right" if right else "agent-wrong")
+        name = "agent-skill" if listed and turn == 0 else _agent_rule(taught, lucky)
         step = plan[turn] if turn < len(plan) else Step(text="Done.")
         return Selection(Rule(name), step, f"{name}/{turn}", turn)
 
@@ -160,6 +206,11 @@ class LearningNight(Script):
             broken = kind is not None and re.search(kind.violation, work) is not None
             items.append({"index": int(index), "satisfied": not broken})
         return json.dumps({"items": items})
+
+
+def _agent_rule(taught: bool, lucky: bool) -> str:
+    """The request log's name for an agent turn: right because a skill said so, right by luck, or wrong."""
+    return "agent-right" if taught else "agent-lucky" if lucky else "agent-wrong"
 
 
 def _answer(name: str, text: str, turn: int) -> Selection:

@@ -3,10 +3,17 @@
 Migrations are numbered modules in `store/migrations/`, applied once each and recorded in `_migrations`
 (in the style of simonw/llm). A database whose recorded migrations include one this skillopt does not know
 was written by a newer version: it is refused before anything is written to it.
+
+A full disk is not a damaged database. SQLite says so plainly when a write runs out of room (SQLITE_FULL,
+"database or disk is full"), but opening a database in WAL mode on a full disk fails earlier, as a
+"disk I/O error" while sizing the shared-memory file; `disk_full` tells both apart from corruption by
+asking the file system how much room is left, so the advice is to free space, never to move the
+database aside.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
@@ -17,10 +24,73 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.store.migrations import MIGRATIONS
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_lib.errors import StoreError
+from skillopt_lib.errors import DiskFullError, StoreError
 
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 10_000
+
+# SQLite's primary result codes (the low byte of an extended code).
+_SQLITE_IOERR = 10
+_SQLITE_FULL = 13
+_SQLITE_CANTOPEN = 14
+# Less room than this on the database's file system: an I/O error there is the disk being full.
+LOW_SPACE_BYTES = 1 << 20
+
+
+def free_bytes(path: Path) -> int | None:
+    """Room left for this user on the file system holding `path` (or its nearest existing folder)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except (OSError, AttributeError):  # no statvfs on this platform
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def disk_full(exc: BaseException, path: Path | None = None) -> bool:
+    """Whether `exc` means the disk (holding `path`, the database by default) is full, not that the
+    database is damaged."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(exc).lower()
+    if primary == _SQLITE_FULL or "database or disk is full" in text:
+        return True
+    io_error = primary in (_SQLITE_IOERR, _SQLITE_CANTOPEN) or "disk i/o error" in text
+    if not io_error and "unable to open database file" not in text:
+        return False
+    free = free_bytes(path or paths.db_path())
+    return free is not None and free < LOW_SPACE_BYTES
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} kB" if n >= 1000 else f"{n} bytes"
+
+
+def disk_full_error(
+    path: Path | None = None,
+    detail: object = None,
+    *,
+    database: bool = True,
+    then: str = "run the command again",
+) -> DiskFullError:
+    """The error every command gives when a disk is full (the database's, or the one holding the file
+    `path` names): what happened, and that freeing space (and `then`) is all it takes."""
+    path = path or paths.db_path()
+    free = free_bytes(path)
+    room = f" ({_size(free)} free)" if free is not None else ""
+    what = f"the database {path} cannot be used now" if database else f"{path} cannot be written"
+    why = f": {detail}" if detail else ""
+    return DiskFullError(
+        f"the disk holding {path.parent} is full{room}, so {what}{why}",
+        hint=f"free some space on that disk (`df -h {path.parent}` shows it) and {then}; "
+        "the database is not damaged and nothing stored is lost",
+    )
 
 
 class NestingConnection(sqlite3.Connection):
@@ -54,7 +124,12 @@ class NestingConnection(sqlite3.Connection):
 def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.Database:
     """Open (creating if needed) the database, with clear errors for the ways it can be unusable."""
     path = path or paths.db_path()
-    paths.ensure_private_dir(path.parent)
+    try:
+        paths.ensure_private_dir(path.parent)
+    except OSError as exc:
+        if disk_full(exc):
+            raise disk_full_error(path, exc.strerror) from None
+        raise
     existed = path.exists()
     try:
         conn = sqlite3.connect(
@@ -69,6 +144,8 @@ def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.D
         # A cheap read that fails on a file that is not a database.
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
+        if disk_full(exc, path):
+            raise disk_full_error(path, exc) from None
         raise StoreError(
             f"the database {path} cannot be read: {exc}",
             hint="it may be corrupt; move it aside (your skills' files are kept in the skill store) "
@@ -85,6 +162,8 @@ def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.D
         if migrate:
             apply_migrations(db)
     except sqlite3.OperationalError as exc:
+        if disk_full(exc, path):
+            raise disk_full_error(path, exc) from None
         if "locked" in str(exc) or "busy" in str(exc):
             raise StoreError(
                 f"the database {path} is locked by another process",
@@ -92,6 +171,8 @@ def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.D
             ) from None
         raise StoreError(f"the database {path} cannot be used: {exc}") from None
     except sqlite3.DatabaseError as exc:
+        if disk_full(exc, path):
+            raise disk_full_error(path, exc) from None
         raise StoreError(
             f"the database {path} is corrupt: {exc}",
             hint="move it aside and run the command again to start a fresh one, or restore a backup",

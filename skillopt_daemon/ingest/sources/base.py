@@ -152,6 +152,14 @@ class Source(Protocol):
         """
         ...
 
+    def unusable(self, path: Path) -> str | None:
+        """Why the transcript at `path` cannot be read at all (a damaged database, say), or None.
+
+        For `skillopt doctor`, which asks ahead of ingest; what ingest itself meets is raised as
+        `FileUnusable`. Reads no more than it must; never raises.
+        """
+        ...
+
     def context(self, path: Path, state: dict[str, Any] | None = None) -> FileContext:
         """A fresh `FileContext` for reading `path`.
 
@@ -177,7 +185,8 @@ class Source(Protocol):
 
         Params: `ctx` from `context` with empty state; `data` the file's bytes (at most
         `ingest.max_document_bytes`). Returns all records the document holds now, redacted; what a
-        previous parse returned for this file is replaced by them. Must never raise (as `parse_line`).
+        previous parse returned for this file is replaced by them. Never raises (as `parse_line`), except
+        `FileBusy` (try again later) and `FileUnusable` (the whole file is not what it should be).
         """
         ...
 
@@ -197,6 +206,24 @@ REPLAY_ENV = "SKILLOPT_REPLAY"
 FUTURE_REASON = "timestamp in the future (ignored)"
 EARLY_REASON = "timestamp before any agent tool existed (ignored)"
 _TRUNCATED = "…[truncated]"
+
+
+class FileBusy(Exception):
+    """A whole document that cannot be read right now (its tool holds a lock on it): not read, not a
+    problem; the pipeline leaves the file's stored reading as it was and tries again at the next rescan."""
+
+
+class FileUnusable(Exception):
+    """A whole document that is not what its reader expects at all (a corrupt database, not a database):
+    nothing in it is read, what the store holds from it is kept, and the pipeline records `kind` (a file
+    problem, see `problems.FILE_PROBLEMS`) with `message`, which names the file and what to do; `short`
+    says only what is wrong (as `Source.unusable` does)."""
+
+    def __init__(self, kind: str, message: str, *, short: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.short = short or message
 
 
 class SourceError(Exception):
@@ -396,6 +423,9 @@ class BaseSource:
     def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
         raise NotImplementedError
 
+    def unusable(self, path: Path) -> str | None:
+        return None  # a line-oriented transcript is never unusable as a whole: its bad lines are skipped
+
     # ---------------------------------------------------------------- the Source protocol
     def context(self, path: Path, state: dict[str, Any] | None = None) -> FileContext:
         return FileContext(
@@ -423,6 +453,8 @@ class BaseSource:
         records: list[Record]
         try:
             records = self.file_records(ctx, data)
+        except (FileBusy, FileUnusable):
+            raise  # about the whole file, for the pipeline: not a record
         except SourceError as exc:
             records = [SkipRecord(exc.reason, exc.detail)]
         except Exception as exc:

@@ -7,7 +7,9 @@ and leaves the old one stored. The conversation is the branch that ends at the l
 can change which earlier ones belong to it; both forms are therefore read as whole documents.
 
 The database is opened read-only through SQLite (`mode=ro`), never copied or locked for writing, so what
-OpenClaw has committed to its write-ahead log is seen too. Rows are read in `(session_id, seq)` order; a
+OpenClaw has committed to its write-ahead log is seen too. A database OpenClaw holds locked is left for the
+next rescan rather than recorded as read; one that is damaged or not a database is a file problem naming
+it (in `skillopt status` and `skillopt doctor`), and what was read from it before is kept. Rows are read in `(session_id, seq)` order; a
 large event is stored zstd-compressed in `event_zstd` instead of `event_json`. How the daemon follows the
 database (it changes in place) is described in docs/sources.md.
 """
@@ -23,7 +25,9 @@ from typing import Any
 
 from skillopt_daemon.ingest.sources.base import (
     BaseSource,
+    FileBusy,
     FileContext,
+    FileUnusable,
     Record,
     SessionInfo,
     SkipRecord,
@@ -50,6 +54,8 @@ else:
 DATABASE_NAME = "openclaw-agent.sqlite"
 # OpenClaw refuses events above 4 MiB; a row claiming more is not trusted with memory.
 MAX_EVENT_BYTES = 4 << 20
+# How long a read waits for OpenClaw's write lock before leaving the database for the next rescan.
+LOCK_WAIT_S = 1.0
 
 KNOWN_TYPES = frozenset(
     {
@@ -82,6 +88,10 @@ class OpenClawSource(BaseSource):
 
     def session_key_for(self, path: Path) -> str:
         return path.parent.parent.name if path.name == DATABASE_NAME else path.stem
+
+    def unusable(self, path: Path) -> str | None:
+        problem = database_problem(path) if path.name == DATABASE_NAME else None
+        return problem.short if problem is not None else None
 
     def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
         agent_id = ctx.path.parent.parent.name
@@ -165,17 +175,62 @@ def _json_lines(data: bytes, out: list[Record]) -> Iterator[Any]:
         yield obj
 
 
-def _database_sessions(path: Path, out: list[Record]) -> Iterator[tuple[str, list[Any]]]:
+def _connect(path: Path) -> sqlite3.Connection:
+    """The database, read-only by URI: OpenClaw's own writes are never blocked or changed."""
+    uri = "file:" + path.resolve().as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S)
+
+
+def _locked(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> FileUnusable:
+    text = str(exc)
+    if "no such table" in text:
+        what = "an SQLite database without OpenClaw's transcript_events table"
+    elif "not a database" in text:
+        what = "not an SQLite database"
+    else:
+        what = f"a damaged SQLite database ({text})"
+    short = f"the OpenClaw database {path} is {what}"
+    return FileUnusable(
+        "unreadable-database",
+        f"{short}; its sessions cannot be ingested (what was read from it before is kept): check it with "
+        f"`sqlite3 {path} 'PRAGMA integrity_check'`",
+        short=short,
+    )
+
+
+def database_problem(path: Path) -> FileUnusable | None:
+    """Why the database cannot be read at all (damaged, not SQLite, not OpenClaw's), or None; a lock held
+    by OpenClaw is no problem (read later). Reads every row's key, none of the events."""
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as exc:
+        return None if _locked(exc) else _unusable(path, exc)
+    try:
+        conn.execute("SELECT COUNT(*) FROM transcript_events").fetchone()
+    except sqlite3.Error as exc:
+        return None if _locked(exc) else _unusable(path, exc)
+    finally:
+        conn.close()
+    return None
+
+
+def _database_sessions(path: Path, out: list[Record]) -> list[tuple[str, list[Any]]]:
     """(session id, its decoded events in `seq` order) for every session in an OpenClaw database.
 
-    Opened read-only by URI, so OpenClaw's own writes are never blocked or changed; an unreadable
-    database or row is noted in `out` and skipped.
+    All or nothing: a database OpenClaw holds locked raises `FileBusy` (it is read again later, as it was
+    when the lock is gone), and one that cannot be read raises `FileUnusable`, so that a partial reading
+    never replaces what the store holds. An unusable row is noted in `out` and skipped.
     """
-    uri = "file:" + path.resolve().as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
+        conn = _connect(path)
     except sqlite3.Error as exc:
-        raise SourceError("unreadable database", str(exc)[:200]) from None
+        raise (FileBusy(str(path)) if _locked(exc) else _unusable(path, exc)) from None
+    sessions: list[tuple[str, list[Any]]] = []
     try:
         rows = conn.execute(
             "SELECT session_id, seq, event_json, event_zstd FROM transcript_events ORDER BY session_id, seq"
@@ -185,17 +240,18 @@ def _database_sessions(path: Path, out: list[Record]) -> Iterator[tuple[str, lis
         for sid, seq, text, packed in rows:
             if sid != current:
                 if current is not None:
-                    yield current, events
+                    sessions.append((current, events))
                 current, events = str(sid), []
             event = _decode_event(text, packed, f"{sid}#{seq}", out)
             if event is not None:
                 events.append(event)
         if current is not None:
-            yield current, events
+            sessions.append((current, events))
     except sqlite3.Error as exc:
-        out.append(SkipRecord("unreadable database", str(exc)[:200]))
+        raise (FileBusy(str(path)) if _locked(exc) else _unusable(path, exc)) from None
     finally:
         conn.close()
+    return sessions
 
 
 def _decode_event(text: Any, packed: Any, where: str, out: list[Record]) -> Any:

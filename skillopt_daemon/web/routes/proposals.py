@@ -1,5 +1,9 @@
 """Proposals: the pending and decided ones, one proposal with its diff and evidence, approve and reject.
 
+Each proposal is described by `service.proposals` as in `skillopt status` and `skillopt diff`: what the
+change is in one line, its tier (a `likely` proposal is labelled "likely, not yet proven"), and for decided
+ones what was decided and why.
+
 Decisions go through the registry exactly as `skillopt approve` / `reject` do, then redirect back
 (post/redirect/get), so a reload never repeats an approval.
 """
@@ -10,9 +14,9 @@ import sqlite_utils
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from skillopt_daemon.night import preferences
 from skillopt_daemon.registry import Evidence, Registry, open_registry
 from skillopt_daemon.registry.models import new_skill_targets
+from skillopt_daemon.service.proposals import decided_items, diff_view, proposal_item
 from skillopt_daemon.web.deps import db
 from skillopt_daemon.web.render import redirect_after, render
 from skillopt_daemon.web.security import check_csrf
@@ -23,24 +27,16 @@ router = APIRouter()
 @router.get("/proposals", response_class=HTMLResponse)
 def proposals(request: Request, conn: sqlite_utils.Database = Depends(db)) -> Response:
     reg = Registry(conn, actor="dashboard")
-    pending = [(v, Evidence.model_validate(v.evidence)) for v in reg.list_pending()]
-    decided = [
-        v
-        for name in reg.skill_names()
-        for v in reg.versions(name)
-        if v.origin in ("proposed", "trained") and v.state != "proposed"
-    ]
-    decided.sort(key=lambda v: v.decided_at or v.created_at, reverse=True)
-    return render(request, "proposals.html", pending=pending, decided=decided[:50])
+    pending = [(proposal_item(reg, v), Evidence.model_validate(v.evidence)) for v in reg.list_pending()]
+    return render(request, "proposals.html", pending=pending, decided=decided_items(reg, limit=50))
 
 
 @router.get("/proposals/{ref}", response_class=HTMLResponse)
 def proposal(request: Request, ref: str, conn: sqlite_utils.Database = Depends(db)) -> Response:
     reg = Registry(conn, actor="dashboard")
     v = reg.resolve_id(ref)
-    title, diff = reg.diff(v.id)
     # A night's proposal says what the user said that motivated each line it adds, beside the line.
-    diff = preferences.annotate_diff(diff, v.evidence.get("provenance") or [])
+    view = diff_view(reg, v.id)
     extra = {k: val for k, val in v.evidence.items() if k not in Evidence.model_fields and k != "tasks"}
     targets = [ts.target.key for ts in reg.targets(v.skill) if ts.enabled]
     if not targets and not reg.targets(v.skill):
@@ -53,8 +49,9 @@ def proposal(request: Request, ref: str, conn: sqlite_utils.Database = Depends(d
         "proposal.html",
         v=v,
         ev=Evidence.model_validate(v.evidence),
-        diff_title=title,
-        diff_lines=diff_lines(diff),
+        item=view["proposal"],
+        diff_title=view["title"],
+        diff_lines=diff_lines(view["diff"]),
         per_task=v.evidence.get("tasks") or [],
         extra=extra,
         targets=targets,

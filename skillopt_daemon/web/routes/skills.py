@@ -69,15 +69,23 @@ def skill(request: Request, name: str, v: str = "", conn: sqlite_utils.Database 
 
 
 @router.post("/skills/{name}/rollback", dependencies=[Depends(check_csrf)])
-def rollback(name: str, to: str = Form(""), target: str = Form(""), force: bool = Form(False)) -> Response:
+def rollback(
+    name: str,
+    to: str = Form(""),
+    target: str = Form(""),
+    force: bool = Form(False),
+    reason: str = Form(""),
+) -> Response:
+    """`skillopt rollback`: to `to`, else the active version's parent (a first version is removed)."""
     reg, _ = open_registry(actor="dashboard")
     try:
-        reg.rollback(
+        outcomes = reg.rollback(
             name,
             to=to.strip() or None,
             targets=[target.strip()] if target.strip() else None,
             force=force,
+            reason=reason.strip() or None,
         )
     finally:
         reg.db.conn.close()
-    return redirect_after(f"/skills/{name}", "rolled-back")
+    return redirect_after(f"/skills/{name}", "removed" if any(o.removed for o in outcomes) else "rolled-back")

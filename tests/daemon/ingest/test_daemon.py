@@ -91,8 +91,9 @@ def test_daemon_follows_sessions_live(env: Env) -> None:
         write_codex_session(env.codex, "0199a0b1-aaaa-bbbb-cccc-00000000000a")
         wait_for(lambda: "0199a0b1-aaaa-bbbb-cccc-00000000000a" in _session_ids(env), timeout=5)
 
-        # A hook's note makes the daemon read a transcript it does not watch, at once.
-        elsewhere = env.root / "other-claude" / "projects" / "-tmp-x"
+        # A hook's note makes the daemon read a transcript it does not watch (in the tool's home, outside
+        # the folders it follows), at once.
+        elsewhere = env.claude / "other" / "projects" / "-tmp-x"
         elsewhere.mkdir(parents=True)
         hooked = elsewhere / "hooked.jsonl"
         hooked.write_bytes(claude_line("user", "h1", "hooked", content="from a hook"))
@@ -290,7 +291,7 @@ def test_a_hook_note_is_served_during_a_long_backfill(env: Env) -> None:
     proc = start_daemon(environ, env.root / "daemon.log")
     try:
         wait_for(lambda: len(_session_ids(env)) >= 2, timeout=60)
-        elsewhere = env.root / "elsewhere" / "projects" / "-tmp-y"
+        elsewhere = env.claude / "elsewhere" / "-tmp-y"  # the tool's home, but no folder the backfill reads
         elsewhere.mkdir(parents=True)
         hooked = elsewhere / "urgent.jsonl"
         hooked.write_bytes(claude_line("user", "x1", "urgent", content="just finished"))

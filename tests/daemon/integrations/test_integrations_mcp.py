@@ -96,7 +96,7 @@ def test_reject_and_sleep_over_stdio(env: Env) -> None:
             assert slept["available"] is True
             report = slept["result"]
             assert report["trigger"] == "mcp" and report["dry_run"] is True
-            assert report["status"] in ("completed", "nothing-to-do", "failed", "skipped")
+            assert report["status"] in ("dry-run", "nothing-to-do", "failed", "skipped")
             assert not any(s.get("proposal_id") for s in report["skills"]), "a dry run proposes nothing"
 
     anyio.run(scenario)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from skillopt_daemon.core.config import Settings
+from skillopt_daemon.ingest.kinds import Context, Kind, classify
 from skillopt_daemon.night.exclude import ExcludeRules, exclusion
-from skillopt_daemon.night.kinds import Context, Kind, classify
 from skillopt_daemon.night.mining import segment
 
 IN_WORK = Context(has_task=True, task_prompt="fix the lint warnings in dates.py")
@@ -31,6 +31,7 @@ IN_WORK = Context(has_task=True, task_prompt="fix the lint warnings in dates.py"
         ("nein, neue Einträge gehören nach oben, nicht ans Ende", Kind.CORRECTION),
         ("pas de Any, écris les vrais types", Kind.CORRECTION),
         ("no uses print, usa logging", Kind.CORRECTION),
+        ("please no noqa comments, remove the unused imports instead", Kind.CORRECTION),
         ("show me the diff", Kind.QUESTION),
         ("为什么要这样改？", Kind.QUESTION),
         ("¿qué archivos cambiaste?", Kind.QUESTION),

@@ -58,3 +58,27 @@ def test_a_kill_between_the_renames_is_settled_at_the_next_read_of_the_target(en
     assert SkillBundle.from_path(folder).files["SKILL.md"].decode() == env.ORIGINAL
     assert [p.name for p in env.user_skills.iterdir()] == ["tidy-commits"]
     assert [p.id for p in reg.list_pending()] == [vid]
+
+
+def test_names_on_disk_lists_every_skill_folder_a_tool_reads_registered_or_not(env, reg: Registry) -> None:
+    from skillopt_lib.agents import AgentTool
+
+    env.write_skill("mine-in-claude")
+    repo = env.home / "src" / "webapp"
+    for rel in (
+        ".agents/skills/codex-project-skill",
+        ".codex/skills/older-codex-skill",
+        ".devin/skills/devin-one",
+    ):
+        (repo / rel).mkdir(parents=True)
+    (env.home / ".codex" / "skills" / "codex-user-skill").mkdir(parents=True)
+    (env.user_skills / ".fix-lint.skillopt-0123.new").mkdir()  # an install's staging folder is no name
+    tools = [AgentTool.CLAUDE_CODE, AgentTool.CODEX, AgentTool.DEVIN]
+    assert reg.names_on_disk(tools, [repo]) == {
+        "mine-in-claude",
+        "codex-project-skill",
+        "older-codex-skill",
+        "codex-user-skill",
+        "devin-one",
+    }
+    assert reg.names_on_disk([AgentTool.CODEX]) == {"codex-user-skill"}  # user scope only without projects

@@ -8,6 +8,7 @@ import os
 import plistlib
 import re
 import shutil
+import sys
 from pathlib import Path
 
 
@@ -45,3 +46,18 @@ def test_a_configured_cli_outside_path_reaches_the_launchd_agent(env) -> None:  
     plist = plistlib.loads(Path(json.loads(res.stdout)["path"]).read_bytes())
     service_path = plist["EnvironmentVariables"]["PATH"]
     assert shutil.which("claude", path=service_path) == str(claude)
+
+
+def test_the_service_path_leaves_out_skillopts_own_virtual_environment(env) -> None:  # type: ignore[no-untyped-def]
+    """Written from an activated virtual environment, the unit's PATH must not put skillopt's Python
+    before the user's: replays run the user's checks with it."""
+    own_bin = Path(sys.executable).parent
+    claude = _fake_cli(env.home / ".local" / "bin", "claude")
+    path = os.pathsep.join([str(own_bin), str(claude.parent), "/usr/bin", "/bin"])
+    res = env.run("daemon", "install-service", "--platform", "linux", "--json", env={"PATH": path})
+    assert res.returncode == 0, res.stderr
+    unit = Path(json.loads(res.stdout)["path"]).read_text()
+    recorded = re.search(r'^Environment="PATH=([^"]*)"$', unit, re.MULTILINE)
+    assert recorded is not None, unit
+    assert recorded.group(1).split(os.pathsep) == [str(claude.parent), "/usr/bin", "/bin"]
+    assert f"ExecStart={sys.executable} -m skillopt_daemon.service.daemon" in unit

@@ -31,7 +31,7 @@ def test_pending_and_active_sections_and_a_broken_section(env, reg: Registry, mo
     [a] = data["active"]["items"]
     assert (a["skill"], a["target"], a["active"]) == ("tidy-commits", "claude-code:user", "tidy-commits@v1")
     assert data["zz-broken"]["error"] == "RuntimeError: boom"
-    assert list(data)[:3] == ["pending", "active", "daemon"]
+    assert list(data)[:4] == ["pending", "decided", "active", "daemon"]
 
 
 def test_daemon_state_reads_the_pid_file(env) -> None:

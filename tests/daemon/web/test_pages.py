@@ -51,14 +51,31 @@ def test_overview_shows_the_nights_spend_against_its_budget(
                 "error": None,
             }
         )
+        # a later dry run: not what a night costs
+        db.table("night_runs").insert(
+            {
+                "id": "n-dry",
+                "trigger": "manual",
+                "status": "dry-run",
+                "dry_run": True,
+                "started_at": "2026-11-30T09:00:00.000Z",
+                "finished_at": "2026-11-30T09:20:00.000Z",
+                "heartbeat_at": "2026-11-30T09:20:00.000Z",
+                "pid": 1,
+                "summary_json": json.dumps({"spend": {"cost_usd": 0.37, "tokens": 90000, "replays": 4}}),
+                "error": None,
+            }
+        )
     try:
         text = " ".join(_text(client.get("/").text).split())
-        assert "$1.25 of $5.00" in text
+        assert "≈ $1.25 est. of a $5.00 cap" in text
         assert "420,000 of 3,000,000 tokens" in text
         assert "12 of 200 replays" in text
+        assert "0.37" not in text and "90,000" not in text
+        assert "last night: dry-run" in text
     finally:
         with db.conn:
-            db.execute("DELETE FROM night_runs WHERE id = 'n-test'")
+            db.execute("DELETE FROM night_runs WHERE id IN ('n-test', 'n-dry')")
         db.conn.close()
 
 
@@ -110,7 +127,7 @@ def test_a_proposal_shows_diff_evidence_gate_and_cost(client: Any, world: World)
     text = " ".join(_text(r.text).split())
     assert "0.250 → 0.750" in text
     assert "97%" in text and "candidate wins 2 of 2 paired tasks" in text
-    assert "$0.0421" in text and "18,250 tokens" in text
+    assert "≈ $0.04 est." in text and "18,250 tokens" in text
     assert text.count("fail 0/1 checks") == 2 and text.count("pass 1/1 checks") == 2
     assert "commit <b>the</b> docs" in text and "<b>the</b>" not in r.text
     assert 'id="approve"' in r.text and 'id="reject"' in r.text

@@ -287,3 +287,39 @@ def test_azure_routes_by_deployment_with_api_version_and_api_key_header(
             url, json={"messages": [{"role": "user", "content": "hello"}]}, headers={"api-key": SECRET}
         )
         assert r.status_code == 404
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_a_key_stored_with_keys_set_reaches_the_backend_when_its_variable_is_unset(
+    backend: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon started as a service has no shell's variables: the keys file gives it the key, the
+    environment still wins where it is set, and run files mask the stored key like any other."""
+    from skillopt_lib import keys
+    from skillopt_lib.config import TrainConfig, config_secrets
+
+    monkeypatch.setenv("SKILLOPT_HOME", str(tmp_path))
+    monkeypatch.delenv("STORED_KEY", raising=False)
+    keys.set_key("STORED_KEY", SECRET)
+    with ScriptedServer(SCRIPT, expected_key=SECRET) as server:
+        b = create_backend(cfg(server, backend, api_key_env="STORED_KEY", max_retries=0), "optimizer")
+        assert b.complete([ChatMessage("user", "hello")]).text == "hi there"
+        assert server.requests[-1].auth_ok
+        monkeypatch.setenv("STORED_KEY", "sk-wrong-key-from-the-env-0000")
+        wrong = create_backend(cfg(server, backend, api_key_env="STORED_KEY", max_retries=0), "optimizer")
+        with pytest.raises(BackendUnavailable):
+            wrong.complete([ChatMessage("user", "hello")])
+    monkeypatch.delenv("STORED_KEY")
+    train = TrainConfig(env="searchqa", optimizer=BackendConfig(backend=backend, api_key_env="STORED_KEY"))
+    assert SECRET in config_secrets(train)
+
+
+def test_costs_are_shown_as_estimates_to_the_cent() -> None:
+    from skillopt_lib.usage import format_cost
+
+    assert format_cost(0.4237) == "≈ $0.42 est."
+    assert format_cost(12.5) == "≈ $12.50 est."
+    assert format_cost(1234.5) == "≈ $1,234.50 est."
+    assert format_cost(0.0004) == "≈ <$0.01 est."
+    assert format_cost(0) == "≈ $0.00 est."
+    assert format_cost(None) == "-"

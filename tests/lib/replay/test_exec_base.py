@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -12,6 +13,7 @@ import pytest
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.exec_base import cli_version, find_cli, version_warning
 from skillopt_lib.errors import ExternalToolError
+from skillopt_lib.execution import ExecLimits
 from skillopt_lib.process import parse_json_lines, run_process
 
 
@@ -104,3 +106,22 @@ def test_unsupported_version_warns_with_the_tested_range(tmp_path: Path) -> None
     assert warning is not None and "newer" in warning and "2.1.0 to 2.1.197" in warning
     assert version_warning(AgentTool.CLAUDE_CODE, "2.1.197", ("2.1.0", "2.1.197")) is None
     assert "older" in (version_warning(AgentTool.CODEX, "0.100.0", ("0.171.0", "0.171.0")) or "")
+
+
+def test_codex_usage_keeps_the_cached_prompt_tokens_apart() -> None:
+    from skillopt_lib.backends.codex import CodexBackend
+    from skillopt_lib.process import ProcessOutcome
+
+    lines = [
+        json.dumps({"type": "thread.started", "thread_id": "t1"}),
+        json.dumps({"type": "item.completed", "item": {"id": "m", "type": "agent_message", "text": "done"}}),
+        json.dumps(
+            {
+                "type": "turn.completed",
+                "usage": {"input_tokens": 12000, "cached_input_tokens": 9000, "output_tokens": 300},
+            }
+        ),
+    ]
+    result = CodexBackend(cli="codex").interpret(ProcessOutcome(0, lines, "", 1.0), ExecLimits())
+    assert (result.usage.input_tokens, result.usage.cache_read_tokens) == (12000, 9000)
+    assert result.usage.output_tokens == 300

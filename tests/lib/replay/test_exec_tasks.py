@@ -107,3 +107,21 @@ def test_exec_backends_come_from_the_backend_registry(fake_copilot: str) -> None
     assert backend.limits.allowed_tools == ("Read", "Bash")
     copilot = create_backend(BackendConfig(backend="copilot", options={"cli": fake_copilot}))
     assert copilot.tool.value == "copilot"
+
+
+def test_a_refused_tool_call_does_not_zero_work_that_passes_its_checks() -> None:
+    """Claude Code offers its bundled skills; the replay does not allow them, and the run ends
+    `permission_denied`. The work was done and passes its checks: it scores, and the refusal is kept."""
+    from skillopt_lib.envs.exec_tasks import score
+    from skillopt_lib.execution import CheckResult, ExecResult, ExecStatus
+
+    refused = ExecResult(
+        status=ExecStatus.PERMISSION_DENIED,
+        error="1 tool call(s) were denied permission (Skill)",
+        checks=[CheckResult("make lint", 0)],
+    )
+    scored = score("t1", refused)
+    assert (scored.hard, scored.soft, scored.error) == (1.0, 1.0, None)
+    assert scored.details["refused"] == "1 tool call(s) were denied permission (Skill)"
+    failing = ExecResult(status=ExecStatus.PERMISSION_DENIED, checks=[CheckResult("make lint", 1)])
+    assert score("t2", failing).hard == 0.0

@@ -70,6 +70,24 @@ def _codex(cli: Path, server: ScriptedServer, user_home: Path) -> CodexBackend:
 # ------------------------------------------------------------------------------------------ Claude Code
 
 
+def test_claude_keeps_its_cached_prompt_tokens_apart(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    """Claude Code marks its prompt for the provider's cache; the replay's usage says how many prompt
+    tokens went to (and came from) the cache, which the CLI prices at the cache prices."""
+    model_server.set_script(_script(Step(tool_calls=[bash("true")])))
+    result = replay(
+        ReplayTask(prompt="check calc"),
+        _claude(claude_cli, model_server),
+        sandbox_config,
+        limits=ExecLimits(max_turns=10, timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    cached = result.usage.cache_read_tokens + result.usage.cache_write_tokens
+    assert result.usage.cache_write_tokens > 0
+    assert 0 < cached < result.usage.input_tokens  # input counts every prompt token, cached or not
+
+
 def test_claude_writes_a_file_runs_a_test_and_passes_the_check(
     claude_cli: Path,
     model_server: ScriptedServer,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,6 +57,26 @@ def test_worktree_at_pinned_commit_with_dirty_diff(
     assert result.files_changed == ["A out.txt"]
     assert "+hello" in result.diff and MARKER not in result.diff
     assert list(sandbox_config.root.iterdir()) == [], "the workspace was not removed"
+
+
+def test_the_agent_and_the_checks_run_the_users_python_not_skillopts(
+    tmp_path: Path, sandbox_config: SandboxConfig, fake_copilot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started from skillopt's activated virtual environment, a replay's `python3` is still the user's."""
+    assert sys.prefix != sys.base_prefix, "run the tests from the project's virtual environment (make setup)"
+    own_bin = Path(sys.executable).parent
+    user_bin = tmp_path / "user-toolchain"
+    user_bin.mkdir()
+    users_python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    (user_bin / "python3").symlink_to(users_python)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(own_bin), str(user_bin), os.environ.get("PATH", "")]))
+    task = ReplayTask(prompt="ARGV", checks=["python3 -c 'import sys; print(sys.prefix)'"])
+    result = replay(task, _backend(fake_copilot), sandbox_config)
+    assert result.status is ExecStatus.OK, result.error
+    agent_path = json.loads(result.final_message)["env"]["PATH"].split(os.pathsep)
+    assert str(own_bin) not in agent_path and str(user_bin) in agent_path
+    (check,) = result.checks
+    assert check.output.strip() == os.path.realpath(sys.base_prefix), check.output
 
 
 def test_user_repository_is_untouched(

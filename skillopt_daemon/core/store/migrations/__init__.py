@@ -17,6 +17,7 @@ from skillopt_daemon.core.store.migrations import (
     m005_labels,
     m006_check_verdicts,
     m007_evidence,
+    m009_notes_and_signals,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -29,4 +30,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m005_labels", m005_labels.migrate),
     ("m006_check_verdicts", m006_check_verdicts.migrate),
     ("m007_evidence", m007_evidence.migrate),
+    ("m009_notes_and_signals", m009_notes_and_signals.migrate),
 ]

@@ -13,8 +13,9 @@ import pytest
 from harness.fixtures import require
 
 from skillopt_daemon.ingest import trigger_scan
-from skillopt_daemon.ingest.redact import _B64_RUN, BUILTIN_PATTERNS, Redactor
+from skillopt_daemon.ingest.redact import _B64_RUN, Redactor
 from skillopt_daemon.ingest.trigger_scan import PatternPrefilter, TriggerScanner
+from skillopt_lib.secrets import PATTERNS as BUILTIN_PATTERNS
 
 from .secrets_corpus import make_secrets
 

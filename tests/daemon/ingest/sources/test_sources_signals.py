@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from skillopt_daemon.ingest.signals import derive_signals, is_correction, suite_framework, suite_outcome
+from skillopt_daemon.ingest.kinds import Kind, is_correction, message_kinds
+from skillopt_daemon.ingest.signals import derive_signals, suite_framework, suite_outcome
 from skillopt_daemon.ingest.sources.base import ToolCallRecord, ToolResultRecord, TurnRecord
 
 
@@ -38,10 +39,42 @@ def result(key: str, code: int | None, out: str = "", is_error: bool | None = No
         "I said the staging branch",
         "the build didn't pass",
         "Rename it to foo rather than bar",
+        "please no noqa comments, remove the unused imports instead",
+        "pas de Any, écris les vrais types",
+        "不要用 print，用 logging",
+        "nein, neue Einträge gehören nach oben, nicht ans Ende",
     ],
 )
 def test_corrections_are_recognised(text: str) -> None:
     assert is_correction(text)
+
+
+def test_a_rule_with_instead_is_a_correction_not_a_new_task() -> None:
+    texts = ["fix the lint warnings in app/", "please no noqa comments, remove the unused imports instead"]
+    assert [k for k, _ in message_kinds(texts)] == [Kind.TASK, Kind.CORRECTION]
+
+
+def test_signals_count_the_corrections_mining_reads_in_every_language() -> None:
+    """The dashboard's correction count and what the night learns from are the same messages."""
+    from skillopt_daemon.night.attempts import user_messages
+
+    said = [
+        "add type hints to app/dates.py",
+        "pas de Any, écris les vrais types",
+        "不要用 print，用 logging",
+        "use pytest fixtures, não unittest",
+        "nein, neue Einträge gehören nach oben, nicht ans Ende",
+        "please no noqa comments, remove the unused imports instead",
+        "no problem, thanks! next: add logging",
+        "show me the diff",
+    ]
+    turns: list[TurnRecord] = []
+    for i, text in enumerate(said):
+        turns += [turn(f"u{i}", "user", text), turn(f"a{i}", "assistant", "done")]
+    signalled = [c.text for c in derive_signals(turns).corrections]
+    rows = [{"key": t.key, "role": t.role, "text": t.text, "is_meta": 0} for t in turns]
+    mined = [m.text for m in user_messages(rows) if m.kind is Kind.CORRECTION]
+    assert signalled == mined == said[1:6]
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,24 @@
 """What each user message is, without a model: a new task, a follow-up, a correction, an acknowledgement, a
 question about the result, or meta text (slash commands and the like).
 
+This is the one place that says what counts as a correction. Ingest's signals count a session's
+corrections with it (`signals.derive_signals`, what the dashboard and `sessions show` report), and the
+night's mining reads every message's kind from it (`night/attempts.py`), so what the dashboard counts and
+what the night learns from are the same messages.
+
 Only tasks start attempts; everything else belongs to the attempt before it. Words are matched in English,
 Chinese, Japanese, Portuguese, Spanish, French, German and Italian; position does the rest: the first request
 of a session is a task whatever it says, a message right after an acknowledgement starts afresh, and a short or
 referring message in the middle of work continues it. When a model is available its labels take precedence
 (`night/labels.py`); this is the fallback, and the reason it gives is shown by `skillopt tasks mine --explain`.
+How well it reads the recorded corpus (precision and recall of corrections on its held-out half, per
+language) is in docs/nightly.md.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -36,20 +44,35 @@ _ACK_WORDS = re.compile(
     r"perfeito|perfecto|parfait|super|great|ok|all\s+good|for\s+now|now))*[\s!.,~，。！]*$",
     re.IGNORECASE,
 )
-# Rejections and rules: "no, ...", "don't ...", "use X, not Y", and their equivalents.
+# Rejections and rules at the start: "no, ...", "don't ...", "revert that", "it still fails", and their
+# equivalents. "no" alone is not enough where it opens a pleasantry ("no problem, thanks").
 _CORRECTION_START = re.compile(
-    r"^\W*(?:no\b|nope\b|wrong\b|not\s+like\s+that|that'?s\s+(?:not|wrong|incorrect)|that\s+is\s+(?:not|wrong)|"
-    r"don'?t\b|do\s+not\b|never\b|stop\b|instead\b|actually\b|you\s+(?:forgot|missed|broke|should(?:n'?t)?)\b|"
-    r"please\s+(?:don'?t|never|use)\b|it\s+(?:still\s+)?(?:fails|doesn'?t|does\s+not)|still\s+(?:failing|broken|wrong)|"
-    r"não\b|nao\b|nunca\b|errado|pare\b|nein\b|nicht\b|falsch|niemals\b|non\b|pas\s+(?:de|comme|ça)\b|jamais\b|"
-    r"ne\s+\w+\s+pas\b|incorrecto|mal\b|no\s+uses\b|sin\b|不要|别|不是|不对|错了|不行|不能|やめて|違う|ダメ)",
-    re.IGNORECASE,
+    r"""^\W*(?:
+        no\b(?!\s+(?:problem|worries|thanks|need)\b)|nope\b|nah\b|wrong\b|incorrect\b|
+        not\s+(?:like\s+that|what|that|quite)\b|
+        that(?:'?s|\s+is|\s+was)\s+(?:not|wrong|incorrect|bad|broken)\b|this\s+is\s+(?:wrong|not|incorrect|broken)\b|
+        (?:please\s+)?(?:don'?t|do\s+not|never|stop)\b|please\s+no\b|
+        (?:please\s+)?(?:undo|revert|roll\s*back)\b|please\s+use\b|
+        instead\b|actually\b|
+        you\s+(?:forgot|missed|broke|didn'?t|did\s+not|should(?:n'?t)?|were\s+supposed)\b|
+        (?:it|that|this|the\s+\w+)\s+(?:still\s+)?(?:fails|failed|didn'?t|did\s+not|doesn'?t|does\s+not|isn'?t|is\s+not)\b|
+        still\s+(?:fail\w*|broken|wrong|not)\b|
+        i\s+(?:said|told\s+you|asked)\b|(?:use|try)\s+\S+\s+instead\b|
+        não\b|nao\b|nunca\b|errado|pare\b|nein\b|nicht\b|falsch|niemals\b|non\b|pas\s+(?:de|comme|ça)\b|jamais\b|
+        ne\s+\w+\s+pas\b|incorrecto|mal\b|no\s+uses\b|sin\b|不要|别|不是|不对|错了|不行|不能|やめて|違う|ダメ
+    )""",
+    re.IGNORECASE | re.VERBOSE,
 )
+# ... or anywhere: "X instead of Y", "X rather than Y", "..., not Y", "do X instead", and their equivalents.
 _CORRECTION_ANYWHERE = re.compile(
-    r"(?:\binstead\s+of\b|\brather\s+than\b|,\s*not\s+\w+|\bnão\b|\bem\s+vez\s+de\b|\bno\s+uses\b|\ben\s+lugar\s+de\b|"
+    r"(?:\binstead\s+of\b|\brather\s+than\b|,\s*not\s+\w+|\binstead\W*$|\bi\s+said\b|\bi\s+told\s+you\b|"
+    r"\bthat'?s\s+not\s+what\b|\bnot\s+what\s+i\s+(?:asked|wanted|meant)\b|"
+    r"\bnão\b|\bem\s+vez\s+de\b|\bno\s+uses\b|\ben\s+lugar\s+de\b|"
     r"\bnicht\b|\bstatt\b|\banstatt\b|\bpas\s+de\b|\bau\s+lieu\s+de\b|\binvece\s+di\b|而不是|不要|别用|不用|じゃなくて)",
     re.IGNORECASE,
 )
+# Where a correction shows itself: its first words (a long message is read no further than this).
+_CORRECTION_HEAD = 300
 _QUESTION_ABOUT_RESULT = re.compile(
     r"^\W*(?:show\s+me|what\s+(?:did|have)\s+you|why\s+did\s+you|how\s+did\s+you|did\s+you|can\s+i\s+see|"
     r"where\s+did\s+you|which\s+files|mostra|o\s+que\s+(?:você\s+)?mudou|¿?qu[ée]\s+(?:archivos\s+)?cambiaste|"
@@ -88,7 +111,9 @@ def is_ack(text: str) -> bool:
 
 
 def is_correction(text: str) -> bool:
-    return bool(_CORRECTION_START.match(text)) or bool(_CORRECTION_ANYWHERE.search(text))
+    """Does this message reject or redirect what the agent did, or state a rule for it?"""
+    head = text.strip()[:_CORRECTION_HEAD]
+    return bool(_CORRECTION_START.match(head)) or bool(_CORRECTION_ANYWHERE.search(head))
 
 
 def is_meta(text: str) -> bool:
@@ -125,3 +150,18 @@ def classify(text: str, ctx: Context) -> tuple[Kind, str]:
     if n <= 5 or (n <= 10 and _REFERS_BACK.search(stripped)):
         return Kind.FOLLOWUP, "short and refers to the work in progress"
     return Kind.TASK, "a new request of its own"
+
+
+def message_kinds(texts: Iterable[str]) -> list[tuple[Kind, str]]:
+    """The kind of each of a session's user messages (in order, meta turns left out), each read in the
+    context of the messages before it: the walk both ingest's signals and the night's mining make."""
+    out: list[tuple[Kind, str]] = []
+    task, after_ack = "", False
+    for text in texts:
+        kind, why = classify(text, Context(has_task=bool(task), after_ack=after_ack, task_prompt=task))
+        out.append((kind, why))
+        if kind is Kind.TASK:
+            task, after_ack = text.strip(), False
+        elif kind is Kind.ACK:
+            after_ack = True
+    return out

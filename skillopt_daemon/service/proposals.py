@@ -1,0 +1,240 @@
+"""What every face shows about a proposal: a one-line summary of the change, how sure the gate is (its
+tier), the annotated diff, and for decided proposals what was decided and why.
+
+`skillopt status`, `skillopt diff`, the MCP tools and the dashboard's proposal pages all read these, so a
+proposal is described the same way wherever it is reviewed.
+
+- **Summary**: computed from the diff between the proposal and its parent, e.g. `+1 line: Never silence a
+  warning with # noqa`; a version with no parent is `new skill: <its description>`.
+- **Tier**: a night may mark a proposal `proven` or `likely` in its evidence (`tier`, with a sentence in
+  `tier_note`). A `likely` proposal (or any tier but `proven`) is labelled "likely, not yet proven" and is
+  never shown as proven; evidence without a tier (older proposals) is proven.
+- **Decided**: approved, rejected or rolled back, with the reason: the user's words for a rejection or a
+  rollback, who approved it for an approval.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from skillopt_daemon.core.timeutil import humanize_age
+from skillopt_daemon.night import preferences
+from skillopt_daemon.registry import Event, Evidence, Registry, Version
+from skillopt_lib.errors import SkillOptError
+from skillopt_lib.skill import SKILL_FILE, SkillBundle
+
+PROVEN = "proven"
+SUMMARY_CHARS = 90
+# Who approved, by the audit log's actor, in the words the proposals list uses.
+_APPROVERS = {
+    "cli": "approved with skillopt approve",
+    "dashboard": "approved on the dashboard",
+    "mcp": "approved by an agent through skillopt's MCP tools, at your request",
+    "night": "auto-approved by the night (night.auto_approve lists this skill)",
+}
+_MARKER = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)")
+
+
+# ------------------------------------------------------------------------------------------------ tier
+
+
+def tier(evidence: Mapping[str, Any]) -> dict[str, Any]:
+    """`{tier, proven, label, note}` from a proposal's evidence; no tier at all means proven."""
+    raw = evidence.get("tier")
+    name = str(raw).strip().lower() if raw else PROVEN
+    note = evidence.get("tier_note")
+    proven = name == PROVEN
+    return {
+        "tier": name,
+        "proven": proven,
+        "label": PROVEN if proven else f"{name}, not yet proven",
+        "note": str(note) if note else None,
+    }
+
+
+# ------------------------------------------------------------------------------------------------ summary
+
+
+def _clean(line: str) -> str:
+    text = _MARKER.sub("", line.strip()).strip()
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _count(n: int, sign: str, what: str = "line") -> str:
+    return f"{sign}{n} {what}{'' if n == 1 else 's'}"
+
+
+def describe_change(old: SkillBundle, new: SkillBundle) -> str:
+    """One line saying what `new` changes in `old`: `+1 line: <the line>`, `+2 lines, -1 line: …`."""
+    added: list[str] = []
+    removed: list[str] = []
+    files_added: list[str] = []
+    files_removed: list[str] = []
+    old_text, new_text = old.text_files(), new.text_files()
+    # SKILL.md first: its lines are what the agent reads first, so its change is the headline.
+    paths = sorted(set(old.files) | set(new.files), key=lambda p: (p != SKILL_FILE, p))
+    for path in paths:
+        if old.files.get(path) == new.files.get(path):
+            continue
+        if path not in old.files:
+            files_added.append(path)
+        elif path not in new.files:
+            files_removed.append(path)
+        a = old_text.get(path, "").splitlines() if path in old.files else []
+        b = new_text.get(path, "").splitlines() if path in new.files else []
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if op in ("replace", "delete"):
+                removed += [x for x in a[i1:i2] if x.strip()]
+            if op in ("replace", "insert"):
+                added += [x for x in b[j1:j2] if x.strip()]
+    counts = []
+    if added:
+        counts.append(_count(len(added), "+"))
+    if removed:
+        counts.append(_count(len(removed), "-"))
+    if files_added and files_added != [SKILL_FILE]:
+        counts.append(_count(len(files_added), "+", "file"))
+    if files_removed:
+        counts.append(_count(len(files_removed), "-", "file"))
+    if added:
+        headline = _clean(added[0])
+    elif removed:
+        headline = "removed " + _clean(removed[0])
+    else:
+        changed = files_added or files_removed or [p for p in paths if old.files.get(p) != new.files.get(p)]
+        headline = "changed " + ", ".join(changed[:3]) if changed else "no change"
+    return (", ".join(counts) + ": " if counts else "") + headline
+
+
+def change_summary(reg: Registry, v: Version) -> str:
+    """What `v` changes against its parent, in one line; `new skill: <description>` without a parent."""
+    bundle = reg.load_bundle(v.id)
+    if not v.parent_id:
+        description = " ".join(bundle.doc.description.split())
+        if len(description) > SUMMARY_CHARS:
+            description = description[: SUMMARY_CHARS - 1] + "…"
+        return f"new skill: {description}" if description else "new skill"
+    return describe_change(reg.load_bundle(v.parent_id), bundle)
+
+
+def _summary(reg: Registry, v: Version) -> str:
+    """`change_summary`, or why there is none: one unreadable version must not hide the whole list."""
+    try:
+        return change_summary(reg, v)
+    except (SkillOptError, OSError) as exc:
+        return f"(the change cannot be read: {exc})"
+
+
+# ------------------------------------------------------------------------------------------------ items
+
+
+def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
+    """A proposal as the proposals lists show it (status, the dashboard, `diff --json`)."""
+    ev = Evidence.model_validate(v.evidence)
+    t = tier(v.evidence)
+    return {
+        "id": v.id,
+        "short_id": v.short_id,
+        "skill": v.skill,
+        "version": v.seq,
+        "label": v.label,
+        "origin": v.origin,
+        "state": v.state,
+        "new": ev.new_skill or not v.parent_id,
+        "parent": reg.get_version(v.parent_id).label if v.parent_id else None,
+        "summary": _summary(reg, v),
+        "score_change": ev.score_change(),
+        "confidence": ev.confidence,
+        "tier": t["tier"],
+        "proven": t["proven"],
+        "tier_label": t["label"],
+        "tier_note": t["note"],
+        "created_at": v.created_at,
+        "age": humanize_age(v.created_at),
+    }
+
+
+def pending_items(reg: Registry) -> list[dict[str, Any]]:
+    """Every pending proposal, oldest first."""
+    return [proposal_item(reg, v) for v in reg.list_pending()]
+
+
+def _rolled_back_by(v: Version, events: Sequence[Event]) -> Event | None:
+    """The newest rollback that stepped back from `v` (recorded with `from`; older records by destination)."""
+    found = None
+    for e in events:
+        if e.action != "rollback" or e.skill != v.skill or e.at < (v.decided_at or v.created_at):
+            continue
+        came_from = e.detail.get("from")
+        if came_from == v.id or (came_from is None and v.parent_id and e.version_id == v.parent_id):
+            found = e
+    return found
+
+
+def _approval_reason(v: Version, events: Sequence[Event]) -> str:
+    approvals = [e for e in events if e.action == "approve" and e.version_id == v.id]
+    if not approvals:
+        return "approved"
+    last = approvals[-1]
+    reason = _APPROVERS.get(last.actor, f"approved by {last.actor}")
+    if last.detail.get("force"):
+        reason += ", replacing files edited by hand (--force)"
+    return reason
+
+
+def decided_items(reg: Registry, limit: int = 50) -> list[dict[str, Any]]:
+    """Proposals that were decided, newest decision first: approved, rejected or rolled back, and why."""
+    proposals = [
+        v
+        for name in reg.skill_names()
+        for v in reg.versions(name)
+        if v.origin in ("proposed", "trained") and v.state != "proposed"
+    ]
+    if not proposals:
+        return []
+    events = reg.events()
+    active = {ts.active_version_id for ts in reg.targets() if ts.active_version_id}
+    items: list[dict[str, Any]] = []
+    for v in proposals:
+        item = proposal_item(reg, v)
+        when = v.decided_at or v.created_at
+        if v.state == "rejected":
+            decision, reason = "rejected", v.decision_reason or ""
+        else:
+            back = _rolled_back_by(v, events) if v.id not in active else None
+            if back is not None:
+                decision, when = "rolled back", back.at
+                said = back.detail.get("reason")
+                reason = f"{said} ({back.message})" if said else back.message
+            else:
+                decision, reason = "approved", _approval_reason(v, events)
+        item.update(decision=decision, decided_at=when, decided=humanize_age(when), reason=reason)
+        items.append(item)
+    items.sort(key=lambda i: str(i["decided_at"]), reverse=True)
+    return items[:limit]
+
+
+# ------------------------------------------------------------------------------------------------ diff
+
+
+def diff_view(reg: Registry, ref: str | None = None, context: int = 3) -> dict[str, Any]:
+    """A proposal's diff against its parent (the newest pending one without `ref`), or `SKILL@V1..V2`.
+
+    Added lines a night learned from the user carry their provenance on the next line. `proposal` is None
+    when there is nothing pending (`title` says so) or for a range of two versions.
+    """
+    ref = (ref or "").strip()
+    if not ref:
+        pending = reg.list_pending()
+        if not pending:
+            return {"ref": None, "title": "no pending proposals", "diff": "", "proposal": None}
+        ref = pending[-1].id
+    title, text = reg.diff(ref, context)
+    if ".." in ref:
+        return {"ref": ref, "title": title, "diff": text, "proposal": None}
+    v = reg.resolve_id(ref)
+    text = preferences.annotate_diff(text, v.evidence.get("provenance") or [])
+    return {"ref": v.id, "title": title, "diff": text, "proposal": proposal_item(reg, v)}
