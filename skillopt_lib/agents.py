@@ -154,6 +154,10 @@ class ToolSpec:
     # True when `home_env` names the folder that holds `home_default` (Gemini's GEMINI_CLI_HOME stands for
     # the user's home), not the tool's home itself.
     home_env_is_parent: bool = False
+    # Hosts a replay of this tool may reach besides the endpoints its settings name (`skillopt_lib.netjail`):
+    # its provider's API and sign-in, which the CLI reaches through HTTPS_PROXY. None: not known to use the
+    # proxy, so its replays are confined only when every endpoint they name is on this machine.
+    model_hosts: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool, AgentTool):
@@ -198,6 +202,16 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
             "allowed_tools": ["Bash", "Read", "Write", "Edit", "Glob", "Grep"],
         },
         integration="claude_code",
+        model_hosts=(
+            "anthropic.com",
+            "claude.ai",
+            "claude.com",
+            "bedrock-runtime.*.amazonaws.com",
+            "sts.amazonaws.com",
+            "sts.*.amazonaws.com",
+            "*aiplatform.googleapis.com",
+            "oauth2.googleapis.com",
+        ),
     ),
     ToolSpec(
         tool=AgentTool.CODEX,
@@ -214,6 +228,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
         backend="codex",
         chat_backend="codex-chat",
         integration="codex",
+        model_hosts=("api.openai.com", "auth.openai.com", "chatgpt.com", "*.openai.azure.com"),
     ),
     ToolSpec(
         tool=AgentTool.COPILOT,

@@ -8,7 +8,7 @@ so neither needs the other to know what a run is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -36,6 +36,12 @@ class ExecStatus(str, Enum):
     CRASHED = "crashed"
 
 
+class ArgvWrapper(Protocol):
+    """Something that runs a command differently (in a network namespace): the command line to start."""
+
+    def wrap(self, argv: Sequence[str]) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class ExecLimits:
     """What one run may use. `None` for tools means the backend's configured default set."""
@@ -47,6 +53,9 @@ class ExecLimits:
     denied_tools: tuple[str, ...] = ()
     permission_mode: str | None = None
     max_output_bytes: int = 5_000_000
+    # Runs the CLI confined (`skillopt_lib.netjail.Jail`: its `wrap(argv)` gives the command to start); the
+    # sandbox sets it for each replay.
+    confine: ArgvWrapper | None = field(default=None, compare=False, repr=False)
 
     def with_(self, **changes: Any) -> ExecLimits:
         return replace(self, **changes)
@@ -124,6 +133,8 @@ class ExecResult:
     workspace: str | None = None
     output_truncated: bool = False
     malformed_lines: int = 0
+    # Hosts the run tried to reach besides its model endpoint and was refused (`skillopt_lib.netjail`).
+    network_blocked: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -167,6 +178,7 @@ class ExecResult:
             "workspace": self.workspace,
             "output_truncated": self.output_truncated,
             "malformed_lines": self.malformed_lines,
+            "network_blocked": self.network_blocked,
         }
         if with_events:
             out["events"] = self.events

@@ -28,6 +28,7 @@ from importlib import resources
 from skillopt_lib.backends.base import ChatBackend, ChatMessage, Usage
 from skillopt_lib.execution import ExecResult
 from skillopt_lib.jsonreply import parse_json_object
+from skillopt_lib.origin import TASK, WORK, fence, quote_line
 
 _TOKEN = re.compile(r"[a-z0-9_]+|[^\sa-z0-9_]", re.IGNORECASE)
 
@@ -185,10 +186,14 @@ def judge_rubric(judge: ChatBackend, task_prompt: str, work: str, rubric: Sequen
     """Ask the judge which rubric items the work (`work_record`) satisfies. A failed call counts as unmet."""
     if not rubric:
         return RubricVerdict(satisfied=[])
-    items = "\n".join(f"{i}. {r}" for i, r in enumerate(rubric))
+    items = "\n".join(f"{i}. {quote_line(r)}" for i, r in enumerate(rubric))
+    # The task and the rules are the user's words; the work is data the agent produced (its diff can carry
+    # anything a file or a tool printed), fenced so that nothing in it can pose as the rules or as us.
     user = (
-        f"Task the user gave:\n{task_prompt[:4000]}\n\nThe agent's work:\n{work[:20000]}\n\n"
-        f"Rules (index. rule):\n{items}\n\nFor each rule, does the work shown satisfy it?"
+        f"Task the user gave:\n{fence(task_prompt[:4000], TASK)}\n\n"
+        f"The agent's work:\n{fence(work[:20000], WORK)}\n\n"
+        f"The user's rules, in their own words.\nRules (index. rule):\n{items}\n\n"
+        "For each rule, does the work shown satisfy it?"
     )
     try:
         resp = judge.complete(

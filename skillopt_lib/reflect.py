@@ -27,6 +27,7 @@ from skillopt_lib.edits import Edit, Patch, SourceType, parse_edits
 from skillopt_lib.envs.base import Item, ItemResult, describe_item
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.jsonreply import parse_json_object
+from skillopt_lib.origin import AGENT, FEEDBACK, PREFERENCES_HEADER, TASK, TOOL, fence, preference_line
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
 PROMPT_NAMES = ("system", "analyst_failure", "analyst_success", "merge", "rank", "slow_update", "meta_skill")
@@ -178,6 +179,9 @@ def render_edits(edits: Sequence[Edit], numbered: bool = False) -> str:
 
 
 def render_examples(env: Any, pairs: Sequence[tuple[Item, ItemResult]], max_trajectory: int) -> str:
+    """The tasks an analyst reads, each text marked by whose it is (`skillopt_lib.origin`): the task, the
+    agent's answer, the feedback, failed checks' output and the trajectory are fenced as data the text
+    cannot close; only the user's stated preferences are the user's words."""
     blocks = []
     for item, res in pairs:
         traj = res.trajectory or ""
@@ -186,38 +190,45 @@ def render_examples(env: Any, pairs: Sequence[tuple[Item, ItemResult]], max_traj
             traj = traj[:half] + "\n…(cut)…\n" + traj[-half:]
         block = [
             f"### Task {item.id}",
-            describe_item(env, item),
-            f"**Agent's answer:** {res.answer or '(none)'}",
+            "**The task:**",
+            fence(describe_item(env, item), TASK),
             f"**Score:** hard={res.hard:g} soft={res.soft:.2f}",
-            f"**Feedback:** {res.feedback or '(none)'}",
+            "**The agent's answer:**",
+            fence(res.answer or "(none)", AGENT),
+            "**Feedback:**",
+            fence(res.feedback or "(none)", FEEDBACK),
         ]
         if res.error:
-            block.append(f"**Error:** {res.error}")
+            block += ["**Error:**", fence(res.error, TOOL)]
         block.extend(_taught(res))
         if traj:
-            block.append(f"**Trajectory:**\n```\n{traj}\n```")
+            block += ["**Trajectory (the agent's tool calls and messages):**", fence(traj, TOOL)]
         blocks.append("\n".join(block))
     return "\n\n".join(blocks)
 
 
 def _taught(res: ItemResult) -> list[str]:
     """What the user taught in this task, when the environment passes it on: their own words (corrections,
-    with tool, project and date) and the checks that failed, with their output."""
+    with tool, project and date), one line each, and the checks that failed, with their output fenced as
+    tool output."""
     out: list[str] = []
     prefs = res.details.get("user_preferences") or []
     if prefs:
         lines = [
-            f"- '{p.get('text', '')}' · {p.get('tool') or '?'} · {p.get('project') or '?'} · {p.get('date') or '?'}"
+            "- " + preference_line(str(p.get("text", "")), p.get("tool"), p.get("project"), p.get("date"))
             for p in prefs
         ]
-        out.append("**The user's stated preferences (their own words in this task):**\n" + "\n".join(lines))
+        out.append(f"**{PREFERENCES_HEADER}**\n" + "\n".join(lines))
     checks = res.details.get("failed_checks") or []
     if checks:
         parts = [
-            f"- `{c.get('command')}` (exit code {c.get('exit_code')}):\n```\n{str(c.get('output', '')).strip()}\n```"
+            fence(
+                f"$ {c.get('command')}  (exit code {c.get('exit_code')})\n{str(c.get('output', '')).strip()}",
+                TOOL,
+            )
             for c in checks
         ]
-        out.append("**Checks that failed after the agent finished:**\n" + "\n".join(parts))
+        out.append("**Checks that failed after the agent finished (their output):**\n" + "\n".join(parts))
     return out
 
 

@@ -83,6 +83,7 @@ class HistoryRecord(TypedDict, total=False):
     gate: dict[str, Any] | None  # the gate decision (`GateDecision.to_dict`), with its `stats`
     changed_tokens: int
     rejected_edits: list[dict[str, Any]]
+    screened: list[dict[str, Any]]  # the candidate screen's verdicts on what it rejected
     invalid_skill: list[str]
     applied: list[dict[str, Any]]
     proposed: list[dict[str, Any]]

@@ -22,6 +22,10 @@ clean up, so `remove_leftovers` removes what such a process left, worktree regis
 The agent and the checks run with the user's own toolchain: skillopt's own virtual environment (the folder
 of this interpreter, first on `PATH` when the daemon was started from an activated environment) is taken
 off the `PATH` they get (`user_path`), so a repository's `python3 -m pytest` runs the user's Python.
+
+The agent and the checks run without network access beyond the model endpoint where the platform allows it
+(`network = "isolated"`, the default; `skillopt_lib.netjail`): what a replay tried to reach is recorded in
+its result's `network_blocked` and warnings.
 """
 
 from __future__ import annotations
@@ -34,12 +38,15 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from skillopt_lib import netjail
+from skillopt_lib.agents import TOOLS, AgentTool
 from skillopt_lib.errors import ExternalToolError, SkillOptError
 from skillopt_lib.execution import REPLAY_ENV, CheckResult, ExecBackend, ExecLimits, ExecResult
 from skillopt_lib.fsio import pid_alive
@@ -98,6 +105,9 @@ class SandboxConfig:
     keep: bool = False
     max_parallel: int = 2
     check_timeout_s: float = 300.0
+    # "isolated": the agent reaches its model endpoint only, the checks nothing (`skillopt_lib.netjail`);
+    # "open": both run with this machine's network.
+    network: str = "isolated"
     # Every replay run with this config holds a slot while its workspace exists, whichever thread calls.
     slots: threading.BoundedSemaphore = field(init=False, repr=False, compare=False)
 
@@ -514,13 +524,19 @@ class Snapshot:
 
 
 def run_checks(
-    workspace: Path, checks: Sequence[str], env: Mapping[str, str], timeout_s: float
+    workspace: Path,
+    checks: Sequence[str],
+    env: Mapping[str, str],
+    timeout_s: float,
+    confine: netjail.Jail | None = None,
 ) -> list[CheckResult]:
-    """Run each check command with `sh -c` in the workspace; output keeps its last lines."""
+    """Run each check command with `sh -c` in the workspace (confined by `confine` when given); output
+    keeps its last lines."""
     results = []
     for cmd in checks:
+        argv = ["/bin/sh", "-c", cmd]
         out = run_process(
-            ["/bin/sh", "-c", cmd],
+            confine.wrap(argv) if confine is not None else argv,
             cwd=workspace,
             env=env,
             timeout_s=timeout_s,
@@ -552,9 +568,24 @@ def probe_checks(task: ReplayTask, config: SandboxConfig) -> list[CheckResult]:
         ws = create_workspace(task, config.root)
         try:
             env = scrub_env(config.env_allowlist, home=ws.home, tmp=ws.run_dir / "tmp")
-            return run_checks(ws.cwd, task.checks, env, task.check_timeout_s or config.check_timeout_s)
+            with _checks_jail(config) as jail:
+                env = jail.environ(env) if jail is not None else env
+                return run_checks(
+                    ws.cwd, task.checks, env, task.check_timeout_s or config.check_timeout_s, jail
+                )
         finally:
             remove_workspace(ws)
+
+
+@contextmanager
+def _checks_jail(config: SandboxConfig) -> Iterator[netjail.Jail | None]:
+    """Checks reach no network at all under `network = "isolated"` (a check needs no model)."""
+    jail, _notes = netjail.confinement(config.network, (), {}, None, what="(during the checks)")
+    try:
+        yield jail
+    finally:
+        if jail is not None:
+            jail.close()
 
 
 def replay(
@@ -603,9 +634,19 @@ def _replay(
                 raise _disk_full(config.root) from None
             raise
         stage("agent")
-        result = backend.run(task.prompt, cwd=ws.cwd, env=env, limits=limits)
+        tool = getattr(backend, "tool", None)
+        hosts = TOOLS[tool].model_hosts if isinstance(tool, AgentTool) else None
+        jail, net_notes = netjail.confinement(config.network, hosts, env, ws.home)
+        try:
+            run_limits = limits or backend.limits
+            if jail is not None:
+                env, run_limits = jail.environ(env), run_limits.with_(confine=jail)
+            result = backend.run(task.prompt, cwd=ws.cwd, env=env, limits=run_limits)
+        finally:
+            if jail is not None:
+                jail.close()
         result.workspace = str(ws.path)
-        result.warnings = [*ws.notes, *result.warnings]
+        result.warnings = [*ws.notes, *net_notes, *(jail.errors if jail else []), *result.warnings]
         stage("diff")
         try:
             result.files_changed, result.diff = snapshot.changes()
@@ -615,9 +656,19 @@ def _replay(
         if task.checks:
             stage("checks")
             check_env = scrub_env(config.env_allowlist, home=ws.home, tmp=ws.run_dir / "tmp")
-            result.checks = run_checks(
-                ws.cwd, task.checks, check_env, task.check_timeout_s or config.check_timeout_s
-            )
+            with _checks_jail(config) as check_jail:
+                if check_jail is not None:
+                    check_env = check_jail.environ(check_env)
+                result.checks = run_checks(
+                    ws.cwd, task.checks, check_env, task.check_timeout_s or config.check_timeout_s, check_jail
+                )
+            if check_jail is not None:
+                result.network_blocked += check_jail.attempts
+        if jail is not None:
+            result.network_blocked = [*jail.attempts, *result.network_blocked]
+        blocked = netjail.blocked_note(result.network_blocked)
+        if blocked:
+            result.warnings.append(blocked)
         return result
     finally:
         if not keep:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
@@ -76,9 +76,23 @@ from skillopt_lib.runfiles import STATE_VERSION, RunFiles, bundle_from_json, bun
 from skillopt_lib.selection import select_edits
 from skillopt_lib.skill import SkillBundle
 
+if TYPE_CHECKING:
+    from skillopt_lib.screen import ScreenResult
+
 Event = dict[str, Any]
 EventHandler = Callable[[Event], None]
 META_NOTES_MAX = 2000
+
+
+class Screen(Protocol):
+    """What screens a candidate's added lines before it is replayed (`skillopt_lib.screen.CandidateScreen`).
+
+    `shown` are the results the optimizer read this step, so a line copied from their tool output is caught.
+    """
+
+    def check(
+        self, incumbent: SkillBundle, candidate: SkillBundle, shown: Sequence[ItemResult] = ()
+    ) -> ScreenResult: ...
 
 
 @dataclass
@@ -243,8 +257,11 @@ class Trainer:
         on_event: EventHandler | None = None,
         pending: PendingCandidate | None = None,
         ledger: GateLedger | None = None,
+        screen: Screen | None = None,
     ) -> None:
         self.cfg = config
+        # The candidate screen (untrusted-text defence): a candidate it rejects is never replayed.
+        self.screen = screen
         self._carried = pending
         # Which candidates were tested against which incumbent: the e-value gate shares one error rate
         # between them. A caller that runs again on the same incumbent (the nightly cycle) passes its own.
@@ -515,6 +532,14 @@ class Trainer:
             self._history(state, record)
             self._emit("pending", accepted=False, outcome="dropped", reason=why)
             return
+        if self.screen is not None:
+            verdict = self.screen.check(incumbent, pending.skill, ())
+            if verdict.rejected:
+                why = verdict.reason()
+                record.update(accepted=False, gate=None, reason=why, screened=[verdict.to_dict()])
+                self._history(state, record)
+                self._emit("pending", accepted=False, outcome="screened", reason=why)
+                return
         evidence = PairedEvidence.from_dict(pending.evidence.to_dict())
         if self.cfg.gate.test == "e-value":
             share = self.ledger.share(incumbent.content_hash, pending.skill.content_hash, self.cfg.gate)
@@ -650,8 +675,19 @@ class Trainer:
             "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
         }
 
-        # 6. evaluate
-        if not applied or issues:
+        # 6. screen, then evaluate: a line the screen rejects is never replayed.
+        screened: list[Edit] = []
+        if applied and not issues and self.screen is not None:
+            candidate, applied, screened = self._screened(
+                state, incumbent, candidate, applied, [r for _, r in pairs], step, record
+            )
+            record["applied"] = [e.model_dump() for e in applied]
+        if not applied and screened:
+            record["gate"] = None
+            record["accepted"] = False
+            record["reason"] = record["screened"][0]["reason"]
+            state.no_improve += 1
+        elif not applied or issues:
             if issues:
                 record["invalid_skill"] = [str(i) for i in issues]
                 self._reject(state, applied, step, "the edited skill is not a valid SKILL.md")
@@ -671,7 +707,9 @@ class Trainer:
             else:
                 self._reject(state, applied, step, decision.reason)
                 state.no_improve += 1
-        record["rejected_edits"] = [e.model_dump() for e in applied] if not record["accepted"] else []
+        record["rejected_edits"] = [e.model_dump() for e in screened] + (
+            [e.model_dump() for e in applied] if not record["accepted"] else []
+        )
         record["val"] = {"incumbent": state.incumbent_val}
         record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
         record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
@@ -693,6 +731,45 @@ class Trainer:
             train=train_hard,
             spent=self._usage_now(state),
         )
+
+    def _screened(
+        self,
+        state: RunState,
+        incumbent: SkillBundle,
+        candidate: SkillBundle,
+        applied: list[Edit],
+        shown: Sequence[ItemResult],
+        step: int,
+        record: dict[str, Any],
+    ) -> tuple[SkillBundle, list[Edit], list[Edit]]:
+        """Screen the candidate; while the screen rejects it, reject the edits that carry a rejected line (into
+        the rejected-edit buffer, with the screen's reason: which line and why) and build the candidate again
+        from the step's other edits, which are screened in turn. Returns the candidate left, its edits (none
+        when nothing survived) and the edits the screen rejected; `record["screened"]` lists each verdict."""
+        assert self.screen is not None
+        rejected: list[Edit] = []
+        while applied:
+            verdict = self.screen.check(incumbent, candidate, shown)
+            if not verdict.rejected:
+                break
+            lines = {f.line.strip() for f in verdict.rejects()}
+            bad = [e for e in applied if _carries(e, lines)] or list(applied)
+            reason = verdict.reason()
+            self._reject(state, bad, step, reason)
+            rejected += bad
+            record.setdefault("screened", []).append(
+                {
+                    "reason": reason,
+                    "findings": [f.to_dict() for f in verdict.rejects()],
+                    "edits": [e.model_dump() for e in bad],
+                }
+            )
+            self._emit("screened", step=step + 1, reason=reason)
+            rest = [e for e in applied if all(e is not b for b in bad)]
+            if not rest:
+                return incumbent, [], rejected
+            candidate, applied, _conflicts = apply_edits(incumbent, rest)
+        return candidate, applied, rejected
 
     def _decide(self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
         if self.cfg.gate.kind == "sequential":
@@ -820,6 +897,13 @@ class Trainer:
                     record.update(accepted=False, reason="guidance unchanged", gate=None)
                 elif problem:
                     record.update(accepted=False, reason=problem, gate=None)
+                elif (
+                    self.screen is not None and (verdict := self.screen.check(incumbent, candidate)).rejected
+                ):
+                    record.update(accepted=False, reason=verdict.reason(), gate=None)
+                    record["screened"] = [
+                        {"reason": verdict.reason(), "findings": verdict.to_dict()["findings"]}
+                    ]
                 else:
                     decision = self._decide(state, candidate, incumbent)
                     record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
@@ -941,6 +1025,13 @@ class Trainer:
             results=flat,
             usage=used,
         )
+
+
+def _carries(edit: Edit, lines: set[str]) -> bool:
+    """Whether `edit` writes one of `lines` (the screen's findings keep a line's first 300 characters)."""
+    return any(
+        own.strip() in lines or own.strip()[:300] in lines for own in (edit.content or "").splitlines()
+    )
 
 
 def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, Any] | None:

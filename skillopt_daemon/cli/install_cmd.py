@@ -199,7 +199,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("mcp")
     def mcp_cmd() -> None:
-        """Serve the review tools (status, diff, approve, reject, rollback, sleep) over MCP on stdio."""
+        """Serve the review tools (status, diff, reject, rollback, sleep) over MCP on stdio.
+
+        There is no approve tool: only the user approves, in their own terminal.
+        """
         # The MCP server is a face of its own: this process becomes it (same stdio, same environment), so
         # the CLI never imports another face.
         sys.stdout.flush()

@@ -82,6 +82,13 @@ def status(json_out: bool = JSON_OPT) -> None:
             ],
         )
         for p in pending:
+            if p.get("screen_warnings"):
+                console.print(
+                    f"[bold red]{literal(p['short_id'])} was flagged by the candidate screen[/] "
+                    f"(read it with skillopt diff {literal(p['short_id'])}; never auto-approved): "
+                    + literal("; ".join(p["screen_warnings"])),
+                    highlight=False,
+                )
             if not p.get("proven", True) and p.get("tier_note"):
                 console.print(
                     f"[bold yellow]{literal(p['short_id'])} is {literal(p['tier_label'])}:[/] "
@@ -184,6 +191,25 @@ def propose(
     console.print(f"Proposed {v.label} as [bold]{v.short_id}[/]. Review it: skillopt diff {v.short_id}")
 
 
+def _screen_notes(item: dict[str, Any]) -> None:
+    """The screen's warnings and the lines with no provenance, before the diff (on stderr, like the tier)."""
+    warnings = item.get("screen_warnings") or []
+    if warnings:
+        err_console.print(
+            "[bold red]flagged by the candidate screen (never auto-approved); read these lines before approving:[/]",
+            highlight=False,
+        )
+        for w in warnings:
+            err_console.print(f"  [red]⚠ {literal(w)}[/]", highlight=False)
+    missing = item.get("provenance_missing") or []
+    if missing:
+        err_console.print(
+            f"[bold yellow]{len(missing)} added line(s) with no provenance[/] (no correction of yours and no "
+            "failed replay stands behind them; marked ⚠ in the diff)",
+            highlight=False,
+        )
+
+
 def diff(
     ref: str = typer.Argument(
         None,
@@ -215,6 +241,7 @@ def diff(
         else:
             note = f": {literal(item['tier_note'])}" if item["tier_note"] else ""
             err_console.print(f"[bold yellow]tier: {literal(item['tier_label'])}[/]{note}", highlight=False)
+        _screen_notes(item)
     text = view["diff"]
     if not text:
         err_console.print("(no differences)")

@@ -5,6 +5,12 @@ the same registry functions as the CLI, so the rules (hand edits win, a decided 
 hold whichever way a decision arrives. Errors a user can cause come back as tool errors carrying the
 message and the hint, never as a crash of the server. Nothing may be printed on stdout: it carries the
 protocol.
+
+There is no `approve` tool. Whoever calls an MCP tool is the agent, and an agent can be talked into anything
+by the text it reads: a planted instruction that got into a proposal could have the agent approve it. So
+approving, the one decision that installs new instructions for every future session, is the user's alone:
+`diff` says which command the user types in their own terminal (`APPROVE_HINT`). Rejecting and rolling back
+stay: at worst they keep or restore a version the user already approved.
 """
 
 from __future__ import annotations
@@ -28,8 +34,14 @@ from skillopt_lib.safetext import printable, printable_data
 SERVER_NAME = "skillopt"
 INSTRUCTIONS = (
     "skillopt learns from the user's coding-agent sessions and proposes improvements to their skills. "
-    "Use `status` to see pending proposals, `diff` to show one, and `approve`, `reject` or `rollback` only "
-    "when the user asks for that decision. `sleep` runs the improvement cycle now and spends model tokens."
+    "Use `status` to see pending proposals and `diff` to show one. Only the user approves a proposal, by "
+    "typing the command `diff` gives in their own terminal; never run it yourself. Use `reject` or "
+    "`rollback` only when the user asks for that decision. `sleep` runs the improvement cycle now and "
+    "spends model tokens."
+)
+APPROVE_HINT = (
+    "only the user approves: they type `skillopt approve {id}` in their own terminal after reading this diff "
+    "(an agent must not run it)"
 )
 
 
@@ -76,17 +88,10 @@ def diff(proposal: str = "") -> dict[str, Any]:
     `likely` proposal is not yet proven), as `skillopt diff --json` does.
     """
     with _registry() as reg:
-        return diff_view(reg, proposal)
-
-
-def approve(proposal: str, force: bool = False) -> dict[str, Any]:
-    """Approve a proposal and install it to every target its skill is enabled for. Only when the user asks.
-
-    `force` replaces files the user edited by hand (their edit is kept as a version first).
-    """
-    with _registry() as reg:
-        result = reg.approve(proposal, force=force)
-        out: dict[str, Any] = result.to_dict()
+        out = diff_view(reg, proposal)
+        item = out.get("proposal")
+        if item is not None and item.get("state") == "proposed":
+            out["approve"] = APPROVE_HINT.format(id=item["id"])
         return out
 
 
@@ -119,10 +124,10 @@ def run_night(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
 
 
 # Tool name -> function. `sleep` is the name users know from `skillopt sleep` and the slash commands.
+# No `approve`: see the module docstring.
 TOOLS: dict[str, Callable[..., Any]] = {
     "status": status,
     "diff": diff,
-    "approve": approve,
     "reject": reject,
     "rollback": rollback,
     "sleep": run_night,

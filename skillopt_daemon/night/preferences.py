@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import Any
 
+from skillopt_lib.origin import PREFERENCES_HEADER, preference_line
+
 TRAIN = "train"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -36,8 +38,9 @@ class Preference:
     task_id: str
 
     def line(self) -> str:
-        """How the optimizer and reviewers read it: 'words' · tool · project · date."""
-        return f"'{self.text}' · {self.tool} · {self.project or '?'} · {self.date or '?'}"
+        """How the optimizer and reviewers read it: 'words' · tool · project · date, on one line (a line break
+        in the words shows as ⏎, so a quoted message cannot start a line of its own in a prompt)."""
+        return preference_line(self.text, self.tool, self.project, self.date)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,8 +83,12 @@ def train_preferences(tasks: Iterable[dict[str, Any]]) -> list[Preference]:
 
 
 def render(prefs: Sequence[Preference]) -> str:
-    """The block the optimizer reads under a train task (empty when there is nothing to show)."""
-    return "\n".join(f"- {p.line()}" for p in prefs)
+    """The block the optimizer reads under a train task (empty when there is nothing to show), headed as
+    the user's own words: unlike tool output and the agent's messages (fenced as data, `skillopt_lib.
+    origin`), these are what the user taught."""
+    if not prefs:
+        return ""
+    return PREFERENCES_HEADER + "\n" + "\n".join(f"- {p.line()}" for p in prefs)
 
 
 # ---------------------------------------------------------------------------------------------- provenance

@@ -183,6 +183,9 @@ class ReplayEnvironment(ExecTasksEnvironment):
         scored = score(
             item.id, replace(result, checks=[c for c in result.checks if c.command not in guards]), gamed
         )
+        # What the replay tried to reach and was refused (host and port): a candidate whose replays try a host
+        # the installed skill's replays never did is not proposed (`night/training.py`).
+        scored.details["network_blocked"] = list(result.network_blocked)
         if broken:
             # A check that passed before the work and fails after it: the work did damage.
             scored.hard = scored.soft = 0.0
@@ -220,10 +223,16 @@ class ReplayEnvironment(ExecTasksEnvironment):
                     "gaming": scored.details.get("gaming") or [],
                     "guards_broken": scored.details.get("guards_broken") or [],
                     "refused": scored.details.get("refused"),
+                    "network_blocked": list(result.network_blocked),
                     "duration_s": round(scored.duration_s, 2),
                 }
             )
         return scored
+
+    def runs_of(self, skill_hash: str) -> list[list[dict[str, Any]]]:
+        """Every recorded replay of `skill_hash`, per item (any split)."""
+        with self._lock:
+            return [list(runs) for (h, _iid), runs in self.observed.items() if h == skill_hash]
 
     def gaming(self) -> list[str]:
         """What the night's replays did to game their checks, each finding once, most frequent first."""

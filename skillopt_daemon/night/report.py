@@ -13,7 +13,8 @@ from typing import Any
 @dataclass
 class SkillOutcome:
     skill: str
-    # proposed | approved | pending | waited | awaiting-review | no-improvement | leak | retracted | budget |
+    # proposed | approved | pending | waited | awaiting-review | no-improvement | leak | screened | retracted |
+    # budget |
     # too-few-tasks | error | dry-run | skipped (installed nowhere)
     status: str
     reason: str = ""
@@ -31,6 +32,9 @@ class SkillOutcome:
     needs: str = ""
     # A proposal's tier: `proven`, or `likely` (shown for review, never auto-approved).
     tier: str | None = None
+    # The candidate screen's verdict when it found something (`skillopt_lib.screen.ScreenResult.to_dict`):
+    # the lines and why, for a `screened` outcome (nothing proposed) or a proposal shown with its warnings.
+    screen: dict[str, Any] | None = None
 
 
 def trained_nothing(skills: list[dict[str, Any]]) -> bool:

@@ -105,7 +105,7 @@ def _last_lines(
             # Tonight's candidate for a new skill that was never drafted: its `skill` is still the family's
             # mined description, not a skill's name.
             lines.append(family_line(s["skill"], s.get("tasks") or 0, _undrafted(s)))
-        elif s.get("new") or s.get("status") in ("pending", "waited", "retracted"):
+        elif s.get("new") or s.get("status") in ("pending", "waited", "retracted", "screened"):
             what = "new skill" if s.get("new") else "skill"
             line = f"{what} {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
             if s.get("needs"):

@@ -33,6 +33,7 @@ from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, 
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.retracted import Retraction, blocks, retracted
 from skillopt_daemon.night.runs import last_run, night_dir
+from skillopt_daemon.night.screening import candidate_screen
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import create_backend
@@ -40,6 +41,7 @@ from skillopt_lib.config import TrainConfig
 from skillopt_lib.gate import GateConfig, PairedEvidence, plan_gate, sequential_decision
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.runfiles import read_history
+from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import Trainer, TrainResult
 from skillopt_lib.usage import format_cost
@@ -359,9 +361,18 @@ def _train_and_propose(
         agents=agents,
     )
     run_dir = night_dir(ctx.report.run_id) / name
+    # The candidate screen: the tasks' words, their sessions' tool output and their repositories' hosts.
+    screen = candidate_screen(ctx.db, tasks)
+    if new:
+        # A new skill's draft was written by the optimizer too: every line of it is screened before a replay.
+        drafted = screen.check(NOTHING, incumbent)
+        if drafted.rejected:
+            return _screened(base, drafted)
     ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}; {plan.reason}")
     try:
-        result = _train(ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried)
+        result = _train(
+            ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried, screen
+        )
     except NightBudgetExceeded as exc:
         why = exc.message + "; nothing was registered"
         return SkillOutcome(
@@ -382,13 +393,22 @@ def _train_and_propose(
         gate_plan=plan.to_dict(),
     )
     best = result.best_skill
+    screened = _screened_tonight(result.run_dir)
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
         if result.pending is not None:
             outcome.status = "pending"
             outcome.reason = f"evidence kept for the next nights: {result.pending.reason}"
             outcome.needs = _needs_text(result.pending.evidence.to_dict(), gate)
+            if screened:
+                outcome.reason += f"; {screened[0]['reason']}"
             return outcome
         outcome.reason = "no candidate passed the gate"
+        if screened:
+            # What the screen rejected (never replayed) leads: it is why nothing was proposed.
+            outcome.status = "screened"
+            outcome.reason = f"{screened[0]['reason']}; nothing was proposed ({outcome.reason})"
+            outcome.screen = {"rejected": True, "findings": [f for s in screened for f in s["findings"]]}
+            return outcome
         retried = _retried(took_back, result.run_dir)
         if retried:
             outcome.status = "retracted"
@@ -401,12 +421,29 @@ def _train_and_propose(
     if not ok:
         outcome.status, outcome.reason = "leak", why
         return outcome
+    # Screened again before it is proposed: every line the proposal adds over what the user approved.
+    verdict = screen.check(incumbent if not new else NOTHING, best)
+    if verdict.rejected:
+        return _screened(outcome, verdict)
+    phoned = refused_hosts(env, best.content_hash) - refused_hosts(env, incumbent.content_hash)
+    if phoned:
+        outcome.status = "screened"
+        outcome.reason = (
+            "its replays tried to reach hosts the installed skill's replays never did, and were refused: "
+            + ", ".join(sorted(phoned)[:5])
+        )
+        outcome.screen = {"network_blocked": sorted(phoned)}
+        return outcome
     again = took_back.get(best.content_hash)
     if again is not None and blocks(again, len(tasks)):
         outcome.status = "retracted"
         outcome.reason = f"{again.describe()}; not proposed again until its tasks grow"
         return outcome
     found = evidence(result, env, incumbent, best, tasks, ctx.budget, tool)
+    found["screen"] = verdict.to_dict()
+    found["provenance_missing"] = provenance_missing(verdict.lines, found.get("provenance") or [])
+    if verdict.flagged:
+        outcome.screen = verdict.to_dict()
     if again is not None:
         found["same_as_retracted"] = again.describe()
     outcome.tier = found.get("tier")
@@ -418,6 +455,11 @@ def _train_and_propose(
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
     return _propose(ctx, outcome, best, found, parent)
+
+
+def _screened_tonight(run_dir: Path) -> list[dict[str, Any]]:
+    """The candidate screen's rejections in tonight's training (the trainer's `screened` records)."""
+    return [s for rec in read_history(run_dir) for s in rec.get("screened") or [] if isinstance(s, dict)]
 
 
 def _retried(took_back: dict[str, Retraction], run_dir: Path) -> str | None:
@@ -546,6 +588,7 @@ def _train(
     gate: GateConfig,
     ledger: StoreLedger,
     carried: Carried | None,
+    screen: CandidateScreen | None = None,
 ) -> TrainResult:
     """Train from the incumbent, or resume the interrupted night's checkpoint of this skill when it has one.
     `agent` replays the tasks of the most used tool; the environment holds one agent per tool."""
@@ -556,6 +599,7 @@ def _train(
         shutil.copytree(prev, run_dir, dirs_exist_ok=True)
         trainer = Trainer.resume(run_dir, config=cfg, env=env, agent=agent, optimizer=ctx.optimizer)
         trainer.ledger = ledger
+        trainer.screen = screen
     else:
         trainer = Trainer(
             cfg,
@@ -566,6 +610,7 @@ def _train(
             initial_skill=incumbent,
             pending=carried.pending if carried is not None else None,
             ledger=ledger,
+            screen=screen,
         )
     return trainer.train()
 
@@ -596,12 +641,37 @@ def _propose(
         outcome.reason += f"; {found.get('tier_note') or 'likely, not yet proven'}"
     if found.get("same_as_retracted"):
         outcome.reason += f"; {found['same_as_retracted']}"
-    # A likely proposal is shown to the user, never installed unreviewed.
-    if name in ctx.settings.night.auto_approve and found.get("tier") != "likely":
-        ctx.registry.approve(version.id)
-        outcome.status = "approved"
-        outcome.reason += " (auto-approved)"
+    if found.get("screen") and ScreenResult.from_dict(found["screen"]).flagged:
+        outcome.reason += "; " + ScreenResult.from_dict(found["screen"]).reason()
+    if name not in ctx.settings.night.auto_approve:
+        return outcome
+    # A likely proposal is shown to the user, never installed unreviewed; nor is one the screen flagged.
+    refusal = "it is likely, not yet proven" if found.get("tier") == "likely" else None
+    refusal = refusal or auto_approve_refusal(found.get("screen"))
+    if refusal:
+        outcome.reason += f" (not auto-approved: {refusal})"
+        return outcome
+    ctx.registry.approve(version.id)
+    outcome.status = "approved"
+    outcome.reason += " (auto-approved)"
     return outcome
+
+
+# What a new skill's lines are screened against: nothing the user approved.
+NOTHING = SkillBundle(files={})
+
+
+def _screened(outcome: SkillOutcome, verdict: ScreenResult) -> SkillOutcome:
+    """The outcome of a candidate the screen rejected: nothing proposed, the lines and reasons said."""
+    outcome.status = "screened"
+    outcome.reason = verdict.reason() + "; nothing was proposed"
+    outcome.screen = verdict.to_dict()
+    return outcome
+
+
+def refused_hosts(env: ReplayEnvironment, skill_hash: str) -> set[str]:
+    """The hosts the replays of `skill_hash` tried to reach and were refused (`ExecResult.network_blocked`)."""
+    return {h for runs in env.runs_of(skill_hash) for run in runs for h in run.get("network_blocked") or []}
 
 
 def _bundle_text(bundle: SkillBundle) -> str:

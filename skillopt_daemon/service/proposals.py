@@ -11,6 +11,9 @@ proposal is described the same way wherever it is reviewed.
   never shown as proven; evidence without a tier (older proposals) is proven.
 - **Decided**: approved, rejected or rolled back, with the reason: the user's words for a rejection or a
   rollback, who approved it for an approval.
+- **Screen**: what the candidate screen warned about (`screen_warnings`: which line and why; such a proposal
+  is never auto-approved) and the added lines traced to nothing (`provenance_missing`: no correction of the
+  user's and no failed replay stands behind them). The diff carries both beside their lines (`⚠`).
 """
 
 from __future__ import annotations
@@ -128,6 +131,45 @@ def _summary(reg: Registry, v: Version) -> str:
         return f"(the change cannot be read: {exc})"
 
 
+# ------------------------------------------------------------------------------------------------ screen
+
+SCREEN_MARK = "  ⚠ "
+NO_PROVENANCE = "no provenance: no correction of yours and no failed replay stands behind this line"
+
+
+def _findings(evidence: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    record = evidence.get("screen")
+    found = record.get("findings") if isinstance(record, Mapping) else None
+    return [f for f in found or [] if isinstance(f, Mapping)]
+
+
+def screen_warnings(evidence: Mapping[str, Any]) -> list[str]:
+    """What the candidate screen found in a proposal, one sentence per finding (line, rule, why)."""
+    return [
+        f"line {f.get('line_no')} ({f.get('rule')}, {f.get('severity')}): {f.get('why')}"
+        for f in _findings(evidence)
+    ]
+
+
+def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
+    """The diff with the screen's findings and the lines without provenance flagged after their line."""
+    by_line: dict[str, list[str]] = {}
+    for f in _findings(evidence):
+        by_line.setdefault(str(f.get("line", "")).strip(), []).append(
+            f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}"
+        )
+    for line in evidence.get("provenance_missing") or []:
+        by_line.setdefault(str(line).strip(), []).append(NO_PROVENANCE)
+    if not by_line:
+        return diff
+    out: list[str] = []
+    for line in diff.splitlines(keepends=True):
+        out.append(line)
+        if line.startswith("+") and not line.startswith("+++"):
+            out.extend(f"{SCREEN_MARK}{note}\n" for note in by_line.get(line[1:].strip()[:300], []))
+    return "".join(out)
+
+
 # ------------------------------------------------------------------------------------------------ items
 
 
@@ -152,6 +194,8 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "proven": t["proven"],
         "tier_label": t["label"],
         "tier_note": t["note"],
+        "screen_warnings": screen_warnings(v.evidence),
+        "provenance_missing": [str(x) for x in v.evidence.get("provenance_missing") or []],
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }
@@ -236,5 +280,5 @@ def diff_view(reg: Registry, ref: str | None = None, context: int = 3) -> dict[s
     if ".." in ref:
         return {"ref": ref, "title": title, "diff": text, "proposal": None}
     v = reg.resolve_id(ref)
-    text = preferences.annotate_diff(text, v.evidence.get("provenance") or [])
+    text = annotate_screen(preferences.annotate_diff(text, v.evidence.get("provenance") or []), v.evidence)
     return {"ref": v.id, "title": title, "diff": text, "proposal": proposal_item(reg, v)}

@@ -238,6 +238,8 @@ class CliExecBackend:
         warnings = self.preflight()
         exe = self.executable()
         argv = self.build_argv(exe, prompt, limits, cwd)
+        if limits.confine is not None:
+            argv = limits.confine.wrap(argv)
         try:
             outcome = run_process(
                 argv,

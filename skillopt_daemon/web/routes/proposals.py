@@ -93,6 +93,8 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
             cls = "hunk"
         elif line.startswith("  ↳ "):
             cls = "provenance"
+        elif line.startswith("  ⚠ "):
+            cls = "screen"
         else:
             cls = "ctx"
         out.append((cls, line))

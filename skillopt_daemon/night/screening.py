@@ -1,0 +1,61 @@
+"""What the candidate screen knows about a skill's tasks: whose words they were, what tool output the agent
+saw, and which hosts their repositories already use (`skillopt_lib.screen`).
+
+The user's words are the tasks' requests and corrections and every message the user typed in their sessions.
+Tool output is what the agent read in those sessions (stored tool results and their excerpts) and what it
+said; a line a candidate adds that copies long runs of that text, and none of the user's, is flagged as
+copied. The hosts come from each task's repository (its remotes and tracked files), so a rule that names the
+project's own registry or API is not taken for exfiltration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlite_utils
+
+from skillopt_lib.screen import CandidateScreen, repo_hosts
+
+# Per kind of text, what the screen reads at most (tool output can be large; the runs it looks for are short).
+_MAX_TEXTS = 20_000
+
+
+def candidate_screen(db: sqlite_utils.Database, tasks: Sequence[dict[str, Any]]) -> CandidateScreen:
+    """The screen for candidates trained on `tasks` (task dicts as `replay.tasks_for_families` loads them)."""
+    user: list[str] = []
+    tool: list[str] = []
+    for t in tasks:
+        user.append(str(t.get("prompt") or ""))
+        user.extend(str(c) for c in t.get("corrections") or [])
+    sessions = sorted(
+        {(str(t.get("tool") or ""), str(t.get("session") or "")) for t in tasks if t.get("session")}
+    )
+    for tool_name, session_id in sessions:
+        rows = list(
+            db.query("SELECT id FROM sessions WHERE tool = ? AND session_id = ?", [tool_name, session_id])
+        )
+        for row in rows:
+            pk = row["id"]
+            for turn in db.query(
+                "SELECT role, text, is_meta FROM turns WHERE session_pk = ? ORDER BY seq LIMIT ?",
+                [pk, _MAX_TEXTS],
+            ):
+                if turn["role"] == "user" and not turn["is_meta"]:
+                    user.append(turn["text"] or "")
+                else:
+                    tool.append(turn["text"] or "")
+            for call in db.query(
+                "SELECT output_excerpt FROM tool_calls WHERE session_pk = ? ORDER BY seq LIMIT ?",
+                [pk, _MAX_TEXTS],
+            ):
+                if call["output_excerpt"]:
+                    tool.append(call["output_excerpt"])
+    hosts: set[str] = set()
+    for repo in sorted({str(t.get("repo")) for t in tasks if t.get("repo")}):
+        hosts |= repo_hosts(repo)
+    return CandidateScreen(
+        user_words=[u for u in user if u.strip()],
+        tool_outputs=[x for x in tool if x.strip()],
+        repo_hosts=hosts,
+    )
