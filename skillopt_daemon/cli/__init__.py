@@ -61,6 +61,7 @@ COMMAND_MODULES = [
     "sleep_cmd",
     "ui_cmd",
     "keys_cmd",
+    "report_cmd",
 ]
 
 # Which module registers each top-level command. `main` imports only the module a command needs, so that
@@ -92,6 +93,7 @@ COMMANDS: dict[str, str] = {
     "sleep": "sleep_cmd",
     "ui": "ui_cmd",
     "keys": "keys_cmd",
+    "report": "report_cmd",
 }
 _loaded: set[str] = set()
 
