@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
         from skillopt_daemon.night import outcomes
         from skillopt_daemon.night.status import desktop
 
+        # one summary, whichever face sends it: `outcomes.notify_weekly` is the daemon's weekly job
         data = outcomes.report(open_db(), load_settings().report)
         line = outcomes.headline(data)
         if notify:

@@ -255,6 +255,11 @@ class ReportSettings(_Section):
         gt=0,
         description="a rule whose family has not been seen for this many days is proposed for removal",
     )
+    weekly: str = Field(
+        default="0 9 * * 1",
+        description="when the daemon sends the weekly summary as a desktop notification (cron, local time; "
+        "empty: never)",
+    )
 
 
 class UISettings(_Section):

@@ -29,7 +29,8 @@ SERVER_NAME = "skillopt"
 INSTRUCTIONS = (
     "skillopt learns from the user's coding-agent sessions and proposes improvements to their skills. "
     "Use `status` to see pending proposals, `diff` to show one, and `approve`, `reject` or `rollback` only "
-    "when the user asks for that decision. `sleep` runs the improvement cycle now and spends model tokens."
+    "when the user asks for that decision; `report` says whether the learned rules worked. `sleep` runs the "
+    "improvement cycle now and spends model tokens."
 )
 
 
@@ -109,6 +110,18 @@ def rollback(skill: str, to: str = "", force: bool = False, reason: str = "") ->
         return {"installs": [o.to_dict() for o in outcomes]}
 
 
+def report() -> dict[str, Any]:
+    """What skillopt learned and whether it worked (the weekly summary; read-only): each installed rule's
+    verdict (working, not working, too early, stale, contradicted) with its family's correction rate before
+    and after its install, the correction funnel per skill, and the tokens and cost of each rule."""
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.night import outcomes
+
+    with _registry() as reg:
+        data = outcomes.report(reg.db, load_settings().report)
+        return {"headline": outcomes.headline(data), **data}
+
+
 def run_night(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
     """Run skillopt's improvement cycle now (mine sessions, replay, propose). Spends model tokens.
 
@@ -125,6 +138,7 @@ TOOLS: dict[str, Callable[..., Any]] = {
     "approve": approve,
     "reject": reject,
     "rollback": rollback,
+    "report": report,
     "sleep": run_night,
 }
 

@@ -688,3 +688,13 @@ def headline(data: Mapping[str, Any]) -> str:
 def report(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> dict[str, Any]:
     outcomes = assess(db, settings)
     return summary(outcomes, skill_funnels(db, outcomes))
+
+
+def notify_weekly(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> str:
+    """The weekly summary as a desktop notification (the daemon's `report.weekly` job, `skillopt report
+    --notify`); returns the line it sent."""
+    from skillopt_daemon.night.status import desktop
+
+    line = headline(report(db, settings))
+    desktop("skillopt: what it learned", line)
+    return line

@@ -11,7 +11,7 @@ from integ_helpers import Env, approve_skill, propose_skill
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-EXPECTED_TOOLS = {"status", "diff", "approve", "reject", "rollback", "sleep"}
+EXPECTED_TOOLS = {"status", "diff", "approve", "reject", "rollback", "report", "sleep"}
 
 
 def _params(env: Env) -> StdioServerParameters:
@@ -45,6 +45,9 @@ def test_list_tools_status_diff_approve_over_stdio(env: Env) -> None:
             assert {t.name for t in tools.tools} == EXPECTED_TOOLS
             approve_tool = next(t for t in tools.tools if t.name == "approve")
             assert approve_tool.input_schema["required"] == ["proposal"]
+
+            report = _payload(await client.call_tool("report", {}))
+            assert report["headline"] == "skillopt has not installed a learned rule yet"
 
             status = _payload(await client.call_tool("status", {}))
             pending = status["sections"]["pending"]["items"]

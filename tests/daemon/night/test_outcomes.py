@@ -270,6 +270,39 @@ def test_skillopt_report_shows_what_was_learned_fixed_not_working_and_stale(worl
     assert data["funnel"]["logging-house-rules"]["recurrences"] == 2
     assert data["funnel"]["*"]["seen"] >= data["funnel"]["*"]["in_family"] > 0
     assert "working" in data["headline"]
+    from skillopt_daemon.mcp import server
+
+    over_mcp = server._guard(server.TOOLS["report"])()
+    assert [o["rule"]["line"] for o in over_mcp["not_working"]] == [RULES["logging"]]
+    assert over_mcp["headline"] == data["headline"]
     text = _cli(env, "report").stdout
     assert "What it fixed (working)" in text and RULES["changelog"] in text
     assert "Not working" in text and "2/7 (29%)" in text
+
+
+def test_the_weekly_summary_is_a_desktop_notification(world: dict[str, Any], tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sent = tmp_path / "sent.txt"
+    fake = bin_dir / "notify-send"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {sent}\n')
+    fake.chmod(0o755)
+    env = {k: v for k, v in world["env"].items() if k != "SKILLOPT_NO_DESKTOP_NOTIFY"}
+    env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
+    data = json.loads(_cli(env, "report", "--json", "--notify").stdout)
+    title, body = sent.read_text(encoding="utf-8").splitlines()[:2]
+    assert title == "skillopt: what it learned"
+    assert body == data["headline"] and "1 not working" in body
+
+
+def test_the_daemon_schedules_the_weekly_summary() -> None:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from skillopt_daemon.night import schedule
+
+    sched = BackgroundScheduler(timezone="UTC")
+    schedule.add_jobs(sched, Settings(), lambda: None, lambda: None)
+    assert {j.id for j in sched.get_jobs()} == {schedule.JOB_ID, schedule.WEEKLY_ID}
+    quiet = BackgroundScheduler(timezone="UTC")
+    schedule.add_jobs(quiet, Settings(report=ReportSettings(weekly="")), lambda: None, lambda: None)
+    assert {j.id for j in quiet.get_jobs()} == {schedule.JOB_ID}
