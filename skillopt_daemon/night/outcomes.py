@@ -32,10 +32,11 @@ kept in `rule_outcomes` (m010); everything else is recomputed from the store on 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -61,6 +62,7 @@ WORKING, NOT_WORKING, TOO_EARLY, STALE, CONTRADICTED = (
 )
 VERDICTS = (WORKING, NOT_WORKING, TOO_EARLY, STALE, CONTRADICTED)
 TABLE = "rule_outcomes"
+SHOWN = 20  # recurrences and contradictions listed per rule (the figures count them all)
 # Two corrections say the same when this share of the smaller one's words is shared (and at least 2 are).
 SAME_SHARE = 0.5
 # Words that name no rule's subject: a contradiction must share a word outside these with the rule.
@@ -80,6 +82,12 @@ _ALLOWS = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=65536)
+def _terms(text: str) -> frozenset[str]:
+    """`preferences.terms`, once per text: the report compares every correction with every rule."""
+    return frozenset(terms(text))
+
+
 def line_hash(line: str) -> str:
     return hashlib.sha256(" ".join(line.split()).encode("utf-8")).hexdigest()[:16]
 
@@ -90,7 +98,7 @@ def allows(text: str) -> bool:
 
 
 def _subject(text: str) -> set[str]:
-    return {t for t in terms(text) if t not in _COMMON}
+    return {t for t in _terms(text) if t not in _COMMON}
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -156,10 +164,23 @@ class Outcome:
     first_verdict_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["rule"].pop("learned_from", None)
-        d["learned_from"] = [Preference(**p).line() for p in self.rule.learned_from]
-        return d
+        """The outcome as data; recurrences and contradictions are the newest `SHOWN` (counts are whole)."""
+        rule = {k: v for k, v in vars(self.rule).items() if k != "learned_from"}
+        return {
+            "rule": rule,
+            "learned_from": [Preference(**p).line() for p in self.rule.learned_from],
+            "funnel": dict(self.funnel),
+            "figures": asdict(self.figures),
+            "verdict": self.verdict,
+            "why": self.why,
+            "family_names": list(self.family_names),
+            "last_seen": self.last_seen,
+            "recurrences": self.recurrences[-SHOWN:],
+            "contradictions": self.contradictions[-SHOWN:],
+            "retrained": list(self.retrained),
+            "removal_version_id": self.removal_version_id,
+            "first_verdict_at": self.first_verdict_at,
+        }
 
 
 def _loads(value: Any, default: Any) -> Any:
@@ -193,7 +214,7 @@ def load_attempts(db: sqlite_utils.Database) -> list[Attempt]:
             started_at=r[5] or "",
             split=r[6] or "",
             prompt=r[7] or "",
-            corrections=[str(c) for c in _loads(r[8], [])],
+            corrections=[str(c) for c in _loads(r[8], [])] if r[8] and r[8] != "[]" else [],
         )
         for r in rows
     ]
@@ -307,7 +328,7 @@ class Labels:
         return self._rules.get(Request(text, previous).hash, [])
 
 
-def _overlap(a: set[str], b: set[str]) -> bool:
+def _overlap(a: frozenset[str], b: frozenset[str]) -> bool:
     shared = a & b
     return len(shared) >= 2 and len(shared) >= SAME_SHARE * min(len(a), len(b))
 
@@ -318,20 +339,21 @@ class Matcher:
 
     def __init__(self, rule: Rule, labels: Labels, prompts: Mapping[str, str]) -> None:
         refs = [str(p.get("text") or "") for p in rule.learned_from]
-        self.ref_terms = [terms(t) for t in refs if t.strip()] + [terms(rule.line)]
+        self.ref_terms = [_terms(t) for t in refs if t.strip()] + [_terms(rule.line)]
         self.ref_rules = [
-            terms(r)
+            _terms(r)
             for p in rule.learned_from
             for r in labels.rules(str(p.get("text") or ""), prompts.get(str(p.get("task_id") or ""), ""))
         ]
         self.subject = set().union(*(_subject(t) for t in refs), _subject(rule.line))
+        self.words: set[str] = set().union(*self.ref_terms)
         self.labels = labels
 
     def same(self, text: str, prompt: str) -> bool:
-        stated = self.labels.rules(text, prompt)
-        if stated and self.ref_rules:
-            return any(_overlap(terms(s), r) for s in stated for r in self.ref_rules)
-        mine = terms(text)
+        stated = self.labels.rules(text, prompt) if self.ref_rules else []
+        if stated:
+            return any(_overlap(_terms(s), r) for s in stated for r in self.ref_rules)
+        mine = _terms(text)
         return any(_overlap(mine, r) for r in self.ref_terms)
 
     def contradicts(self, text: str) -> bool:
@@ -369,12 +391,17 @@ def decide(fig: Figures, *, contradicted: bool, stale: bool, settings: ReportSet
 
 
 def assess(
-    db: sqlite_utils.Database, settings: ReportSettings | None = None, *, now: str | None = None
+    db: sqlite_utils.Database,
+    settings: ReportSettings | None = None,
+    *,
+    attempts: list[Attempt] | None = None,
+    seen_texts: Counter[str] | None = None,
 ) -> list[Outcome]:
     """Every learned rule with its funnel, figures and verdict (proposed and rejected ones too: the funnel
-    counts them; only installed ones get a verdict other than `too early`)."""
+    counts them; only installed ones get a verdict other than `too early`). `attempts` and `seen_texts` are
+    `load_attempts(db)` and `_seen_corrections(db)` when the caller already read them."""
     settings = settings or ReportSettings()
-    attempts = load_attempts(db)
+    attempts = load_attempts(db) if attempts is None else attempts
     rules = learned_rules(db, attempts)
     if not rules:
         return []
@@ -389,7 +416,7 @@ def assess(
         for p in r.learned_from
     ]
     labels = Labels(db, pairs)
-    seen_texts = _seen_corrections(db)
+    seen = Seen(_seen_corrections(db) if seen_texts is None else seen_texts)
     names = _family_names(db)
     stored = _stored(db)
     cutoff = utcnow() - timedelta(days=settings.stale_after_days)
@@ -431,7 +458,7 @@ def assess(
         )
         last_seen = members[-1].started_at if members else None
         funnel = {
-            "seen": sum(1 for t in seen_texts if m.same(t[0], t[1])),
+            "seen": seen.count(m),
             "in_family": in_family,
             "shown": shown,
             "in_proposal": len(rule.learned_from),
@@ -474,17 +501,42 @@ def _mention(a: Attempt, text: str) -> dict[str, Any]:
     return {"attempt": a.key, "task_id": a.task_id, "session": a.session, "text": text, "at": a.started_at}
 
 
-def _seen_corrections(db: sqlite_utils.Database) -> list[tuple[str, str]]:
-    """Every correction in every stored session (its signals), with the session's first request."""
+def _seen_corrections(db: sqlite_utils.Database) -> Counter[str]:
+    """Every correction in every stored session (its signals), by text."""
+    out: Counter[str] = Counter()
     if not _has(db, "sessions"):
-        return []
-    out: list[tuple[str, str]] = []
+        return out
     for (raw,) in db.execute("SELECT signals_json FROM sessions WHERE signals_json LIKE '%\"text\"%'"):
         sig = _loads(raw, {})
         for c in sig.get("corrections") or [] if isinstance(sig, dict) else []:
             if isinstance(c, dict) and c.get("text"):
-                out.append((str(c["text"]), ""))
+                out[str(c["text"])] += 1
     return out
+
+
+class Seen:
+    """The store's corrections, indexed by word, so each rule compares itself only with the corrections
+    that share a word with it. Words in more than `UBIQUITOUS` of them name no rule and are not indexed
+    (a correction that shares only such words with a rule is not the same correction)."""
+
+    UBIQUITOUS = 0.3
+
+    def __init__(self, texts: Counter[str]) -> None:
+        self.texts = list(texts.items())
+        index: dict[str, list[int]] = defaultdict(list)
+        for i, (text, _n) in enumerate(self.texts):
+            for t in _terms(text):
+                index[t].append(i)
+        cap = max(50, int(self.UBIQUITOUS * len(self.texts)))
+        self.index = {t: ids for t, ids in index.items() if len(ids) <= cap}
+        self.total = sum(texts.values())
+
+    def count(self, m: Matcher) -> int:
+        """How many stored corrections are the same as the rule's."""
+        candidates: set[int] = set()
+        for t in m.words:
+            candidates.update(self.index.get(t, ()))
+        return sum(self.texts[i][1] for i in candidates if m.same(self.texts[i][0], ""))
 
 
 def _family_names(db: sqlite_utils.Database) -> dict[str, str]:
@@ -513,7 +565,13 @@ STAGE_NAMES = {
 }
 
 
-def skill_funnels(db: sqlite_utils.Database, outcomes: Sequence[Outcome]) -> dict[str, dict[str, int]]:
+def skill_funnels(
+    db: sqlite_utils.Database,
+    outcomes: Sequence[Outcome],
+    *,
+    attempts: list[Attempt] | None = None,
+    seen_texts: Counter[str] | None = None,
+) -> dict[str, dict[str, int]]:
     """The funnel per skill (the sum over its rules), plus `*`: every correction the store holds, how many
     are in a family and in a train task, then the rules' stages."""
     per: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(STAGES, 0))
@@ -521,8 +579,8 @@ def skill_funnels(db: sqlite_utils.Database, outcomes: Sequence[Outcome]) -> dic
         for k in STAGES:
             per[o.rule.skill][k] += o.funnel[k]
     total = dict.fromkeys(STAGES, 0)
-    total["seen"] = len(_seen_corrections(db))
-    attempts = load_attempts(db)
+    total["seen"] = sum((_seen_corrections(db) if seen_texts is None else seen_texts).values())
+    attempts = load_attempts(db) if attempts is None else attempts
     total["in_family"] = sum(len(a.corrections) for a in attempts)
     total["shown"] = sum(len(a.corrections) for a in attempts if a.split == "train")
     for k in ("in_proposal", "installed", "recurrences"):
@@ -652,10 +710,10 @@ def propose_removals(reg: Registry, outcomes: Sequence[Outcome]) -> list[str]:
 
 def summary(outcomes: Sequence[Outcome], funnels: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     """What `skillopt report`, the dashboard, the MCP tool and the weekly notification show."""
-    installed = [o for o in outcomes if o.rule.state in ("installed", "removed")]
-    by = {v: [o.to_dict() for o in installed if o.verdict == v] for v in VERDICTS}
+    installed = [(o, o.to_dict()) for o in outcomes if o.rule.state in ("installed", "removed")]
+    by = {v: [d for o, d in installed if o.verdict == v] for v in VERDICTS}
     return {
-        "learned": [o.to_dict() for o in installed],
+        "learned": [d for _o, d in installed],
         "working": by[WORKING],
         "not_working": by[NOT_WORKING],
         "too_early": by[TOO_EARLY],
@@ -664,8 +722,8 @@ def summary(outcomes: Sequence[Outcome], funnels: Mapping[str, Mapping[str, int]
         "pending": [o.to_dict() for o in outcomes if o.rule.state == "proposed"],
         "funnel": {k: dict(v) for k, v in funnels.items()},
         "spend": {
-            "tokens": sum(o.rule.tokens for o in installed),
-            "cost_usd": round(sum(o.rule.cost_usd for o in installed), 6),
+            "tokens": sum(o.rule.tokens for o, _d in installed),
+            "cost_usd": round(sum(o.rule.cost_usd for o, _d in installed), 6),
         },
     }
 
@@ -686,8 +744,9 @@ def headline(data: Mapping[str, Any]) -> str:
 
 
 def report(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> dict[str, Any]:
-    outcomes = assess(db, settings)
-    return summary(outcomes, skill_funnels(db, outcomes))
+    attempts, seen = load_attempts(db), _seen_corrections(db)
+    outcomes = assess(db, settings, attempts=attempts, seen_texts=seen)
+    return summary(outcomes, skill_funnels(db, outcomes, attempts=attempts, seen_texts=seen))
 
 
 def notify_weekly(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> str:
