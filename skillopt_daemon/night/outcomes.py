@@ -622,6 +622,20 @@ def record(db: sqlite_utils.Database, outcomes: Sequence[Outcome]) -> None:
             db.table(TABLE).upsert_all(rows, pk=("version_id", "line_hash"))
 
 
+def recorded(db: sqlite_utils.Database) -> dict[str, Any]:
+    """What the last night found about the installed rules (`rule_outcomes`), without recomputing: the
+    dashboard's overview card. `{verdicts: {verdict: n}, rules: [{skill, line, verdict}], updated_at}`."""
+    if not _has(db, TABLE):
+        return {"verdicts": {}, "rules": [], "updated_at": None}
+    rows = list(db.query(f"SELECT skill, line, verdict, updated_at FROM {TABLE} ORDER BY updated_at DESC"))
+    counts: Counter[str] = Counter(r["verdict"] for r in rows)
+    return {
+        "verdicts": dict(counts),
+        "rules": rows[:5],
+        "updated_at": rows[0]["updated_at"] if rows else None,
+    }
+
+
 def recurrences_to_train(outcomes: Sequence[Outcome]) -> dict[str, list[str]]:
     """For every rule that is not working: family id -> the attempts where its correction came back."""
     out: dict[str, list[str]] = defaultdict(list)

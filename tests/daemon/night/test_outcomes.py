@@ -250,7 +250,7 @@ def test_a_contradicted_rule_becomes_a_removal_proposal_that_diff_shows_and_appr
     _cli(env, "approve", lint.short_id)
     installed = Path(env["CLAUDE_CONFIG_DIR"]) / "skills" / "lint-house-rules" / "SKILL.md"
     assert RULES["lint"] not in installed.read_text(encoding="utf-8")
-    data = json.loads(_cli(env, "report", "--json").stdout)
+    data = outcomes.report(db, world["settings"].report)
     states = {o["rule"]["skill"]: o["rule"]["state"] for o in data["learned"]}
     assert states["lint-house-rules"] == "removed"
 
@@ -280,19 +280,21 @@ def test_skillopt_report_shows_what_was_learned_fixed_not_working_and_stale(worl
     assert "Not working" in text and "2/7 (29%)" in text
 
 
-def test_the_weekly_summary_is_a_desktop_notification(world: dict[str, Any], tmp_path: Path) -> None:
+def test_the_weekly_summary_is_a_desktop_notification(
+    world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     sent = tmp_path / "sent.txt"
     fake = bin_dir / "notify-send"
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {sent}\n')
     fake.chmod(0o755)
-    env = {k: v for k, v in world["env"].items() if k != "SKILLOPT_NO_DESKTOP_NOTIFY"}
-    env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
-    data = json.loads(_cli(env, "report", "--json", "--notify").stdout)
+    monkeypatch.delenv("SKILLOPT_NO_DESKTOP_NOTIFY", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
+    line = outcomes.notify_weekly(world["db"], world["settings"].report)
     title, body = sent.read_text(encoding="utf-8").splitlines()[:2]
     assert title == "skillopt: what it learned"
-    assert body == data["headline"] and "1 not working" in body
+    assert body == line and "1 not working" in body and "1 working" in body
 
 
 def test_the_daemon_schedules_the_weekly_summary() -> None:
@@ -306,3 +308,28 @@ def test_the_daemon_schedules_the_weekly_summary() -> None:
     quiet = BackgroundScheduler(timezone="UTC")
     schedule.add_jobs(quiet, Settings(report=ReportSettings(weekly="")), lambda: None, lambda: None)
     assert {j.id for j in quiet.get_jobs()} == {schedule.JOB_ID}
+
+
+def test_the_dashboard_shows_the_funnel_each_familys_rate_and_what_skillopt_learned(
+    world: dict[str, Any],
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.service.dashboard import ensure_token
+    from skillopt_daemon.web.app import create_app
+
+    token = ensure_token()
+    with TestClient(create_app(load_settings()), base_url="http://127.0.0.1:8765") as client:
+        assert client.get(f"/?token={token}", follow_redirects=False).status_code == 303
+        page = client.get("/outcomes")
+        assert page.status_code == 200
+        html = page.text
+        assert 'id="funnel"' in html and "recurrences after install" in html
+        assert "logging-house-rules" in html
+        assert '<svg class="chart"' in html and "29% of sessions corrected before the rule" in html
+        assert "0% of sessions corrected after the rule" in html
+        assert RULES["logging"] in html and "not working" in html
+        overview = client.get("/").text
+        assert "What skillopt learned" in overview and 'href="/outcomes"' in overview
+        assert "1 not working" in overview and "1 working" in overview
