@@ -237,6 +237,27 @@ def _active(db: sqlite_utils.Database) -> set[str]:
     return {r[0] for r in db.execute("SELECT DISTINCT active_version_id FROM targets") if r[0]}
 
 
+def _active_lines(db: sqlite_utils.Database, active: set[str]) -> dict[str, set[str]]:
+    """Per skill, the hashes of the lines its active versions hold (a later version may have rewritten a
+    learned line: the rule is then `replaced`). A version whose files cannot be read is left out."""
+    from skillopt_daemon.registry.content import load_bundle
+
+    out: dict[str, set[str]] = defaultdict(set)
+    for vid in active:
+        row = db.execute(
+            "SELECT s.name FROM versions v JOIN skills s ON s.id = v.skill_id WHERE v.id = ?", [vid]
+        ).fetchone()
+        if row is None:
+            continue
+        try:
+            bundle = load_bundle(db, vid)
+        except Exception:  # a damaged object store: say nothing rather than call a rule replaced
+            continue
+        for text in bundle.text_files().values():
+            out[row[0]].update(line_hash(ln.strip()) for ln in text.splitlines() if ln.strip())
+    return dict(out)
+
+
 def learned_rules(db: sqlite_utils.Database, attempts: Sequence[Attempt] | None = None) -> list[Rule]:
     """Every line a proposal added with provenance, newest proposal last, with its state and family."""
     if not _has(db, "versions", "skills"):
@@ -255,9 +276,9 @@ def learned_rules(db: sqlite_utils.Database, attempts: Sequence[Attempt] | None 
         while cur and cur not in live:
             live.add(cur)
             cur = by_id[cur].parent_id if cur in by_id else None
-    removed: dict[str, set[str]] = defaultdict(
-        set
-    )  # skill -> hashes of lines removed by an installed removal
+    shown_lines = _active_lines(db, active)  # what the agents read now, per skill
+    # skill -> hashes of the lines an installed removal took out
+    removed: dict[str, set[str]] = defaultdict(set)
     for v in versions:
         if v.evidence.get("removal") and v.id in installs:
             removed[v.skill].update(line_hash(str(x)) for x in v.evidence.get("removes") or [])
@@ -284,7 +305,7 @@ def learned_rules(db: sqlite_utils.Database, attempts: Sequence[Attempt] | None 
                 state = "proposed"
             elif line_hash(line) in removed[v.skill]:
                 state = "removed"
-            elif v.id in live:
+            elif v.id in live and (v.skill not in shown_lines or line_hash(line) in shown_lines[v.skill]):
                 state = "installed"
             else:
                 state = "replaced"
@@ -666,9 +687,11 @@ def propose_removals(reg: Registry, outcomes: Sequence[Outcome]) -> list[str]:
     installs it. Returns the new proposals' ids."""
     made: list[str] = []
     for o in outcomes:
-        if o.verdict not in (STALE, CONTRADICTED) or o.removal_version_id or not o.rule.active:
+        if o.verdict not in (STALE, CONTRADICTED) or o.removal_version_id or o.rule.state != "installed":
             continue
-        v = reg.get_version(o.rule.version_id)
+        v = reg.current_version(o.rule.skill)  # the version the agents read now, which holds the line
+        if v is None:
+            continue
         bundle = reg.load_bundle(v.id)
         changed = bundle
         for path, text in bundle.text_files().items():

@@ -333,3 +333,19 @@ def test_the_dashboard_shows_the_funnel_each_familys_rate_and_what_skillopt_lear
         overview = client.get("/").text
         assert "What skillopt learned" in overview and 'href="/outcomes"' in overview
         assert "1 not working" in overview and "1 working" in overview
+
+
+def test_a_rule_a_later_version_rewrote_is_replaced_not_judged(world: dict[str, Any]) -> None:
+    # last in this module: it changes the changelog skill the tests above read
+    db = world["db"]
+    reg = Registry(db, actor="test")
+    current = reg.current_version("changelog-house-rules")
+    assert current is not None
+    bundle = reg.load_bundle(current.id)
+    doc = bundle.doc
+    stronger = doc.with_body(doc.body.replace(RULES["changelog"], "Add every changelog entry at the top."))
+    v3 = reg.propose("changelog-house-rules", bundle.with_doc(stronger), evidence={})
+    reg.approve(v3.id)
+    (o,) = [o for o in outcomes.assess(db, world["settings"].report) if o.rule.line == RULES["changelog"]]
+    assert o.rule.state == "replaced" and o.verdict == outcomes.TOO_EARLY
+    assert RULES["changelog"] not in [d["rule"]["line"] for d in outcomes.report(db)["learned"]]
