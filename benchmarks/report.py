@@ -196,7 +196,7 @@ def main() -> None:
         f"| `skillopt report --json` (new process) | {_median(runs['report'][0])} | {_median(runs['report'][1])} |"
     )
     print(
-        f"| `skillopt --version` (start-up alone) | {_median(runs['version'][0])} | {_median(runs['version'][1])} |"
+        f"| `skillopt --version` (start-up, every command loaded) | {_median(runs['version'][0])} | {_median(runs['version'][1])} |"
     )
     print(f"| `outcomes.report` (in process) | {_median(inproc)} | {_median(inproc_cpu)} |")
 

@@ -46,7 +46,6 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import ReportSettings
 from skillopt_daemon.core.timeutil import parse_iso, utcnow, utcnow_iso
-from skillopt_daemon.night.labels import Request
 from skillopt_daemon.night.preferences import Preference, terms
 from skillopt_daemon.registry.models import VERSION_SQL, Version
 
@@ -329,14 +328,23 @@ def learned_rules(db: sqlite_utils.Database, attempts: Sequence[Attempt] | None 
 
 
 class Labels:
-    """The model's stated rules of a correction (from the labeller's cache), when it labelled it."""
+    """The model's stated rules of a correction (from the labeller's cache), when it labelled it.
+
+    The labeller (and the chat backends it pulls in) is imported only when its cache holds labels: a user
+    without a model pays nothing for it on every `skillopt report`."""
 
     def __init__(self, db: sqlite_utils.Database, pairs: Iterable[tuple[str, str]]) -> None:
         self._rules: dict[str, list[str]] = {}
-        wanted = {Request(text, prev).hash for text, prev in pairs}
-        if not wanted or not _has(db, "request_labels"):
+        self._hash: Any = None
+        if (
+            not _has(db, "request_labels")
+            or db.execute("SELECT 1 FROM request_labels LIMIT 1").fetchone() is None
+        ):
             return
-        ids = list(wanted)
+        from skillopt_daemon.night.labels import Request
+
+        self._hash = lambda text, prev: Request(text, prev).hash
+        ids = list({self._hash(text, prev) for text, prev in pairs})
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             q = f"SELECT hash, rules_json FROM request_labels WHERE hash IN ({','.join('?' * len(chunk))})"
@@ -346,7 +354,9 @@ class Labels:
                     self._rules[h] = found
 
     def rules(self, text: str, previous: str) -> list[str]:
-        return self._rules.get(Request(text, previous).hash, [])
+        if not self._rules:
+            return []
+        return self._rules.get(self._hash(text, previous), [])
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> bool:

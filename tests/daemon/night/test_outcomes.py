@@ -349,3 +349,41 @@ def test_a_rule_a_later_version_rewrote_is_replaced_not_judged(world: dict[str, 
     (o,) = [o for o in outcomes.assess(db, world["settings"].report) if o.rule.line == RULES["changelog"]]
     assert o.rule.state == "replaced" and o.verdict == outcomes.TOO_EARLY
     assert RULES["changelog"] not in [d["rule"]["line"] for d in outcomes.report(db)["learned"]]
+
+
+def test_with_the_models_labels_the_same_correction_in_another_language_recurs(tmp_path: Path) -> None:
+    from skillopt_daemon.night.labels import Request
+
+    db = open_db(tmp_path / "labels.db")
+    learned, again, other = "no noqa, fix the code", "不要加 noqa，修代码", "不要加 noqa，先跑测试"
+    task, later = "make lint is failing, please fix", "lint fails in app/dates.py, fix it"
+    rows = [
+        (learned, task, ["Do not use noqa comments; fix the code"]),
+        (again, later, ["Do not add noqa comments, fix the code instead"]),
+        (other, later, ["Run the tests before committing"]),
+    ]
+    with db.conn:
+        db.table("request_labels").insert_all(
+            {"hash": Request(t, p).hash, "kind": "correction", "rules_json": json.dumps(r)}
+            for t, p, r in rows
+        )
+    rule = outcomes.Rule(
+        skill="lint",
+        version_id="v",
+        version="lint@v2",
+        line="Never silence lint with # noqa.",
+        learned_from=[{"text": learned, "task_id": "t1"}],
+        families=["f"],
+        state="installed",
+        proposed_at="",
+        installed_at="",
+        tokens=0,
+        cost_usd=0.0,
+    )
+    labels = outcomes.Labels(db, [(learned, task), (again, later), (other, later)])
+    m = outcomes.Matcher(rule, labels, {"t1": task})
+    assert m.same(again, later)  # the model read the same rule in Chinese
+    assert not m.same(other, later)  # another rule, though it names noqa too
+    lexical = outcomes.Matcher(rule, outcomes.Labels(open_db(tmp_path / "empty.db"), []), {"t1": task})
+    assert not lexical.same(again, later)  # without a model, too few shared words to say so
+    assert lexical.same("no noqa here, fix the code", "")
