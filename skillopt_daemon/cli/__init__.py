@@ -62,6 +62,7 @@ COMMAND_MODULES = [
     "ui_cmd",
     "keys_cmd",
     "plugins_cmd",
+    "report_cmd",
 ]
 
 # Which module registers each top-level command. `main` imports only the module a command needs, so that
@@ -94,6 +95,7 @@ COMMANDS: dict[str, str] = {
     "ui": "ui_cmd",
     "keys": "keys_cmd",
     "plugins": "plugins_cmd",
+    "report": "report_cmd",
 }
 _loaded: set[str] = set()
 

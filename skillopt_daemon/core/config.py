@@ -241,6 +241,32 @@ class NightSettings(_Section):
         return data
 
 
+class ReportSettings(_Section):
+    """How `skillopt report` and the night judge a rule once it is installed (`night/outcomes.py`)."""
+
+    min_sessions: int = Field(
+        default=3,
+        ge=1,
+        description="sessions of a rule's family after its install before it is called working or not",
+    )
+    working_share: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="a rule works when its correction recurs at most at this share of the rate before it",
+    )
+    stale_after_days: float = Field(
+        default=60,
+        gt=0,
+        description="a rule whose family has not been seen for this many days is proposed for removal",
+    )
+    weekly: str = Field(
+        default="0 9 * * 1",
+        description="when the daemon sends the weekly summary as a desktop notification (cron, local time; "
+        "empty: never)",
+    )
+
+
 class UISettings(_Section):
     enabled: bool = Field(default=True, description="serve the dashboard from the daemon")
     host: str = Field(
@@ -265,6 +291,7 @@ class Settings(BaseSettings):
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     night: NightSettings = Field(default_factory=NightSettings)
     ui: UISettings = Field(default_factory=UISettings)
+    report: ReportSettings = Field(default_factory=ReportSettings)
     prices: dict[str, Price] = Field(default_factory=dict)
 
     @classmethod

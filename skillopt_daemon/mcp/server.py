@@ -36,8 +36,8 @@ INSTRUCTIONS = (
     "skillopt learns from the user's coding-agent sessions and proposes improvements to their skills. "
     "Use `status` to see pending proposals and `diff` to show one. Only the user approves a proposal, by "
     "typing the command `diff` gives in their own terminal; never run it yourself. Use `reject` or "
-    "`rollback` only when the user asks for that decision. `sleep` runs the improvement cycle now and "
-    "spends model tokens."
+    "`rollback` only when the user asks for that decision. `report` says whether the learned rules "
+    "worked. `sleep` runs the improvement cycle now and spends model tokens."
 )
 APPROVE_HINT = (
     "only the user approves: they type `skillopt approve {id}` in their own terminal after reading this diff "
@@ -114,6 +114,18 @@ def rollback(skill: str, to: str = "", force: bool = False, reason: str = "") ->
         return {"installs": [o.to_dict() for o in outcomes]}
 
 
+def report() -> dict[str, Any]:
+    """What skillopt learned and whether it worked (the weekly summary; read-only): each installed rule's
+    verdict (working, not working, too early, stale, contradicted) with its family's correction rate before
+    and after its install, the correction funnel per skill, and the tokens and cost of each rule."""
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.night import outcomes
+
+    with _registry() as reg:
+        data = outcomes.report(reg.db, load_settings().report)
+        return {"headline": outcomes.headline(data), **data}
+
+
 def run_night(skill: str = "", dry_run: bool = False) -> dict[str, Any]:
     """Run skillopt's improvement cycle now (mine sessions, replay, propose). Spends model tokens.
 
@@ -130,6 +142,7 @@ TOOLS: dict[str, Callable[..., Any]] = {
     "diff": diff,
     "reject": reject,
     "rollback": rollback,
+    "report": report,
     "sleep": run_night,
 }
 

@@ -110,9 +110,33 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
     if mining_note:
         mined.notes.insert(0, mining_note)
     report.mining = mined.to_dict()
+    try:
+        report.outcomes = follow_rules(ctx, families)
+    except SkillOptError as exc:  # judging last weeks' rules must never cost tonight's training
+        report.warnings.append(f"could not follow the installed rules: {exc.message}")
     train_skills(ctx, families, skill=skill)
     if report.status == "running":
         report.status = "completed"
+
+
+def follow_rules(ctx: NightContext, families: list[Any]) -> dict[str, Any]:
+    """Judge every installed rule on the sessions since its install (`outcomes.py`): a rule that is not
+    working sends the sessions where its correction came back to train tonight; a stale or contradicted
+    one is proposed for removal (not on a dry run)."""
+    from skillopt_daemon.night import mining, outcomes
+    from skillopt_daemon.registry import Registry
+
+    found = outcomes.assess(ctx.db, ctx.settings.report)
+    moved = mining.send_to_train(ctx.db, families, outcomes.recurrences_to_train(found))
+    removals: list[str] = []
+    if not ctx.dry_run:
+        removals = outcomes.propose_removals(Registry(ctx.db, actor="night"), found)
+    outcomes.record(ctx.db, found)
+    counts: dict[str, int] = {}
+    for o in found:
+        if o.rule.state == "installed":
+            counts[o.verdict] = counts.get(o.verdict, 0) + 1
+    return {"verdicts": counts, "sent_to_train": moved, "removal_proposals": removals}
 
 
 def run_cycle(

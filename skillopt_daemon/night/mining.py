@@ -312,6 +312,9 @@ def _assign_splits(
     - every other group validates. A validation task that fails whatever a skill says costs replays but
       never weakens the test (its difference is zero); a held-out test split (`test_share`) is taken only
       once the family has `TEST_SPLIT_MIN_GROUPS` groups, so it never starves a small family's gate.
+
+    One exception to "for good": when an installed rule is not working, the groups where its correction came
+    back after the install move to train (`send_to_train`), to teach the next rule.
     """
     previous = previous or {}
     groups = _split_groups(fam, sub)
@@ -353,6 +356,43 @@ def _assign_splits(
             fam.splits[a.key] = str(split)
             fam.groups[a.key] = group
             fam.roles[a.key] = attempt_role(a)
+
+
+RECURRENCE = "recurrence"
+
+
+def send_to_train(
+    db: sqlite_utils.Database, families: Sequence[Family], attempts: Mapping[str, Sequence[str]]
+) -> list[str]:
+    """Move the groups holding `attempts` (family id -> attempt keys) to train, for good.
+
+    The night calls this for a rule that is not working (`outcomes.py`): the sessions after its install in
+    which the user made the same correction again become train tasks carrying those corrections, so the
+    optimizer reads what the installed rule failed to prevent and can write a stronger one. They are
+    whole groups, like every split, so no near-copy stays behind in validation; their role becomes
+    `recurrence`. A group that already trains is left as it is. Returns the attempt keys that moved.
+    """
+    moved: list[str] = []
+    for fam in families:
+        wanted = set(attempts.get(fam.id) or ())
+        groups = {fam.groups[k] for k in wanted if k in fam.groups and fam.splits.get(k) != "train"}
+        for a in fam.attempts:
+            if fam.groups.get(a.key) in groups:
+                fam.splits[a.key] = "train"
+                if a.key in wanted:
+                    fam.roles[a.key] = RECURRENCE
+                moved.append(a.key)
+    if not moved:
+        return []
+    role = {a.key: fam.roles.get(a.key, "") for fam in families for a in fam.attempts}
+    with db.conn:
+        for key in moved:
+            db.execute("UPDATE tasks SET split = 'train', role = ? WHERE attempt_key = ?", [role[key], key])
+            db.execute(
+                "UPDATE split_assignments SET split = 'train', role = ? WHERE attempt_key = ?",
+                [role[key], key],
+            )
+    return moved
 
 
 # ---------------------------------------------------------------------------------------------- the store

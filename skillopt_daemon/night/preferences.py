@@ -101,6 +101,11 @@ def _terms(text: str) -> set[str]:
     return words | set(_CJK.findall(text))
 
 
+def terms(text: str) -> set[str]:
+    """The words two texts are compared by (provenance here, recurrences in `outcomes.py`)."""
+    return _terms(text)
+
+
 def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -137,6 +142,10 @@ def describe(entry: dict[str, Any]) -> str:
     parts = []
     for p in entry.get("learned_from") or []:
         parts.append(Preference(**p).line())
+    if entry.get("removed"):
+        # A removal's provenance: why the rule goes (the user's contradicting words, or that it went stale).
+        why = str(entry.get("why") or "no longer wanted")
+        return f"removed because {why}" + (": " + "; ".join(parts) if parts else "")
     text = "learned from: " + "; ".join(parts) if parts else "learned from: failed replays"
     failed = entry.get("failed_replays") or []
     if failed:
@@ -145,13 +154,19 @@ def describe(entry: dict[str, Any]) -> str:
 
 
 def annotate_diff(diff: str, entries: Sequence[dict[str, Any]]) -> str:
-    """A unified diff with each added line's provenance on the line after it (`  ↳ learned from: …`)."""
-    by_line = {str(e.get("line", "")).strip(): e for e in entries}
+    """A unified diff with each added line's provenance on the line after it (`  ↳ learned from: …`), and
+    each line a removal takes out with why (`  ↳ removed because …`)."""
+    by_line = {str(e.get("line", "")).strip(): e for e in entries if not e.get("removed")}
+    removed = {str(e.get("line", "")).strip(): e for e in entries if e.get("removed")}
     out: list[str] = []
     for line in diff.splitlines(keepends=True):
         out.append(line)
         if line.startswith("+") and not line.startswith("+++"):
             entry = by_line.get(line[1:].strip())
+            if entry is not None:
+                out.append(f"  ↳ {describe(entry)}\n")
+        elif line.startswith("-") and not line.startswith("---"):
+            entry = removed.get(line[1:].strip())
             if entry is not None:
                 out.append(f"  ↳ {describe(entry)}\n")
     return "".join(out)

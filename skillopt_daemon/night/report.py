@@ -65,6 +65,9 @@ class CycleReport:
     error: str | None = None
     # Things the night set aside and the user should know (damaged pending evidence, ...).
     warnings: list[str] = field(default_factory=list)
+    # What became of the installed rules (`night/outcomes.py`): verdicts, attempts sent back to train,
+    # removal proposals.
+    outcomes: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,6 +21,7 @@ from skillopt_lib.errors import ConfigError
 
 log = logging.getLogger("skillopt.scheduler")
 JOB_ID = "nightly-cycle"
+WEEKLY_ID = "weekly-summary"
 
 
 def local_tz() -> Any:
@@ -59,13 +60,26 @@ def next_fire(expr: str, now: datetime | None = None) -> str | None:
     return to_iso(fire) if fire else None
 
 
-def add_jobs(scheduler: Any, settings: Settings, job: Callable[[], Any]) -> None:
-    """Put the nightly `job` on the daemon's `scheduler` at the configured times.
+def add_jobs(
+    scheduler: Any, settings: Settings, job: Callable[[], Any], weekly: Callable[[], Any] | None = None
+) -> None:
+    """Put the nightly `job` on the daemon's `scheduler` at the configured times, and the `weekly` summary
+    (what the learned rules did: `outcomes.notify_weekly`) at `report.weekly` when both are given.
 
-    The job is the caller's (the daemon passes its wrapper of `cycle.run_scheduled`), so the schedule
+    The jobs are the caller's (the daemon passes its wrapper of `cycle.run_scheduled`), so the schedule
     never imports the cycle: it only knows when, not what. Coalesced, one instance at a time, with the
     configured misfire grace, so a machine that slept through the hour runs one night, not several.
     """
+    if weekly is not None and settings.report.weekly.strip():
+        scheduler.add_job(
+            weekly,
+            trigger(settings.report.weekly),
+            id=WEEKLY_ID,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=settings.night.misfire_grace_s,
+            replace_existing=True,
+        )
     if not settings.night.enabled:
         log.info("nightly cycle disabled (night.enabled = false)")
         return

@@ -34,8 +34,13 @@ def notify(report: CycleReport) -> None:
     """A desktop notification where one is available; the status line is always there. Never raises."""
     if not report.proposals:
         return
-    title = "skillopt"
-    body = f"{len(report.proposals)} new skill proposal(s): run `skillopt status` to review"
+    desktop("skillopt", f"{len(report.proposals)} new skill proposal(s): run `skillopt status` to review")
+
+
+def desktop(title: str, body: str) -> None:
+    """Show `body` as a desktop notification (notify-send, osascript) where one is available. Never raises;
+    `SKILLOPT_NO_DESKTOP_NOTIFY` turns it off."""
+    body = body.replace('"', "'")
     cmd: list[str] | None = None
     if shutil.which("notify-send"):
         cmd = ["notify-send", title, body]

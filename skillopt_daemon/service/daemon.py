@@ -262,7 +262,7 @@ class Daemon:
             coalesce=True,
             max_instances=1,
         )
-        schedule.add_jobs(scheduler, self.settings, nightly_job)
+        schedule.add_jobs(scheduler, self.settings, nightly_job, weekly_job)
         scheduler.start()
         return scheduler
 
@@ -392,6 +392,16 @@ def nightly_job() -> None:
         log.info("nightly cycle: %s", report.status if report else "skipped")
     except Exception:  # the daemon must survive a failed night; the run row says what happened
         log.exception("nightly cycle failed")
+
+
+def weekly_job() -> None:
+    """The weekly summary of what the learned rules did, as a desktop notification; never raising."""
+    try:
+        from skillopt_daemon.night import outcomes
+
+        outcomes.notify_weekly(open_db(), load_settings().report)
+    except Exception:
+        log.exception("weekly summary failed")
 
 
 # --- start / stop / status ------------------------------------------------------------------------------

@@ -14,12 +14,12 @@ from fastapi.staticfiles import StaticFiles
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.service.dashboard import ensure_token
 from skillopt_daemon.web.render import HERE, error_page
-from skillopt_daemon.web.routes import overview, proposals, runs, sessions, skills, tasks
+from skillopt_daemon.web.routes import outcomes, overview, proposals, runs, sessions, skills, tasks
 from skillopt_daemon.web.routes import settings as settings_routes
 from skillopt_daemon.web.security import add_security
 from skillopt_lib.errors import SkillOptError
 
-ROUTERS = (overview, sessions, tasks, proposals, skills, runs, settings_routes)
+ROUTERS = (overview, sessions, tasks, proposals, outcomes, skills, runs, settings_routes)
 
 
 def create_app(settings: Settings, token: str | None = None) -> FastAPI:

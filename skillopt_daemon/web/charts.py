@@ -177,3 +177,47 @@ def stacked_bars(
         legend_x += 14 + 8 * len(key) + 16
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def before_after(rows: Sequence[tuple[str, float | None, float | None]], *, title: str) -> Markup:
+    """Two bars per row: the share of a family's sessions with the correction before its rule was installed
+    and after (`rows`: label, before, after, as shares 0..1; None draws no bar)."""
+    if not rows:
+        return Markup(
+            f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} 60" width="100%">'
+            f"<title>{escape(title)}</title>"
+            f'<text x="{WIDTH / 2}" y="34" text-anchor="middle" class="chart-empty">no installed rule yet</text>'
+            "</svg>"
+        )
+    label_w, row_h, bar_h = 220, 34, 12
+    height = PAD_T + row_h * len(rows) + 24
+    iw = WIDTH - label_w - PAD_R - 40
+    out = [
+        f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {height}" width="100%" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+    ]
+    for i, (label, before, after) in enumerate(rows):
+        y = PAD_T + i * row_h
+        short = label if len(label) <= 34 else label[:33] + "…"
+        out.append(
+            f'<text class="tick" x="{label_w - 8}" y="{y + bar_h + 4}" text-anchor="end">{escape(short)}</text>'
+        )
+        for k, (name, share) in enumerate((("before", before), ("after", after))):
+            if share is None:
+                continue
+            yy = y + k * (bar_h + 2)
+            w = max(1.0, share * iw)
+            out.append(
+                f'<rect class="bar series-{k}" x="{label_w}" y="{yy}" width="{w:.1f}" height="{bar_h}">'
+                f"<title>{escape(label)}: {share:.0%} of sessions corrected {name} the rule</title></rect>"
+                f'<text class="tick" x="{label_w + w + 4:.1f}" y="{yy + bar_h - 2}">{share:.0%}</text>'
+            )
+    legend_y = height - 10
+    for k, name in enumerate(("before install", "after install")):
+        x = label_w + k * 120
+        out.append(
+            f'<rect class="swatch series-{k}" x="{x}" y="{legend_y - 9}" width="10" height="10"/>'
+            f'<text class="legend" x="{x + 14}" y="{legend_y}">{name}</text>'
+        )
+    out.append("</svg>")
+    return Markup("".join(out))

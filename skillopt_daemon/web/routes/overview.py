@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from skillopt_daemon.core.config import load_settings
+from skillopt_daemon.night import outcomes
 from skillopt_daemon.service.status import collect_status
 from skillopt_daemon.web import charts, data
 from skillopt_daemon.web.deps import db
@@ -29,6 +30,7 @@ def overview(request: Request, conn: sqlite_utils.Database = Depends(db)) -> Res
         per_tool={t: sum(counts.get(d, {}).get(t, 0) for d in days) for t in tools},
         spend=data.night_spend(conn, load_settings().night),
         errors=data.recent_ingest_errors(conn, 10),
+        learned=outcomes.recorded(conn),
     )
 
 

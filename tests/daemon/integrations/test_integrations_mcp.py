@@ -11,7 +11,7 @@ from integ_helpers import Env, approve_skill, propose_skill
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-EXPECTED_TOOLS = {"status", "diff", "reject", "rollback", "sleep"}
+EXPECTED_TOOLS = {"status", "diff", "reject", "rollback", "report", "sleep"}
 
 
 def _params(env: Env) -> StdioServerParameters:
@@ -44,6 +44,9 @@ def test_list_tools_status_diff_and_rollback_over_stdio(env: Env) -> None:
         async with Client(_params(env)) as client:
             tools = await client.list_tools()
             assert {t.name for t in tools.tools} == EXPECTED_TOOLS
+
+            report = _payload(await client.call_tool("report", {}))
+            assert report["headline"] == "skillopt has not installed a learned rule yet"
 
             status = _payload(await client.call_tool("status", {}))
             pending = status["sections"]["pending"]["items"]

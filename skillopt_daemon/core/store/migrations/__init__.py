@@ -18,6 +18,7 @@ from skillopt_daemon.core.store.migrations import (
     m006_check_verdicts,
     m007_evidence,
     m009_notes_and_signals,
+    m010_rule_outcomes,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -31,4 +32,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m006_check_verdicts", m006_check_verdicts.migrate),
     ("m007_evidence", m007_evidence.migrate),
     ("m009_notes_and_signals", m009_notes_and_signals.migrate),
+    ("m010_rule_outcomes", m010_rule_outcomes.migrate),
 ]

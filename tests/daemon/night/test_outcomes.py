@@ -1,0 +1,389 @@
+"""Did the rule work? Learned rules followed into the sessions after their install, on the recorded corpus.
+
+The store holds the nights corpus' real transcripts (`benchmarks/corpus/after.py`): seven sessions of each
+kind before a rule learned from them is installed, the next seven after it. After the install the agent
+follows the changelog rule (the user stops correcting), the logging rule is too weak (the user keeps
+correcting at the old rate), the user contradicts the lint rule ("actually, do use noqa here"), and the
+config kind is not seen again (stale). The funnel's counts must be the labels' exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlite_utils
+
+from benchmarks.corpus.after import (
+    CONTRADICTIONS,
+    CONTRADICTS,
+    FIRST,
+    FOLLOWS,
+    STILL,
+    AfterWorld,
+    expected,
+    sessions_of,
+)
+from skillopt_daemon.core.config import ReportSettings, Settings
+from skillopt_daemon.core.store import open_db
+from skillopt_daemon.night import mining, outcomes, preferences
+from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.cycle import follow_rules
+from skillopt_daemon.night.report import CycleReport
+from skillopt_daemon.night.training import NightContext
+from skillopt_daemon.registry import Registry
+from skillopt_lib.skill import SkillBundle, SkillDoc
+
+pytestmark = pytest.mark.timeout(180)
+SKILLOPT = str(Path(__file__).resolve().parents[3] / ".venv" / "bin" / "skillopt")
+WAYS = {"changelog": FOLLOWS, "logging": STILL, "lint": CONTRADICTS}
+KINDS = ["lint", "logging", "changelog", "config"]
+# The line each kind's rule adds (what a night's optimizer would write from the train correction).
+RULES = {
+    "lint": "Never silence lint with # noqa: fix the code that the linter flags.",
+    "logging": "Use logging, not print, for every message: 不要用 print，用 logging.",
+    "changelog": "New changelog Einträge go at the top (oben), never at the end (Ende).",
+    "config": "Config keys are snake_case, never camelCase.",
+}
+STALE_DAYS = 0.05  # the corpus' sessions before the install are hours old: their kinds look abandoned
+
+
+def _family_of(db: sqlite_utils.Database, session_ids: set[str]) -> str:
+    rows = db.execute("SELECT family_id, session_id FROM tasks").fetchall()
+    counts: dict[str, int] = {}
+    for fam, sid in rows:
+        if sid in session_ids:
+            counts[fam] = counts.get(fam, 0) + 1
+    return max(counts, key=lambda f: counts[f])
+
+
+def _task_dicts(db: sqlite_utils.Database, family: str) -> list[dict[str, Any]]:
+    """The family's tasks as the night hands them to `preferences` (`replay.tasks_for_families`)."""
+    return [
+        {
+            "id": r["id"],
+            "split": r["split"],
+            "repo": r["project_path"],
+            "tool": r["tool"],
+            "session": r["session_id"],
+            "started_at": r["started_at"],
+            "corrections": json.loads(r["corrections_json"] or "[]"),
+        }
+        for r in db.query("SELECT * FROM tasks WHERE family_id = ? ORDER BY started_at", [family])
+    ]
+
+
+def _install_rule(reg: Registry, kind: str, family: str) -> str:
+    """v1: the skill as the user had it; v2: the learned line with the provenance a night records."""
+    name = f"{kind}-house-rules"
+    doc = SkillDoc.new(name, f"How this project wants {kind} work done.", f"# {kind}\n\nDo the work well.\n")
+    base = SkillBundle.from_doc(doc)
+    v1 = reg.propose(name, base, evidence={})
+    reg.approve(v1.id, targets=["claude-code:user"])
+    learned = base.with_doc(doc.with_body(f"# {kind}\n\nDo the work well.\n{RULES[kind]}\n"))
+    tasks = _task_dicts(reg.db, family)
+    prov = preferences.provenance([RULES[kind]], preferences.train_preferences(tasks), [])
+    v2 = reg.propose(name, learned, evidence={"provenance": prov, "tokens": 1200, "cost_usd": 0.03})
+    reg.approve(v2.id)
+    return v2.id
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("after")
+    home, sk = root / "home", root / "skillopt"
+    home.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_")},
+        "SKILLOPT_HOME": str(sk),
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "SKILLOPT_NO_DESKTOP_NOTIFY": "1",
+        "NO_COLOR": "1",
+        "COLUMNS": "200",
+    }
+    mp = pytest.MonkeyPatch()
+    for k, v in env.items():
+        mp.setenv(k, v)
+    db = open_db()
+    w = AfterWorld(root, KINDS, db=db)
+    w.before()
+    mining.mine(db)
+    reg = Registry(db, actor="test")
+    fams = {k: _family_of(db, {s["session_id"] for s in sessions_of(w.labels, k)[:FIRST]}) for k in KINDS}
+    versions = {k: _install_rule(reg, k, fams[k]) for k in KINDS}
+    w.after(WAYS)
+    families, _ = mining.mine(db)  # the next night's mining, with the sessions since the install
+    # family ids follow their members, so the kinds' families are found again (the rules follow them)
+    fams = {k: _family_of(db, {s["session_id"] for s in sessions_of(w.labels, k)}) for k in KINDS}
+    settings = Settings(report=ReportSettings(stale_after_days=STALE_DAYS))
+    found = outcomes.assess(db, settings.report)
+    ctx = NightContext(
+        db=db,
+        settings=settings,
+        report=CycleReport("r", "test", "running", False, ""),
+        budget=NightBudget(1_000_000, 1.0, 3600, 10),
+        dry_run=False,
+        say=lambda _m: None,
+    )
+    night = follow_rules(ctx, families)
+    yield {
+        "db": db,
+        "world": w,
+        "families": fams,
+        "versions": versions,
+        "found": {o.rule.skill.split("-")[0]: o for o in found if o.rule.version_id in versions.values()},
+        "night": night,
+        "env": env,
+        "settings": settings,
+    }
+    mp.undo()
+    db.conn.close()
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([SKILLOPT, *args], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_the_funnel_counts_what_the_labels_say(world: dict[str, Any]) -> None:
+    want = expected(world["world"].labels, {**WAYS, "config": FOLLOWS})
+    for kind in KINDS:
+        o = world["found"][kind]
+        e = want[kind]
+        assert o.rule.families == [world["families"][kind]]
+        assert o.figures.sessions_before == e.sessions_before == FIRST
+        assert o.figures.corrected_before == e.corrected_before
+        if kind == "config":  # nothing since the install
+            assert o.figures.sessions_after == 0
+            continue
+        assert o.figures.sessions_after == e.sessions_after
+        assert o.figures.recurred_after == e.recurred_after
+        assert len(o.contradictions) == e.contradictions
+        assert sorted(r["text"] for r in o.recurrences) == sorted(e.corrections_after)
+        # every correction of the kind, before and after, is seen, in the family, and one was shown
+        total = e.corrected_before + len(e.corrections_after)
+        assert o.funnel["seen"] == o.funnel["in_family"] == total
+        assert o.funnel["shown"] == 1
+        assert o.funnel["in_proposal"] == o.funnel["installed"] == 1
+        assert o.funnel["recurrences"] == len(e.corrections_after)
+
+
+def test_each_rule_gets_its_verdict(world: dict[str, Any]) -> None:
+    found = world["found"]
+    assert found["changelog"].verdict == outcomes.WORKING
+    assert "0 of 7 after (0%)" in found["changelog"].why
+    assert found["logging"].verdict == outcomes.NOT_WORKING
+    assert "2 of 7 after (29%)" in found["logging"].why
+    assert found["lint"].verdict == outcomes.CONTRADICTED
+    assert found["config"].verdict == outcomes.STALE
+    assert world["night"]["verdicts"] == {"working": 1, "not working": 1, "contradicted": 1, "stale": 1}
+
+
+def test_too_early_before_enough_sessions(world: dict[str, Any]) -> None:
+    fig = outcomes.Figures(7, 2, 2, 0, 2 / 7, 0.0)
+    verdict, why = outcomes.decide(fig, contradicted=False, stale=False, settings=ReportSettings())
+    assert verdict == outcomes.TOO_EARLY and "1 more" in why
+
+
+def test_a_rule_that_is_not_working_sends_its_new_corrections_to_train(world: dict[str, Any]) -> None:
+    db = world["db"]
+    logging_fam = world["families"]["logging"]
+    after = {s["session_id"] for s in sessions_of(world["world"].labels, "logging")[FIRST:]}
+    tasks = _task_dicts(db, logging_fam)
+    recurred = [t for t in tasks if t["session"] in after and t["corrections"]]
+    assert len(recurred) == 2
+    assert all(t["split"] == "train" for t in recurred)
+    # what the optimizer reads of them next night: the user's new words, verbatim
+    shown = [p.text for t in recurred for p in preferences.for_optimizer(t)]
+    assert shown == ["不要用 print，用 logging", "不要用 print，用 logging"]
+    assert sorted(world["night"]["sent_to_train"]) == sorted(
+        r["attempt"] for r in world["found"]["logging"].recurrences
+    )
+    # and the next mining pass keeps them there
+    families, _ = mining.mine(db)
+    kept = {t["session"]: t["split"] for t in _task_dicts(db, logging_fam)}
+    assert all(kept[t["session"]] == "train" for t in recurred)
+    moved = {
+        r["attempt_key"]: r for r in db.query("SELECT * FROM split_assignments WHERE role = 'recurrence'")
+    }
+    assert set(moved) == set(world["night"]["sent_to_train"])
+    assert {r["split"] for r in moved.values()} == {"train"}
+    # sessions after a working rule stay where mining put them
+    changelog_after = {s["session_id"] for s in sessions_of(world["world"].labels, "changelog")[FIRST:]}
+    cl = _task_dicts(db, world["families"]["changelog"])
+    assert all(t["split"] != "train" for t in cl if t["session"] in changelog_after)
+
+
+def test_a_contradicted_rule_becomes_a_removal_proposal_that_diff_shows_and_approve_installs(
+    world: dict[str, Any],
+) -> None:
+    env, db = world["env"], world["db"]
+    reg = Registry(db, actor="test")
+    proposals = {reg.get_version(i).skill: reg.get_version(i) for i in world["night"]["removal_proposals"]}
+    assert set(proposals) == {"lint-house-rules", "config-house-rules"}  # contradicted, stale
+    lint = proposals["lint-house-rules"]
+    assert lint.state == "proposed" and lint.evidence["removal"] and lint.evidence["reason"] == "contradicted"
+    shown = _cli(env, "diff", lint.short_id).stdout
+    assert f"-{RULES['lint']}" in shown
+    assert "removed because the user contradicted it" in shown
+    assert f"'{CONTRADICTIONS['lint']}'" in shown
+    # a second night proposes it once
+    again = follow_rules(
+        NightContext(
+            db=db,
+            settings=world["settings"],
+            report=CycleReport("r2", "test", "running", False, ""),
+            budget=NightBudget(1_000_000, 1.0, 3600, 10),
+            dry_run=False,
+            say=lambda _m: None,
+        ),
+        mining.mine(db)[0],
+    )
+    assert again["removal_proposals"] == []
+    _cli(env, "approve", lint.short_id)
+    installed = Path(env["CLAUDE_CONFIG_DIR"]) / "skills" / "lint-house-rules" / "SKILL.md"
+    assert RULES["lint"] not in installed.read_text(encoding="utf-8")
+    data = outcomes.report(db, world["settings"].report)
+    states = {o["rule"]["skill"]: o["rule"]["state"] for o in data["learned"]}
+    assert states["lint-house-rules"] == "removed"
+
+
+def test_skillopt_report_shows_what_was_learned_fixed_not_working_and_stale(world: dict[str, Any]) -> None:
+    env = world["env"]
+    _cli(env, "config", "set", "report.stale_after_days", str(STALE_DAYS))
+    data = json.loads(_cli(env, "report", "--json").stdout)
+    lines = {k: [o["rule"]["line"] for o in data[k]] for k in ("working", "not_working", "stale")}
+    assert lines["working"] == [RULES["changelog"]]
+    assert lines["not_working"] == [RULES["logging"]]
+    assert RULES["config"] in lines["stale"]
+    logging_rule = data["not_working"][0]
+    assert logging_rule["figures"]["recurred_after"] == 2 and logging_rule["figures"]["sessions_after"] == 7
+    assert logging_rule["rule"]["tokens"] == 1200 and logging_rule["rule"]["cost_usd"] == pytest.approx(0.03)
+    assert logging_rule["learned_from"][0].startswith("'不要用 print，用 logging'")
+    assert data["funnel"]["logging-house-rules"]["recurrences"] == 2
+    assert data["funnel"]["*"]["seen"] >= data["funnel"]["*"]["in_family"] > 0
+    assert "working" in data["headline"]
+    from skillopt_daemon.mcp import server
+
+    over_mcp = server._guard(server.TOOLS["report"])()
+    assert [o["rule"]["line"] for o in over_mcp["not_working"]] == [RULES["logging"]]
+    assert over_mcp["headline"] == data["headline"]
+    text = _cli(env, "report").stdout
+    assert "What it fixed (working)" in text and RULES["changelog"] in text
+    assert "Not working" in text and "2/7 (29%)" in text
+
+
+def test_the_weekly_summary_is_a_desktop_notification(
+    world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sent = tmp_path / "sent.txt"
+    fake = bin_dir / "notify-send"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {sent}\n')
+    fake.chmod(0o755)
+    monkeypatch.delenv("SKILLOPT_NO_DESKTOP_NOTIFY", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
+    line = outcomes.notify_weekly(world["db"], world["settings"].report)
+    title, body = sent.read_text(encoding="utf-8").splitlines()[:2]
+    assert title == "skillopt: what it learned"
+    assert body == line and "1 not working" in body and "1 working" in body
+
+
+def test_the_daemon_schedules_the_weekly_summary() -> None:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from skillopt_daemon.night import schedule
+
+    sched = BackgroundScheduler(timezone="UTC")
+    schedule.add_jobs(sched, Settings(), lambda: None, lambda: None)
+    assert {j.id for j in sched.get_jobs()} == {schedule.JOB_ID, schedule.WEEKLY_ID}
+    quiet = BackgroundScheduler(timezone="UTC")
+    schedule.add_jobs(quiet, Settings(report=ReportSettings(weekly="")), lambda: None, lambda: None)
+    assert {j.id for j in quiet.get_jobs()} == {schedule.JOB_ID}
+
+
+def test_the_dashboard_shows_the_funnel_each_familys_rate_and_what_skillopt_learned(
+    world: dict[str, Any],
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.service.dashboard import ensure_token
+    from skillopt_daemon.web.app import create_app
+
+    token = ensure_token()
+    with TestClient(create_app(load_settings()), base_url="http://127.0.0.1:8765") as client:
+        assert client.get(f"/?token={token}", follow_redirects=False).status_code == 303
+        page = client.get("/outcomes")
+        assert page.status_code == 200
+        html = page.text
+        assert 'id="funnel"' in html and "recurrences after install" in html
+        assert "logging-house-rules" in html
+        assert '<svg class="chart"' in html and "29% of sessions corrected before the rule" in html
+        assert "0% of sessions corrected after the rule" in html
+        assert RULES["logging"] in html and "not working" in html
+        overview = client.get("/").text
+        assert "What skillopt learned" in overview and 'href="/outcomes"' in overview
+        assert "1 not working" in overview and "1 working" in overview
+
+
+def test_a_rule_a_later_version_rewrote_is_replaced_not_judged(world: dict[str, Any]) -> None:
+    # last in this module: it changes the changelog skill the tests above read
+    db = world["db"]
+    reg = Registry(db, actor="test")
+    current = reg.current_version("changelog-house-rules")
+    assert current is not None
+    bundle = reg.load_bundle(current.id)
+    doc = bundle.doc
+    stronger = doc.with_body(doc.body.replace(RULES["changelog"], "Add every changelog entry at the top."))
+    v3 = reg.propose("changelog-house-rules", bundle.with_doc(stronger), evidence={})
+    reg.approve(v3.id)
+    (o,) = [o for o in outcomes.assess(db, world["settings"].report) if o.rule.line == RULES["changelog"]]
+    assert o.rule.state == "replaced" and o.verdict == outcomes.TOO_EARLY
+    assert RULES["changelog"] not in [d["rule"]["line"] for d in outcomes.report(db)["learned"]]
+
+
+def test_with_the_models_labels_the_same_correction_in_another_language_recurs(tmp_path: Path) -> None:
+    from skillopt_daemon.night.labels import Request
+
+    db = open_db(tmp_path / "labels.db")
+    learned, again, other = "no noqa, fix the code", "不要加 noqa，修代码", "不要加 noqa，先跑测试"
+    task, later = "make lint is failing, please fix", "lint fails in app/dates.py, fix it"
+    rows = [
+        (learned, task, ["Do not use noqa comments; fix the code"]),
+        (again, later, ["Do not add noqa comments, fix the code instead"]),
+        (other, later, ["Run the tests before committing"]),
+    ]
+    with db.conn:
+        db.table("request_labels").insert_all(
+            {"hash": Request(t, p).hash, "kind": "correction", "rules_json": json.dumps(r)}
+            for t, p, r in rows
+        )
+    rule = outcomes.Rule(
+        skill="lint",
+        version_id="v",
+        version="lint@v2",
+        line="Never silence lint with # noqa.",
+        learned_from=[{"text": learned, "task_id": "t1"}],
+        families=["f"],
+        state="installed",
+        proposed_at="",
+        installed_at="",
+        tokens=0,
+        cost_usd=0.0,
+    )
+    labels = outcomes.Labels(db, [(learned, task), (again, later), (other, later)])
+    m = outcomes.Matcher(rule, labels, {"t1": task})
+    assert m.same(again, later)  # the model read the same rule in Chinese
+    assert not m.same(other, later)  # another rule, though it names noqa too
+    lexical = outcomes.Matcher(rule, outcomes.Labels(open_db(tmp_path / "empty.db"), []), {"t1": task})
+    assert not lexical.same(again, later)  # without a model, too few shared words to say so
+    assert lexical.same("no noqa here, fix the code", "")
