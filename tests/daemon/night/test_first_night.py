@@ -1,10 +1,10 @@
 """The first night with nothing configured: the night's model is the agent CLI the user is signed in to,
 used only after they said yes; every face says which model and the most a night may use; a night with
-nothing to do says why."""
+nothing to do says why. The whole path with the real CLI and the daemon's schedule is
+`test_first_night_e2e.py`."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -105,32 +105,12 @@ def test_a_missing_or_signed_out_cli_says_exactly_what_to_set(tmp_path: Path, cl
     assert "the claude-code CLI is not signed in" in (signed_out.problem or "")
 
 
-def test_status_and_sleep_run_name_the_model_and_how_to_answer(env: dict[str, str]) -> None:
-    seed_sessions(env)
-    status = run(env, "status").stdout
-    assert "the night's model: claude-code-chat" in status
-    assert "skillopt config set optimizer.consent yes" in status
-    asked = json.loads(run(env, "status", "--json").stdout)["nightly"]["model"]
-    assert asked["consent"] is None and asked["backend"] == "claude-code-chat"
-    assert "at most 60 replays" in asked["question"]
-
-    night = run(env, "sleep", "run", "--now", check=False)
-    assert night.returncode == 1  # nothing trained: the night waits for the answer, and says so
-    assert "note: the night's model: claude-code-chat" in night.stderr
-    assert "optimizer.consent yes" in night.stderr
-
-    run(env, "config", "set", "optimizer.consent", "no")
-    status = run(env, "status").stdout
-    assert "you said no" in status and "skillopt config set optimizer.backend openai" in status
-    run(env, "config", "set", "optimizer.consent", "yes")
-    line = json.loads(run(env, "status", "--json").stdout)["nightly"]["model"]["line"]
-    assert line.endswith("at most 60 replays and 4,000,000 tokens a night")
-
-
 def test_a_night_with_nothing_to_do_says_why(env: dict[str, str]) -> None:
     seed_sessions(env, n=3, skill=False)
-    out = run(env, "sleep", "run", "--now").stdout
-    line = next(x for x in out.splitlines() if x.startswith("Night "))
+    night = run(env, "sleep", "run", "--now")
+    # Before it starts, the night names the model it would use and how to let it.
+    assert "note: the night's model: claude-code-chat (your Claude Code login" in night.stderr
+    line = next(x for x in night.stdout.splitlines() if x.startswith("Night "))
     assert line.endswith(")") and "nothing-to-do (no task family relates to an installed skill" in line
     assert "; the closest is '" in line and "(3 tasks): waiting for 1 more session(s) of this work" in line
     # ... and what the night will need once there is work: the user's yes to the model it would use.
