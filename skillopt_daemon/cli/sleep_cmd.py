@@ -44,7 +44,8 @@ def run(
         return
     settings = load_settings()
     model = night_agents.night_model(settings, night_agents.tools_by_sessions(open_db()))
-    err_console.print(f"note: {model.line()}", markup=False, highlight=False, soft_wrap=True)
+    # Every night says which model it will use and the most it may use, before it starts.
+    err_console.print(model.line(), markup=False, highlight=False, soft_wrap=True)
     ceiling = night_agents.cost_ceiling(settings)
     if ceiling is not None and not runs.has_spent(open_db()):
         err_console.print(f"note: {ceiling.line()}", markup=False, highlight=False, soft_wrap=True)

@@ -109,7 +109,7 @@ def test_a_night_with_nothing_to_do_says_why(env: dict[str, str]) -> None:
     seed_sessions(env, n=3, skill=False)
     night = run(env, "sleep", "run", "--now")
     # Before it starts, the night names the model it would use and how to let it.
-    assert "note: the night's model: claude-code-chat (your Claude Code login" in night.stderr
+    assert "the night's model: claude-code-chat (your Claude Code login" in night.stderr
     line = next(x for x in night.stdout.splitlines() if x.startswith("Night "))
     assert line.endswith(")") and "nothing-to-do (no task family relates to an installed skill" in line
     assert "; the closest is '" in line and "(3 tasks): waiting for 1 more session(s) of this work" in line
