@@ -207,11 +207,15 @@ def work_lines(db: sqlite_utils.Database, settings: Settings, data: dict[str, An
     else:
         rows = list(db.query("SELECT id, name, skill_name, size FROM task_families ORDER BY size DESC, id"))
     least = settings.night.min_tasks
+    # A family trains an installed skill only when that skill is registered; else it waits to seed one.
+    known = (
+        {r["name"] for r in db.query("SELECT name FROM skills")} if "skills" in db.table_names() else set()
+    )
     work = [
         {
             "id": r["id"],
             "name": r["name"],
-            "skill": r["skill_name"],
+            "skill": r["skill_name"] if r["skill_name"] in known else None,
             "tasks": r["size"],
             "needs": max(least - int(r["size"] or 0), 0),
         }

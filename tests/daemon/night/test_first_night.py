@@ -5,6 +5,7 @@ nothing to do says why. The whole path with the real CLI and the daemon's schedu
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -115,3 +116,19 @@ def test_a_night_with_nothing_to_do_says_why(env: dict[str, str]) -> None:
     assert "; the closest is '" in line and "(3 tasks): waiting for 1 more session(s) of this work" in line
     # ... and what the night will need once there is work: the user's yes to the model it would use.
     assert "and then the night needs a model" in line and "optimizer.consent yes" in line
+
+
+def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[str, str]) -> None:
+    seed_sessions(env, n=3, skill=False)
+    assert "kinds of work: none mined yet" in run(env, "status").stdout
+    run(env, "tasks", "mine", "--no-model")
+    status = run(env, "status").stdout
+    line = next(x for x in status.splitlines() if x.startswith("Nightly:"))
+    assert "last night: never run" in line
+    assert "kinds of work found so far: 1, 1 close to enough evidence: '" in line
+    assert "(3 tasks, 1 more session(s) for a new skill)" in line
+    assert "the night's model: claude-code-chat" in line and "next night: " in line
+    nightly = json.loads(run(env, "status", "--json").stdout)["nightly"]
+    (work,) = nightly["work"]
+    assert (work["tasks"], work["needs"], work["close"]) == (3, 1, True)
+    assert nightly["model"]["backend"] == "claude-code-chat"
