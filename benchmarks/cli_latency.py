@@ -4,7 +4,7 @@ Runs `skillopt --version`, `status`, `diff ID` and `approve ID --dry-run` as new
 skillopt home holding one imported skill and one proposal, `--runs` times each, interleaved with
 `git --version` so that a busy machine slows the yardstick as much as the commands. Prints the median and
 the slowest run of each, and each command's median as a multiple of git's, in one run (ratios taken on one
-machine at one moment are what compare across machines).
+machine at one moment are what compare across machines), and the CPU time each command used.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,6 +54,15 @@ def _world(root: Path) -> tuple[dict[str, str], str]:
     return env, str(proposal)
 
 
+# CPU seconds (user + system) of each run: what a busy machine inflates least, beside the wall time.
+CPU: dict[str, list[float]] = {}
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure(runs: int) -> dict[str, list[float]]:
     root = Path(tempfile.mkdtemp(prefix="skillopt-cli-latency-"))
     try:
@@ -67,9 +77,11 @@ def measure(runs: int) -> dict[str, list[float]]:
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(runs):
             for name, cmd in commands.items():
+                cpu = _child_cpu()
                 start = time.perf_counter()
                 proc = subprocess.run(cmd, env=env, capture_output=True, stdin=subprocess.DEVNULL)
                 times[name].append(time.perf_counter() - start)
+                CPU.setdefault(name, []).append(_child_cpu() - cpu)
                 if proc.returncode != 0:
                     raise SystemExit(f"{name} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
         return times
@@ -85,10 +97,13 @@ def main() -> None:
     git = statistics.median(times["git --version"])
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{args.runs} runs each, interleaved; load average at the end {load:.1f}")
-    print(f"{'command':32} {'median':>9} {'slowest':>9} {'× git':>7}")
+    print(f"{'command':32} {'median':>9} {'slowest':>9} {'× git':>7} {'CPU':>9}")
     for name, xs in times.items():
         med = statistics.median(xs)
-        print(f"{name:32} {med * 1000:7.0f} ms {max(xs) * 1000:7.0f} ms {med / git:7.1f}")
+        cpu = statistics.median(CPU[name])
+        print(
+            f"{name:32} {med * 1000:7.0f} ms {max(xs) * 1000:7.0f} ms {med / git:7.1f} {cpu * 1000:6.0f} ms"
+        )
 
 
 if __name__ == "__main__":
