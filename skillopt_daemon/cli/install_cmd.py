@@ -98,7 +98,11 @@ def _ask_consent(tool: AgentTool) -> None:
     from skillopt_daemon.core.config import load_settings
     from skillopt_daemon.night.agents import night_model
 
-    consent.ask(night_model(load_settings(), [tool]))
+    try:
+        model = night_model(load_settings(), [tool])
+    except SkillOptError:
+        return  # the install is done; `skillopt status` says what the settings lack
+    consent.ask(model)
 
 
 def register(app: typer.Typer) -> None:
