@@ -132,3 +132,44 @@ def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[
     (work,) = nightly["work"]
     assert (work["tasks"], work["needs"], work["close"]) == (3, 1, True)
     assert nightly["model"]["backend"] == "claude-code-chat"
+
+
+def at_a_terminal(env: dict[str, str], *args: str, answer: str) -> str:
+    """Run `skillopt ARGS` on a pseudo-terminal, as a person would, typing `answer`; returns what it showed."""
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    exe = str(Path(sys.executable).parent / "skillopt")
+    proc = subprocess.Popen([exe, *args], env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    shown = b""
+    typed = False
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the process closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not typed and b"Use it?" in shown:
+            os.write(master, answer.encode() + b"\n")
+            typed = True
+    proc.wait(timeout=60)
+    os.close(master)
+    return shown.decode(errors="replace")
+
+
+def test_the_first_status_at_a_terminal_asks_once_and_remembers(env: dict[str, str]) -> None:
+    shown = at_a_terminal(env, "status", answer="n")
+    assert "skillopt can use Claude Code, which you are signed in to" in shown and "Use it?" in shown
+    assert "nights will train nothing until an optimizer is set" in shown
+    assert run(env, "config", "get", "optimizer.consent").stdout.strip() == "no"
+    again = at_a_terminal(env, "status", answer="y")
+    assert "Use it?" not in again and "you said no" in again
