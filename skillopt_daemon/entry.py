@@ -7,11 +7,20 @@ takes a path that imports only the standard library and `skillopt_daemon.core.pa
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
     argv = sys.argv[1:]
+    if argv == ["--version"]:
+        # The standard library and one constant: not the whole command tree.
+        from skillopt_lib import __version__
+
+        print(f"skillopt {__version__}")
+        return
+    # skillopt uses no pydantic plugin; looking for them scans every installed package's metadata.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if argv[:1] == ["notify"]:
         from skillopt_daemon.ingest.notes import fast_main
 

@@ -91,6 +91,20 @@ def _skills_progress() -> Iterator[Callable[[int, int, str], None]]:
         yield update
 
 
+def _ask_consent(tool: AgentTool) -> None:
+    """After installing for Claude Code or Codex: whether the night may use that login as its optimizer
+    (asked once; nothing is asked when an optimizer is configured or the answer is known)."""
+    from skillopt_daemon.cli import consent
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.night.agents import night_model
+
+    try:
+        model = night_model(load_settings(), [tool])
+    except SkillOptError:
+        return  # the install is done; `skillopt status` says what the settings lack
+    consent.ask(model)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
@@ -143,6 +157,8 @@ def register(app: typer.Typer) -> None:
                 progress=progress,
             )
         _show(report.as_dict(), as_json)
+        if not dry_run and not as_json:
+            _ask_consent(_tool(tool))
 
     @app.command("uninstall")
     def uninstall_cmd(

@@ -59,6 +59,8 @@ def status(json_out: bool = JSON_OPT) -> None:
     from skillopt_daemon.service.status import collect_status
 
     reg = cli_registry()
+    if not json_out:
+        _ask_consent(reg)
     data = collect_status(reg.db)
     if json_out:
         print_json(data)
@@ -137,6 +139,18 @@ def status(json_out: bool = JSON_OPT) -> None:
             continue
         lines = section.get("lines") or [f"{k}: {v}" for k, v in section.items() if k != "lines"]
         console.print(f"[bold]{name.capitalize()}:[/] " + literal("; ".join(str(x) for x in lines)))
+
+
+def _ask_consent(reg: Registry) -> None:
+    """At the first `skillopt status` in a terminal: may the night use the user's agent login?"""
+    from skillopt_daemon.cli import consent
+
+    if not consent.interactive():
+        return  # the nightly section says how to answer
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.night.agents import night_model, tools_by_sessions
+
+    consent.ask(night_model(load_settings(), tools_by_sessions(reg.db)))
 
 
 def _read_evidence(value: str | None) -> dict[str, Any]:

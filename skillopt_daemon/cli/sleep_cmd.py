@@ -42,7 +42,11 @@ def run(
         else:
             console.print("Nothing new was ingested since the last night; use --now to run anyway.")
         return
-    ceiling = night_agents.cost_ceiling(load_settings())
+    settings = load_settings()
+    model = night_agents.night_model(settings, night_agents.tools_by_sessions(open_db()))
+    # Every night says which model it will use and the most it may use, before it starts.
+    err_console.print(model.line(), markup=False, highlight=False, soft_wrap=True)
+    ceiling = night_agents.cost_ceiling(settings)
     if ceiling is not None and not runs.has_spent(open_db()):
         err_console.print(f"note: {ceiling.line()}", markup=False, highlight=False, soft_wrap=True)
     status = err_console.status("starting the nightly cycle", spinner="dots")
@@ -55,10 +59,8 @@ def run(
     else:
         if report.start_note:
             console.print(report.start_note, markup=False)
-        console.print(
-            f"Night {report.run_id}: {report.status}" + (f" ({report.error})" if report.error else ""),
-            markup=False,
-        )
+        why = report.error or report.reason
+        console.print(f"Night {report.run_id}: {report.status}" + (f" ({why})" if why else ""), markup=False)
         m = report.mining
         if m:
             console.print(f"mined {m.get('families', 0)} task families with {m.get('tasks', 0)} tasks")

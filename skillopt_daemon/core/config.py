@@ -91,6 +91,19 @@ class BackendSettings(BackendConfig):
         return value
 
 
+class OptimizerSettings(BackendSettings):
+    """The optimizer's model (the judge's too, unless `[judge]` sets its own). With no `backend` set, the night
+    uses the agent CLI the user is already signed in to (`claude-code-chat` or `codex-chat`), once the user
+    said yes to it: `consent` keeps that answer, so it is asked once and can be read and changed like any
+    setting (`skillopt config set optimizer.consent yes`)."""
+
+    consent: Literal["yes", "no"] | None = Field(
+        default=None,
+        description="whether the night may use your agent CLI's login as its optimizer when no backend is "
+        "set: yes, no, or unset (not asked yet)",
+    )
+
+
 class IngestSettings(_Section):
     rescan_interval_s: float = 30.0
     keep_automation: bool = Field(
@@ -165,6 +178,17 @@ class NightSettings(_Section):
     max_cost_usd: float = 20.0
     max_wall_s: float = 3 * 3600
     max_replays: int = 200
+    # The caps of a night on the embedded default (the user's agent login as the optimizer, usually a
+    # subscription): sized in docs/nightly.md from the nights corpus, about 68k tokens per replay, so one
+    # 8-session family (50 replays, 3.4M tokens) fits and a night cannot use up a plan.
+    login_max_replays: int = Field(
+        default=60, ge=1, description="replays per night when the optimizer is your agent login by default"
+    )
+    login_max_tokens: int = Field(
+        default=4_000_000,
+        ge=1,
+        description="tokens per night when the optimizer is your agent login by default",
+    )
     min_tasks: int = 4
     auto_approve: list[str] = Field(
         default_factory=list, description="skills whose gated proposals install at once"
@@ -286,7 +310,7 @@ class Settings(BaseSettings):
     tools: dict[AgentTool, ToolSettings] = Field(default_factory=dict)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     agent: BackendSettings = Field(default_factory=BackendSettings)
-    optimizer: BackendSettings = Field(default_factory=BackendSettings)
+    optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     judge: BackendSettings = Field(default_factory=BackendSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     night: NightSettings = Field(default_factory=NightSettings)

@@ -7,11 +7,12 @@ says what stops replays from running before a night spends anything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.core.config import BackendSettings, Settings, tool_home
+from skillopt_daemon.core.config import BackendSettings, OptimizerSettings, Settings, tool_home
 from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib import keys
 from skillopt_lib.agents import TOOLS, AgentTool, spec
@@ -26,7 +27,8 @@ from skillopt_lib.usage import format_cost
 
 def _library_config(b: BackendSettings) -> BackendConfig:
     # The settings section is a BackendConfig already; only its class differs (an unset role stays "").
-    return BackendConfig.model_validate(b.model_dump())
+    fields = BackendConfig.model_fields
+    return BackendConfig.model_validate({k: v for k, v in b.model_dump().items() if k in fields})
 
 
 def _chat_cli() -> dict[str, AgentTool]:
@@ -99,16 +101,166 @@ def role_keys(settings: Settings) -> list[RoleKey]:
     return out
 
 
+# The agent tools whose login can serve as the night's optimizer, and the chat backend that uses each.
+LOGIN_CHAT = {AgentTool.CLAUDE_CODE: "claude-code-chat", AgentTool.CODEX: "codex-chat"}
+_TOOL_WORDS = {AgentTool.CLAUDE_CODE: "Claude Code", AgentTool.CODEX: "Codex"}
+SET_BACKEND = "`skillopt config set optimizer.backend openai` (plus optimizer.model and an API key variable)"
+SAY_YES = "skillopt config set optimizer.consent yes"
+
+
+@dataclass(frozen=True)
+class NightModel:
+    """The model the night's optimizer and judge will use, where it comes from, and what a night may use.
+
+    `source` is `configured` (the user's `[optimizer]`: the API-key route, or a login chosen by name),
+    `default` (no optimizer set: the agent CLI the user is signed in to, once they said yes) or `none`.
+    `problem` says why the night will not use it, with the setting that fixes it; None when it will."""
+
+    backend: str
+    model: str
+    source: str
+    tool: AgentTool | None
+    login: str | None
+    consent: str | None
+    problem: str | None
+    max_replays: int
+    max_tokens: int
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None
+
+    @property
+    def asks(self) -> bool:
+        """Whether the user still has to answer before the night may spend on their login."""
+        return self.source == "default" and self.consent is None and self.tool is not None
+
+    def describe(self) -> str:
+        """`claude-code-chat (your Claude Code login, its default model)`."""
+        if not self.backend:
+            return "none"
+        model = self.model or "its default model"
+        if self.tool is not None:
+            return f"{self.backend} ({self.login or 'your ' + _TOOL_WORDS[self.tool] + ' login'}, {model})"
+        return f"{self.backend} ({model})"
+
+    def line(self) -> str:
+        """One sentence for status, the dashboard and `sleep run`: the model, and the most a night may use."""
+        caps = f"at most {self.max_replays} replays and {self.max_tokens:,} tokens a night"
+        if self.problem is not None:
+            return f"the night's model: {self.describe()}, not used: {self.problem}"
+        return f"the night's model: {self.describe()}; {caps}"
+
+    def question(self) -> str:
+        """What the user is asked, once, before the first night spends anything on their login."""
+        assert self.tool is not None
+        who = _TOOL_WORDS[self.tool]
+        return (
+            f"No optimizer is configured. skillopt can use {who}, which you are signed in to "
+            f"({self.login}), as the nightly optimizer ({self.backend}): at most {self.max_replays} replays "
+            f"and {self.max_tokens:,} tokens a night, counted against your {who} plan."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "source": self.source,
+            "tool": self.tool.value if self.tool is not None else None,
+            "login": self.login,
+            "consent": self.consent,
+            "problem": self.problem,
+            "usable": self.usable,
+            "max_replays": self.max_replays,
+            "max_tokens": self.max_tokens,
+            "line": self.line(),
+        }
+
+
+def night_model(settings: Settings, prefer: Sequence[AgentTool] = ()) -> NightModel:
+    """Which model the night will use. A configured optimizer is used as it is (API-key users keep their
+    route). Without one, the first of `prefer` (the tools whose sessions the night learns from, the most
+    used first), then Claude Code, then Codex, whose CLI is found and signed in: a cheap preflight that
+    reads files only, so `skillopt status` can say it. The CLI's version is checked when the night runs."""
+    night = settings.night
+    opt = settings.optimizer
+    if opt.backend:
+        tool = next((t for t, b in LOGIN_CHAT.items() if b == opt.backend), None)
+        return NightModel(
+            opt.backend, opt.model, "configured", tool, None, None, None, night.max_replays, night.max_tokens
+        )
+    caps = (min(night.max_replays, night.login_max_replays), min(night.max_tokens, night.login_max_tokens))
+    order = [t for t in [*prefer, *LOGIN_CHAT] if t in LOGIN_CHAT and settings.tool(t).enabled]
+    why: list[str] = []
+    for tool in dict.fromkeys(order):
+        agent = make_agent(settings, tool)
+        try:
+            agent.executable()
+        except SkillOptError as exc:
+            why.append(exc.message)
+            continue
+        login = agent.login()
+        if login is None:
+            why.append(f"the {tool.value} CLI is not signed in (run `{agent.executable()}` once to sign in)")
+            continue
+        consent = opt.consent
+        problem = None
+        if consent is None:
+            problem = (
+                f"no optimizer backend is configured, and the night waits for your yes to use your "
+                f"{_TOOL_WORDS[tool]} login ({LOGIN_CHAT[tool]}): `{SAY_YES}` (or `no`), or set one with "
+                f"{SET_BACKEND}"
+            )
+        elif consent == "no":
+            problem = (
+                f"no optimizer backend is configured, and you said no to using your {_TOOL_WORDS[tool]} "
+                f"login, so nights train nothing: set one with {SET_BACKEND}, or `{SAY_YES}`"
+            )
+        return NightModel(LOGIN_CHAT[tool], "", "default", tool, login, consent, problem, *caps)
+    found = "; ".join(why) or "no agent tool with a login is enabled"
+    problem = (
+        f"no optimizer backend is configured and no signed-in Claude Code or Codex CLI was found to use "
+        f"instead ({found}): set one with {SET_BACKEND}, or use your agent login with "
+        "`skillopt config set optimizer.backend claude-code-chat` (or codex-chat)"
+    )
+    return NightModel("", "", "none", None, None, opt.consent, problem, *caps)
+
+
+def tools_by_sessions(db: Any) -> list[AgentTool]:
+    """The agent tools whose sessions the night learns from, the most used first (what the default
+    optimizer prefers: the tool the user works with is the one they are signed in to)."""
+    if "sessions" not in db.table_names():
+        return []
+    rows = db.execute(
+        "SELECT tool, COUNT(*) FROM sessions WHERE drop_reason IS NULL GROUP BY tool ORDER BY 2 DESC, 1"
+    ).fetchall()
+    out: list[AgentTool] = []
+    for tool, _n in rows:
+        try:
+            out.append(AgentTool.parse(tool))
+        except ValueError:
+            continue
+    return out
+
+
+def with_night_model(settings: Settings, model: NightModel) -> Settings:
+    """The settings a night runs with: the embedded default filled in as the optimizer when the user said
+    yes to it, and its caps on replays and tokens; the user's settings as they are otherwise."""
+    if model.source != "default" or not model.usable:
+        return settings
+    night = settings.night.model_copy(
+        update={"max_replays": model.max_replays, "max_tokens": model.max_tokens}
+    )
+    optimizer = OptimizerSettings(backend=model.backend, consent=settings.optimizer.consent)
+    return settings.model_copy(update={"optimizer": optimizer, "night": night})
+
+
 def missing_for_replays(settings: Settings, tools: list[AgentTool]) -> list[str]:
     """What stops replays from running, each with how to fix it (shown by `skillopt status`)."""
     missing: list[str] = []
     opt = settings.optimizer
     if not opt.backend:
-        missing.append(
-            "no optimizer backend is configured: set one with `skillopt config set optimizer.backend openai` "
-            "(plus optimizer.model and an API key variable), or use your agent login with "
-            "`skillopt config set optimizer.backend claude-code-chat` (or codex-chat)"
-        )
+        missing.append(night_model(settings, tools).problem or "no optimizer backend is configured")
     missing.extend(why for k in role_keys(settings) if (why := k.problem()) is not None)
     remote = opt.backend not in _chat_cli() and not is_loopback_url(opt.base_url)
     if opt.backend and settings.night.local_only and remote:

@@ -33,7 +33,7 @@ from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow, utcnow_iso
 from skillopt_daemon.night import runs
-from skillopt_daemon.night.agents import mining_chat
+from skillopt_daemon.night.agents import mining_chat, night_model, tools_by_sessions, with_night_model
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.lock import night_lock
 from skillopt_daemon.night.progress import NightProgress
@@ -158,6 +158,10 @@ def run_cycle(
     with night_lock():
         db = open_db()
         report = _begin(db, trigger, dry_run, say)
+        # No optimizer set: the user's own agent login, once they said yes, within its smaller caps.
+        model = night_model(settings, tools_by_sessions(db))
+        settings = with_night_model(settings, model)
+        report.model = model.to_dict()
         budget = _budget(settings)
         tracker = NightProgress(report.run_id, report.started_at, budget, say).start()
         ctx = NightContext(

@@ -20,7 +20,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -29,7 +29,10 @@ from skillopt_daemon.night.ledger import TABLE, StoreLedger
 from skillopt_lib.gate import GateConfig, evidence_figures
 from skillopt_lib.runfiles import bundle_from_json, bundle_to_json
 from skillopt_lib.skill import SkillBundle
-from skillopt_lib.trainer import PendingCandidate
+
+if TYPE_CHECKING:
+    # The trainer pulls in the optimizer's whole stack; `skillopt status` reads pending evidence without it.
+    from skillopt_lib.trainer import PendingCandidate
 
 log = logging.getLogger("skillopt.night")
 FORMAT = 2
@@ -80,6 +83,8 @@ def _parse(raw: bytes, target: str, ledger: StoreLedger) -> tuple[Carried | None
         return None, "it is not pending evidence this version wrote"
     if data.get("target") != target:
         return None, f"it names another target ({str(data.get('target'))[:60]!r})"
+    from skillopt_lib.trainer import PendingCandidate
+
     pending = PendingCandidate.from_dict(data["candidate"])
     incumbent = bundle_from_json(data["incumbent"]) if data.get("incumbent") else None
     if pending.evidence.candidate_hash != pending.skill.content_hash:
@@ -153,6 +158,8 @@ def pending_lines(db: sqlite_utils.Database | None = None) -> list[str]:
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            from skillopt_lib.trainer import PendingCandidate
+
             evidence = PendingCandidate.from_dict(data["candidate"]).evidence
             s = evidence_figures(evidence, GateConfig.anytime())
             target = str(data["target"])

@@ -63,6 +63,10 @@ class CycleReport:
     families: list[dict[str, Any]] = field(default_factory=list)
     spend: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # Why a night that trained nothing had nothing to do, in the user's terms (never a bare status).
+    reason: str = ""
+    # The model the night's optimizer used or would have used, and the night's caps (`agents.NightModel`).
+    model: dict[str, Any] = field(default_factory=dict)
     # Things the night set aside and the user should know (damaged pending evidence, ...).
     warnings: list[str] = field(default_factory=list)
     # What became of the installed rules (`night/outcomes.py`): verdicts, attempts sent back to train,

@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
-
-from apscheduler.triggers.cron import CronTrigger
+from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_lib.errors import ConfigError
+
+if TYPE_CHECKING:
+    from apscheduler.triggers.cron import CronTrigger
 
 log = logging.getLogger("skillopt.scheduler")
 JOB_ID = "nightly-cycle"
@@ -34,6 +35,8 @@ def local_tz() -> Any:
 def trigger(expr: str) -> CronTrigger:
     """Parse a five-field cron expression (or six, with seconds first), with an error that says what a valid
     one looks like. Seconds exist for tests and for users who want a run a few seconds from now."""
+    from apscheduler.triggers.cron import CronTrigger
+
     fields = expr.split()
     try:
         if len(fields) == 6:

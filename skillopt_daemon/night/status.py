@@ -22,7 +22,7 @@ from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.night import runs, schedule
-from skillopt_daemon.night.agents import cost_ceiling, role_keys
+from skillopt_daemon.night.agents import cost_ceiling, night_model, role_keys, tools_by_sessions
 from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
 from skillopt_lib.errors import SkillOptError
@@ -198,6 +198,61 @@ def _next_line(settings: Settings, data: dict[str, Any]) -> str:
     return f"next night: {local_display(data['next'])} ({settings.night.schedule})"
 
 
+# How many kinds of work status names before the first night (the dashboard's tasks page lists them all).
+WORK_SHOWN = 3
+
+
+def work_lines(db: sqlite_utils.Database, settings: Settings, data: dict[str, Any]) -> list[str]:
+    """Before the first night: the kinds of work mined so far, the largest first, and which are close to
+    enough evidence to be trained (a family with a skill trains once it has tasks to learn from and judge
+    on; one without waits for `night.min_tasks` sessions). Read from the store, never mined here: mining
+    belongs to the night and to `skillopt tasks mine`."""
+    if "task_families" not in db.table_names():
+        rows: list[dict[str, Any]] = []
+    else:
+        rows = list(db.query("SELECT id, name, skill_name, size FROM task_families ORDER BY size DESC, id"))
+    least = settings.night.min_tasks
+    # A family trains an installed skill only when that skill is registered; else it waits to seed one.
+    known = (
+        {r["name"] for r in db.query("SELECT name FROM skills")} if "skills" in db.table_names() else set()
+    )
+    work = [
+        {
+            "id": r["id"],
+            "name": r["name"],
+            "skill": r["skill_name"] if r["skill_name"] in known else None,
+            "tasks": r["size"],
+            "needs": max(least - int(r["size"] or 0), 0),
+        }
+        for r in rows
+    ]
+    for w in work:
+        w["close"] = w["needs"] <= 1
+    data["work"] = work
+    if not work:
+        return [
+            "kinds of work: none mined yet (the first night mines your sessions; "
+            "`skillopt tasks mine` shows them now)"
+        ]
+    close = [w for w in work if w["close"]]
+    parts = []
+    for w in work[:WORK_SHOWN]:
+        name = " ".join(str(w["name"]).split())[:FAMILY_CHARS]
+        what = (
+            f"for {w['skill']}"
+            if w["skill"]
+            else (
+                "enough for a new skill"
+                if not w["needs"]
+                else f"{w['needs']} more session(s) for a new skill"
+            )
+        )
+        parts.append(f"'{name}' ({w['tasks']} tasks, {what})")
+    return [
+        f"kinds of work found so far: {len(work)}, {len(close)} close to enough evidence: " + ", ".join(parts)
+    ]
+
+
 def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     """The nightly section of `skillopt status`: a night running now, the last one's result (the reason it
     trained nothing first), the next one, what is missing, what a paid night may cost."""
@@ -207,8 +262,15 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     running, last = runs.running_run(db), runs.last_finished(db)
     lines = _running_lines(running, data) if running else []
     lines.extend(_last_lines(last, data, _family_names(db)) if last else ["last night: never run"])
+    if last is None:
+        lines.extend(work_lines(db, settings, data))
     if (found := _key_found_since(settings, data)) is not None:
         lines.append(found)
+    model = night_model(settings, tools_by_sessions(db))
+    data["model"] = model.to_dict()
+    if model.asks:
+        data["model"]["question"] = model.question()
+    lines.append(model.line())
     lines.append(_next_line(settings, data))
     lines.extend(f"missing for replays: {m}" for m in data["missing"][1 if "attention" in data else 0 :])
     if (cost := _cost_line(db, settings, data)) is not None:

@@ -117,7 +117,8 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
     if not targets and not new:
         report.status = "nothing-to-do"
         report.skills = skipped
-        ctx.say("no task family relates to an installed skill or is ready for a new one")
+        report.reason = nothing_to_do_reason(ctx, families, skipped)
+        ctx.say(report.reason)
         return
     report.skills.extend(skipped)
     groups = [*targets.values(), *([f] for f in new)]
@@ -154,6 +155,31 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         else:
             outcome = train_one(ctx, name, fams)
         report.skills.append(outcome)
+
+
+def nothing_to_do_reason(ctx: NightContext, families: list[Family], skipped: list[SkillOutcome]) -> str:
+    """Why a night has nothing to train, in the user's terms, with what the closest work still needs and
+    what stops the night's model when one would be needed."""
+    if skipped and not ctx.report.families:
+        why = "every skill the mined work relates to is installed nowhere"
+    elif not families:
+        sessions = ctx.report.mining.get("sessions") if isinstance(ctx.report.mining, dict) else None
+        seen = f" in {sessions} session(s)" if sessions else ""
+        why = (
+            f"no recurring work was found yet{seen}: a kind of work becomes a task family after a few "
+            "sessions of it"
+        )
+    else:
+        why = "no task family relates to an installed skill, and none is ready for a new skill yet"
+        waiting = sorted(ctx.report.families, key=lambda f: -int(f.get("tasks") or 0))
+        if waiting:
+            top = waiting[0]
+            what = f"waiting for {top['needs']}" if top.get("needs") else str(top.get("reason") or "")
+            why += f"; the closest is '{str(top.get('name'))[:60]}' ({top.get('tasks')} tasks): {what}"
+    problem = (ctx.report.model or {}).get("problem")
+    if problem:
+        why += f"; and then the night needs a model: {problem}"
+    return why
 
 
 def _waited_last_night(db: sqlite_utils.Database) -> set[str]:

@@ -72,6 +72,8 @@ def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
         return None
     summary = json.loads(last.get("summary_json") or "{}")
     spend = summary.get("spend") or {}
+    # The caps that night ran with: a night on the user's agent login has smaller ones than the settings'.
+    model = summary.get("model") or {}
     return {
         "run": last["id"],
         "status": last["status"],
@@ -79,9 +81,9 @@ def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
         "cost_usd": float(spend.get("cost_usd") or 0.0),
         "max_cost_usd": float(night.max_cost_usd),
         "tokens": int(spend.get("tokens") or 0),
-        "max_tokens": int(night.max_tokens),
+        "max_tokens": int(model.get("max_tokens") or night.max_tokens),
         "replays": int(spend.get("replays") or 0),
-        "max_replays": int(night.max_replays),
+        "max_replays": int(model.get("max_replays") or night.max_replays),
         "exceeded": spend.get("exceeded"),
         "skills": summary.get("skills") or [],
     }

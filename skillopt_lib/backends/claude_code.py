@@ -28,6 +28,14 @@ DEFAULT_ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill
 _EXIT_CODE_RE = re.compile(r"^Exit code (\d+)")
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class ClaudeCodeBackend(CliExecBackend):
     name = "claude_code"
     tool = AgentTool.CLAUDE_CODE
@@ -62,6 +70,28 @@ class ClaudeCodeBackend(CliExecBackend):
         super().__init__(**kwargs)
         self.permission_mode = permission_mode
         self.allowed_tools = tuple(allowed_tools) if allowed_tools is not None else DEFAULT_ALLOWED_TOOLS
+
+    def login(self) -> str | None:
+        """Claude Code signs in with a subscription login (`.credentials.json`, or the system keychain, which
+        leaves `oauthAccount` in `.claude.json`), a key or token in the environment or in its settings
+        (`apiKeyHelper`, `env`), or a cloud provider's settings."""
+        env = self.credentials()
+        if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"):
+            return "an Anthropic key in the environment"
+        if env.get("CLAUDE_CODE_USE_BEDROCK") or env.get("CLAUDE_CODE_USE_VERTEX"):
+            return "Claude Code's Bedrock or Vertex settings"
+        if (self.user_home / ".credentials.json").is_file():
+            return "your Claude Code login"
+        settings = _read_json(self.user_home / "settings.json")
+        given = settings.get("env")
+        if settings.get("apiKeyHelper") or (
+            isinstance(given, dict) and (given.get("ANTHROPIC_API_KEY") or given.get("ANTHROPIC_AUTH_TOKEN"))
+        ):
+            return "the key in your Claude Code settings"
+        for state in (self.user_home / ".claude.json", self.user_home.parent / ".claude.json"):
+            if _read_json(state).get("oauthAccount"):
+                return "your Claude Code login"
+        return None
 
     def prepare_home(self, home: Path, workspace: Path) -> dict[str, str]:
         """A home holding only what Claude Code needs to authenticate: no user skills, memory or plugins.

@@ -77,6 +77,18 @@ class CodexBackend(CliExecBackend):
         except (OSError, ValueError):
             return {}
 
+    def login(self) -> str | None:
+        """Codex signs in with a ChatGPT login (`auth.json`), a key in the environment, or a provider of its
+        own in `config.toml`."""
+        env = self.credentials()
+        if env.get("OPENAI_API_KEY") or env.get("CODEX_API_KEY") or env.get("AZURE_OPENAI_API_KEY"):
+            return "an OpenAI key in the environment"
+        if (self.user_home / "auth.json").is_file():
+            return "your Codex login"
+        if self.user_config().get("model_providers"):
+            return "the provider in your Codex settings"
+        return None
+
     def prepare_home(self, home: Path, workspace: Path) -> dict[str, str]:
         """`~/.codex` with the user's provider settings and `auth.json` only, never asking for approval."""
         codex_home = home / ".codex"

@@ -192,6 +192,12 @@ class CliExecBackend:
         src = self._env()
         return {k: src[k] for k in self.credential_env if src.get(k)}
 
+    def login(self) -> str | None:
+        """Where this CLI's sign-in is found, read from files and the environment without running the CLI
+        (a check cheap enough for `skillopt status`), or None when none is. A tool that cannot tell says
+        "unknown" rather than None, so nothing is refused on a guess."""
+        return "unknown"
+
     # -- skills
     def skill_dir(self, workspace: Path, skill_name: str) -> Path:
         return workspace / spec(self.tool).project_skill_dirs[0] / skill_name

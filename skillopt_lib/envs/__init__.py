@@ -56,6 +56,11 @@ def env_names() -> dict[str, str]:
     return out
 
 
+# Packages only benchmarks use, by import name, and the extra of `skillopt-local` that installs them: the
+# daemon's own install leaves them out.
+BENCH_MODULES = {"openpyxl": "bench", "formulas": "bench", "PIL": "bench", "textworld": "textworld"}
+
+
 def resolve_env_class(spec: str) -> Any:
     names = env_names()
     target = names.get(spec, spec)
@@ -69,6 +74,13 @@ def resolve_env_class(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        extra = BENCH_MODULES.get(str(exc.name or "").partition(".")[0])
+        if extra is not None:
+            raise ConfigError(
+                f"the {spec} benchmark needs {exc.name}, which the `{extra}` extra installs",
+                hint=f"pip install 'skillopt-local[{extra}]' (with pipx: "
+                f"pipx install --force 'skillopt-local[{extra}]')",
+            ) from None
         raise ConfigError(f"cannot import environment module {module_name!r}: {exc}") from None
     try:
         return getattr(module, class_name)

@@ -1,0 +1,97 @@
+"""The commands people type start without the heavy parts of skillopt: `skillopt --version`, `status`,
+`diff` and `approve` never import the mining stack (scikit-learn, scipy), the benchmarks' packages, the
+model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer.
+
+Checked by what a real process has imported, not by a stopwatch: `benchmarks/cli_latency.py` measures the
+time (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = (
+    "sklearn",
+    "scipy",
+    "openpyxl",
+    "formulas",
+    "PIL",
+    "openai",
+    "anthropic",
+    "mcp",
+    "fastapi",
+    "uvicorn",
+    "apscheduler",
+    "skillopt_lib.trainer",
+    "skillopt_daemon.night.mining",
+)
+
+
+SKILL = (
+    "---\nname: release-notes\ndescription: Write release notes for a version.\n---\n\nList the changes.\n"
+)
+
+
+def loaded_after(args: list[str], env: dict[str, str]) -> list[str]:
+    """The heavy modules a real `skillopt ARGS` process had imported when it finished."""
+    code = (
+        "import json, sys\n"
+        "argv = json.loads(sys.argv[1])\n"
+        "sys.argv = ['skillopt', *argv]\n"
+        "from skillopt_daemon.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"heavy = {HEAVY!r}\n"
+        "found = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)\n"
+        "sys.__stderr__.write('LOADED=' + json.dumps(found) + '\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    line = next((x for x in proc.stderr.splitlines() if x.startswith("LOADED=")), None)
+    assert line is not None, proc.stderr
+    return list(json.loads(line.removeprefix("LOADED=")))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    skill = home / ".claude" / "skills" / "release-notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "ANTHROPIC_", "OPENAI_"))}
+    e.update(HOME=str(home), SKILLOPT_HOME=str(tmp_path / "so"), SKILLOPT_NO_DESKTOP_NOTIFY="1")
+    e.pop("CLAUDE_CONFIG_DIR", None)
+    return e
+
+
+def test_the_commands_people_type_do_not_import_the_heavy_modules(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    exe = str(Path(sys.executable).parent / "skillopt")
+    subprocess.run(
+        [exe, "skills", "import", "--tool", "claude-code"], env=env, check=True, capture_output=True
+    )
+    candidate = tmp_path / "candidate"
+    candidate.mkdir()
+    (candidate / "SKILL.md").write_text(SKILL + "\nName every breaking change first.\n")
+    subprocess.run(
+        [exe, "propose", "release-notes", str(candidate)], env=env, check=True, capture_output=True
+    )
+    status = subprocess.run([exe, "status", "--json"], env=env, check=True, capture_output=True, text=True)
+    proposal = json.loads(status.stdout)["pending"]["items"][0]["short_id"]
+    for args in (["--version"], ["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
+        assert loaded_after(args, env) == [], f"skillopt {' '.join(args)}"
