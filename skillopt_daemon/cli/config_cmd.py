@@ -66,10 +66,12 @@ def resolve_key(key: str) -> list[str]:
             tp = fields[part].annotation
         elif typing.get_origin(tp) is dict:
             key_tp, val_tp = typing.get_args(tp)
-            if isinstance(key_tp, type) and issubclass(key_tp, enum.Enum):
-                parse = getattr(key_tp, "parse", None)
+            # A key type that names things (agent tools, with their aliases) reads the user's spelling the
+            # way the settings do, so `tools.claude.enabled` is the same setting as `tools.claude-code.enabled`.
+            parse = getattr(key_tp, "parse", None) if isinstance(key_tp, type) else None
+            if parse is not None or (isinstance(key_tp, type) and issubclass(key_tp, enum.Enum)):
                 try:
-                    part = parse(part).value if parse else key_tp(part).value
+                    part = str(parse(part).value if parse else key_tp(part).value)
                 except ValueError as exc:
                     raise ConfigError(f"unknown configuration key '{so_far}': {exc}") from None
             out.append(part)
