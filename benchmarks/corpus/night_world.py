@@ -107,7 +107,8 @@ class CorpusWorld:
         return skillopt_env(self.env, self.skillopt_home)
 
     def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run_skillopt(args, self.skillopt_env(), cwd=self.root, timeout=1800, check=check)
+        # A whole night of a large family can take over half an hour on a loaded machine.
+        return run_skillopt(args, self.skillopt_env(), cwd=self.root, timeout=7200, check=check)
 
     def configure(self, **night: Any) -> None:
         """The optimizer and judge on the scripted server, replays through the real `claude` (and the real
