@@ -23,17 +23,14 @@ the replays score better; the user's own words in a skill do not.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from harness.fixtures import require
+from harness.lint_world import record_lint_world
 
-import skillopt_lib
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.copycat import ANALYST, analyse
-from skillopt_lib.testing.night_scenario import World, restore, snapshot
+from skillopt_lib.testing.night_scenario import World, restore
 from skillopt_lib.testing.script import (
     Conversation,
     Match,
@@ -166,39 +163,15 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, server: ScriptedServer) -> World:
-    clis = ac.locate_agent_clis()
-    require(clis.claude is not None, clis.why_missing("claude"))
-    w = World(tmp_path_factory.mktemp("screen"), server, Path(str(clis.claude)))
-    w.env["PYTHONPATH"] = str(Path(skillopt_lib.__file__).resolve().parents[1])
-    w.project.mkdir(parents=True)
-    (w.project / "app.py").write_text(APP)
-    (w.project / "lint.py").write_text(LINT)
-    (w.project / "README.md").write_text(README)
-    (w.project / "Makefile").write_text("lint:\n\tpython3 lint.py\n")
-    git = ["git", "-C", str(w.project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "init"], check=True)
-    skill = w.home / ".claude" / "skills" / SKILL / "SKILL.md"
-    skill.parent.mkdir(parents=True)
-    skill.write_text(
-        f"---\nname: {SKILL}\ndescription: Fix lint errors in this project's Python code.\n---\n\n"
-        "# Lint fixes\n\nLook at what the linter reports in app.py.\n"
+    return record_lint_world(
+        tmp_path_factory.mktemp("screen"),
+        server,
+        files={"app.py": APP, "lint.py": LINT, "README.md": README, "Makefile": "lint:\n\tpython3 lint.py\n"},
+        skill=SKILL,
+        requests=REQUESTS,
+        correction=CORRECTION,
+        fixed=FIXED,
     )
-    tools = ("Bash", "Write", "Skill")
-    for request in REQUESTS:
-        first = ac.run_claude(w.claude, request, cwd=w.project, env=w.env, allowed_tools=tools)
-        assert first.returncode == 0, first.describe()
-        again = ac.run_claude(
-            w.claude, CORRECTION, cwd=w.project, env=w.env, resume=first.session_id, allowed_tools=tools
-        )
-        assert again.returncode == 0, again.describe()
-        assert (w.project / "app.py").read_text() == FIXED
-        subprocess.run([*git, "checkout", "-q", "--", "app.py"], check=True)
-    w.skillopt("skills", "import", "--tool", "claude-code")
-    w.skillopt("ingest")
-    snapshot(w)
-    return w
 
 
 def night(w: World, optimizer: str, **settings: str) -> dict[str, object]:
