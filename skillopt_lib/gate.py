@@ -878,6 +878,27 @@ def sequential_decision(
     )
 
 
+def no_loss(decision: GateDecision) -> tuple[bool, str]:
+    """Does the candidate lose nothing against the incumbent? The gate's question turned around, for an edit
+    that only takes something out (a rule's removal): it need not prove it is better, only not be worse.
+
+    Asked in the gate's own terms, on the same paired evidence: the candidate does not lose when the gate
+    measured at least one item and the paired mean difference is not below zero, so neither its regression
+    veto ("the paired evidence says the candidate is worse") nor its "worse on average" refusal applies. A
+    tie passes (the line made no difference on the replays); so does an accepted or pending improvement.
+    Returns (passes, why in a reviewer's terms)."""
+    stats = decision.stats
+    n = int(stats.get("n") or 0)
+    if n == 0:
+        return False, "no held-out item was scored for both skills"
+    diff = float(stats.get("mean_difference") or 0.0)
+    better, worse = int(stats.get("improved_items") or 0), int(stats.get("worsened_items") or 0)
+    where = f"{n} held-out item(s): {better} better, {worse} worse, mean difference {diff:+.3f}"
+    if diff < 0:
+        return False, f"it loses on the replays ({where})"
+    return True, f"it does not lose on the replays ({where})"
+
+
 Measure = Callable[[SkillBundle, int], ScoreTable]
 
 

@@ -58,12 +58,13 @@ def register(app: typer.Typer) -> None:
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
         from skillopt_daemon.night import outcomes
-        from skillopt_daemon.night.status import desktop
 
         # one summary, whichever face sends it: `outcomes.notify_weekly` is the daemon's weekly job
         data = outcomes.report(open_db(), load_settings().report)
         line = outcomes.headline(data)
         if notify:
+            from skillopt_daemon.night.status import desktop  # its notifier is needed only to notify
+
             desktop("skillopt: what it learned", line)
         if as_json:
             print_json({"headline": line, **data})

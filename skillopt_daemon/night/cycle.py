@@ -122,21 +122,25 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
 def follow_rules(ctx: NightContext, families: list[Any]) -> dict[str, Any]:
     """Judge every installed rule on the sessions since its install (`outcomes.py`): a rule that is not
     working sends the sessions where its correction came back to train tonight; a stale or contradicted
-    one is proposed for removal (not on a dry run)."""
-    from skillopt_daemon.night import mining, outcomes
-    from skillopt_daemon.registry import Registry
+    one's removal is replayed, gated and proposed when it does not lose (`removals.py`). A dry run says
+    what would move and changes nothing in the store."""
+    from skillopt_daemon.night import mining, outcomes, removals
 
     found = outcomes.assess(ctx.db, ctx.settings.report)
-    moved = mining.send_to_train(ctx.db, families, outcomes.recurrences_to_train(found))
-    removals: list[str] = []
+    moved = mining.send_to_train(ctx.db, families, outcomes.recurrences_to_train(found), dry_run=ctx.dry_run)
+    gone = removals.night_removals(ctx, found)
     if not ctx.dry_run:
-        removals = outcomes.propose_removals(Registry(ctx.db, actor="night"), found)
-    outcomes.record(ctx.db, found)
+        outcomes.record(ctx.db, found)
     counts: dict[str, int] = {}
     for o in found:
         if o.rule.state == "installed":
             counts[o.verdict] = counts.get(o.verdict, 0) + 1
-    return {"verdicts": counts, "sent_to_train": moved, "removal_proposals": removals}
+    return {
+        "verdicts": counts,
+        "sent_to_train": moved,
+        "removal_proposals": gone["proposals"],
+        "removals": gone["removals"],
+    }
 
 
 def run_cycle(

@@ -362,7 +362,11 @@ RECURRENCE = "recurrence"
 
 
 def send_to_train(
-    db: sqlite_utils.Database, families: Sequence[Family], attempts: Mapping[str, Sequence[str]]
+    db: sqlite_utils.Database,
+    families: Sequence[Family],
+    attempts: Mapping[str, Sequence[str]],
+    *,
+    dry_run: bool = False,
 ) -> list[str]:
     """Move the groups holding `attempts` (family id -> attempt keys) to train, for good.
 
@@ -370,20 +374,25 @@ def send_to_train(
     which the user made the same correction again become train tasks carrying those corrections, so the
     optimizer reads what the installed rule failed to prevent and can write a stronger one. They are
     whole groups, like every split, so no near-copy stays behind in validation; their role becomes
-    `recurrence`. A group that already trains is left as it is. Returns the attempt keys that moved.
+    `recurrence`. A group that already trains is left as it is. Returns the attempt keys that moved (on a
+    `dry_run`, the ones that would: neither the store nor `families` is changed, so a rehearsal changes
+    nothing a real night would do).
     """
     moved: list[str] = []
     for fam in families:
         wanted = set(attempts.get(fam.id) or ())
         groups = {fam.groups[k] for k in wanted if k in fam.groups and fam.splits.get(k) != "train"}
+        moved.extend(a.key for a in fam.attempts if fam.groups.get(a.key) in groups)
+    if not moved or dry_run:
+        return moved
+    keys = set(moved)
+    for fam in families:
+        wanted = set(attempts.get(fam.id) or ())
         for a in fam.attempts:
-            if fam.groups.get(a.key) in groups:
+            if a.key in keys:
                 fam.splits[a.key] = "train"
                 if a.key in wanted:
                     fam.roles[a.key] = RECURRENCE
-                moved.append(a.key)
-    if not moved:
-        return []
     role = {a.key: fam.roles.get(a.key, "") for fam in families for a in fam.attempts}
     with db.conn:
         for key in moved:

@@ -16,8 +16,9 @@ words and single CJK characters), against the corrections the line was learned f
 **The verdict**, decided per line from the sessions of its family before and after the install:
 
 - `contradicted`: after the install the user corrected the agent *towards* what the rule forbids ("actually,
-  do use noqa here": a correction that names the rule's subject and allows it). Proposed for removal.
-- `stale`: the family has not been seen for `report.stale_after_days`. Proposed for removal.
+  do use noqa here": a correction that names the rule's subject and allows it). Its removal is replayed and
+  gated like any edit, and proposed when it does not lose (`removals.py`).
+- `stale`: the family has not been seen for `report.stale_after_days`. Its removal likewise.
 - `too early`: fewer than `report.min_sessions` sessions of the family since the install (or the family
   was never corrected before it, so there is no rate to compare with).
 - `working`: the share of sessions with the correction fell to at most `report.working_share` (0.5) of the
@@ -40,7 +41,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlite_utils
 
@@ -48,9 +49,6 @@ from skillopt_daemon.core.config import ReportSettings
 from skillopt_daemon.core.timeutil import parse_iso, utcnow, utcnow_iso
 from skillopt_daemon.night.preferences import Preference, terms
 from skillopt_daemon.registry.models import VERSION_SQL, Version
-
-if TYPE_CHECKING:
-    from skillopt_daemon.registry import Registry
 
 WORKING, NOT_WORKING, TOO_EARLY, STALE, CONTRADICTED = (
     "working",
@@ -678,78 +676,6 @@ def recurrences_to_train(outcomes: Sequence[Outcome]) -> dict[str, list[str]]:
         for fam in o.rule.families:
             out[fam].extend(k for k in keys if k not in out[fam])
     return dict(out)
-
-
-# ---------------------------------------------------------------------------------------------- removals
-
-
-def removal_bundle_text(text: str, line: str) -> str:
-    """`text` without the rule's line (every line that is the same once stripped)."""
-    want = line.strip()
-    kept = [ln for ln in text.splitlines(keepends=True) if ln.strip() != want]
-    return "".join(kept)
-
-
-def propose_removals(reg: Registry, outcomes: Sequence[Outcome]) -> list[str]:
-    """A removal proposal for every stale or contradicted installed rule that has none yet: the skill's
-    active version without the line, with the provenance of why (the contradicting corrections, or when its
-    family was last seen). It goes through the same review as any edit: `skillopt diff` shows it, approve
-    installs it. Returns the new proposals' ids."""
-    made: list[str] = []
-    for o in outcomes:
-        if o.verdict not in (STALE, CONTRADICTED) or o.removal_version_id or o.rule.state != "installed":
-            continue
-        v = reg.current_version(o.rule.skill)  # the version the agents read now, which holds the line
-        if v is None:
-            continue
-        bundle = reg.load_bundle(v.id)
-        changed = bundle
-        for path, text in bundle.text_files().items():
-            new = removal_bundle_text(text, o.rule.line)
-            if new != text:
-                changed = changed.with_file(path, new)
-        if changed.content_hash == bundle.content_hash:
-            continue
-        learned = [
-            {
-                "text": c["text"],
-                "tool": c["session"].split(":", 1)[0],
-                "project": "",
-                "date": str(c["at"])[:10],
-                "session": c["session"].split(":", 1)[-1],
-                "task_id": c["task_id"],
-            }
-            for c in o.contradictions[:5]
-        ]
-        reason = (
-            f"the user contradicted it after it was installed ({len(o.contradictions)} time(s))"
-            if o.verdict == CONTRADICTED
-            else f"its kind of work was last seen {str(o.last_seen)[:10]}"
-        )
-        evidence = {
-            "removal": True,
-            "removes": [o.rule.line],
-            "reason": o.verdict,
-            "tier": "likely",
-            "tier_note": f"a removal, not replayed: {reason}",
-            "family": {"id": o.rule.families[0], "name": o.family_names[0]} if o.rule.families else None,
-            "provenance": [
-                {
-                    "line": o.rule.line,
-                    "removed": True,
-                    "why": reason,
-                    "learned_from": learned,
-                    "sessions": sorted({c["session"] for c in o.contradictions}),
-                    "failed_replays": [],
-                    "matched": bool(learned),
-                    "rule_version": v.id,
-                }
-            ],
-        }
-        p = reg.propose(o.rule.skill, changed, evidence=evidence, parent=v.id, note=f"remove: {reason}")
-        o.removal_version_id = p.id
-        made.append(p.id)
-    return made
 
 
 # ---------------------------------------------------------------------------------------------- the report

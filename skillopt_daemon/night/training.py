@@ -132,7 +132,7 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
             report.skills.append(SkillOutcome(fam.name, "error", why, tasks=len(fam.attempts), family=fam.id))
         report.status = "completed"
         return
-    _open_backends(ctx)
+    open_backends(ctx)
     waited = _waited_last_night(ctx.db)
     jobs: list[tuple[str, list[Family], bool]] = [(n, f, False) for n, f in targets.items()]
     jobs += [(f.name, [f], True) for f in new]
@@ -215,7 +215,7 @@ def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Famil
     return chosen
 
 
-def _open_backends(ctx: NightContext) -> None:
+def open_backends(ctx: NightContext) -> None:
     """The registry and the budgeted optimizer and judge (the judge defaults to the optimizer's settings)."""
     settings = ctx.settings
     ctx.registry = Registry(ctx.db, actor="night")
@@ -305,7 +305,7 @@ def _planned_replays(tasks: list[dict[str, Any]], cfg: GateConfig, new_items: in
 TOKENS_PER_REPLAY = 60_000
 
 
-def _budget_wait(ctx: NightContext, planned: int) -> str | None:
+def budget_wait(ctx: NightContext, planned: int) -> str | None:
     """Why the night's remaining budget cannot finish this plan, or None: a target is started only when the
     budget left can decide it (a half-measured candidate is evidence wasted)."""
     budget = ctx.budget
@@ -371,7 +371,7 @@ def _train_and_propose(
     planned = _planned_replays(tasks, gate, fresh, carried is not None)
     if ctx.tracker is not None:
         ctx.tracker.plan(planned)
-    wait = _budget_wait(ctx, planned)
+    wait = budget_wait(ctx, planned)
     if wait:
         base.status, base.reason = "waited", f"{wait}; it goes first next night"
         return base

@@ -17,9 +17,9 @@ from skillopt_daemon.night.mining import Family
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.training import (
     NightContext,
-    _budget_wait,
     _planned_replays,
     _replay_tasks,
+    budget_wait,
     env_gate,
 )
 from skillopt_lib.gate import plan_gate
@@ -89,6 +89,6 @@ def test_a_target_waits_when_the_budget_left_cannot_finish_its_plan(tmp_path: Pa
     planned = _planned_replays(_rows(train=2, val=5), gate, new_items=5, holding=False)
     assert planned == 2 + 5 + 2 * 3 * 5
     ctx = _context(tmp_path, [], max_replays=30)
-    why = _budget_wait(ctx, planned)
+    why = budget_wait(ctx, planned)
     assert why is not None and "needs up to 37 replays and the night has 30 left" in why
-    assert _budget_wait(_context(tmp_path, [], max_replays=40), planned) is None
+    assert budget_wait(_context(tmp_path, [], max_replays=40), planned) is None

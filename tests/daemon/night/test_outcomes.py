@@ -29,14 +29,15 @@ from benchmarks.corpus.after import (
     expected,
     sessions_of,
 )
-from skillopt_daemon.core.config import ReportSettings, Settings
+from skillopt_daemon.core.config import NightSettings, ReportSettings, Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import mining, outcomes, preferences
+from skillopt_daemon.night import mining, outcomes, preferences, removals
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.cycle import follow_rules
 from skillopt_daemon.night.report import CycleReport
-from skillopt_daemon.night.training import NightContext
+from skillopt_daemon.night.training import NightContext, night_gate
 from skillopt_daemon.registry import Registry
+from skillopt_lib.gate import Gate, no_loss
 from skillopt_lib.skill import SkillBundle, SkillDoc
 
 pytestmark = pytest.mark.timeout(180)
@@ -93,6 +94,27 @@ def _install_rule(reg: Registry, kind: str, family: str) -> str:
     return v2.id
 
 
+def _ctx(db: sqlite_utils.Database, settings: Settings, *, dry_run: bool = False) -> NightContext:
+    return NightContext(
+        db=db,
+        settings=settings,
+        report=CycleReport("r", "test", "running", dry_run, ""),
+        budget=NightBudget(1_000_000, 1.0, 3600, 10),
+        dry_run=dry_run,
+        say=lambda _m: None,
+    )
+
+
+def _dump(db: sqlite_utils.Database) -> dict[str, list[tuple[Any, ...]]]:
+    """What a night may change in the store: splits, recorded verdicts, proposals, the gate's ledger."""
+    tables = ("tasks", "split_assignments", "rule_outcomes", "versions", "gate_ledger", "events")
+    return {
+        t: sorted(map(tuple, db.execute(f"SELECT * FROM {t}").fetchall()), key=repr)
+        for t in tables
+        if t in db.table_names()
+    }
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("after")
@@ -123,15 +145,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     fams = {k: _family_of(db, {s["session_id"] for s in sessions_of(w.labels, k)}) for k in KINDS}
     settings = Settings(report=ReportSettings(stale_after_days=STALE_DAYS))
     found = outcomes.assess(db, settings.report)
-    ctx = NightContext(
-        db=db,
-        settings=settings,
-        report=CycleReport("r", "test", "running", False, ""),
-        budget=NightBudget(1_000_000, 1.0, 3600, 10),
-        dry_run=False,
-        say=lambda _m: None,
-    )
-    night = follow_rules(ctx, families)
+    before_dry = _dump(db)
+    rehearsal = follow_rules(_ctx(db, settings, dry_run=True), families)
+    after_dry = _dump(db)
+    night = follow_rules(_ctx(db, settings), families)
     yield {
         "db": db,
         "world": w,
@@ -141,6 +158,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "night": night,
         "env": env,
         "settings": settings,
+        "rehearsal": (rehearsal, before_dry, after_dry),
     }
     mp.undo()
     db.conn.close()
@@ -186,6 +204,16 @@ def test_each_rule_gets_its_verdict(world: dict[str, Any]) -> None:
     assert world["night"]["verdicts"] == {"working": 1, "not working": 1, "contradicted": 1, "stale": 1}
 
 
+def test_a_dry_run_changes_nothing_in_the_store(world: dict[str, Any]) -> None:
+    rehearsal, before, after = world["rehearsal"]
+    assert after == before
+    # it still says what the night would do: the same recurrences go back to train on the real night
+    assert rehearsal["sent_to_train"] and sorted(rehearsal["sent_to_train"]) == sorted(
+        world["night"]["sent_to_train"]
+    )
+    assert rehearsal["removal_proposals"] == []
+
+
 def test_too_early_before_enough_sessions(world: dict[str, Any]) -> None:
     fig = outcomes.Figures(7, 2, 2, 0, 2 / 7, 0.0)
     verdict, why = outcomes.decide(fig, contradicted=False, stale=False, settings=ReportSettings())
@@ -221,38 +249,98 @@ def test_a_rule_that_is_not_working_sends_its_new_corrections_to_train(world: di
     assert all(t["split"] != "train" for t in cl if t["session"] in changelog_after)
 
 
-def test_a_contradicted_rule_becomes_a_removal_proposal_that_diff_shows_and_approve_installs(
+def test_a_removal_that_cannot_be_replayed_is_not_proposed(world: dict[str, Any]) -> None:
+    # this store's sessions name no agent CLI that can replay here: neither removal can be gated tonight
+    assert world["night"]["removal_proposals"] == []
+    waiting = {r["skill"]: r for r in world["night"]["removals"]}
+    assert set(waiting) == {"lint-house-rules", "config-house-rules"}  # contradicted, stale
+    assert {r["status"] for r in waiting.values()} == {removals.WAITING}
+    assert all(r["why"].startswith("replays cannot run: ") for r in waiting.values())
+    assert waiting["lint-house-rules"]["verdict"] == outcomes.CONTRADICTED
+
+
+def _removal(world: dict[str, Any], skill: str) -> removals.Removal:
+    reg = Registry(world["db"], actor="night")
+    found = outcomes.assess(world["db"], world["settings"].report)
+    (r,) = [r for r in removals.candidates(reg, found) if r.skill == skill]
+    return r
+
+
+def _gated(r: removals.Removal, with_line: float, without_line: float) -> Any:
+    """The night's gate on the removal, over four held-out tasks, with replays scoring by the skill only."""
+    scores = {r.incumbent.content_hash: with_line, r.candidate.content_hash: without_line}
+    by_arm = {"incumbent": r.incumbent, "candidate": r.candidate}
+    tasks = [{"id": f"t{i}", "split": "val", "group": f"g{i}"} for i in range(4)]
+    seen: list[tuple[str, str]] = []
+
+    def measure(requests: Any) -> list[float]:
+        seen.extend(requests)
+        return [scores[by_arm[arm].content_hash] for _item, arm in requests]
+
+    decision = removals.gate_removal(Gate(night_gate(NightSettings())), measure, tasks)
+    assert {item for item, _arm in seen} == {t["id"] for t in tasks}  # every held-out task, both arms
+    return decision
+
+
+def test_a_removal_that_loses_on_the_replays_is_refused(world: dict[str, Any]) -> None:
+    r = _removal(world, "lint-house-rules")
+    ok, why = no_loss(_gated(r, with_line=1.0, without_line=0.0))
+    assert not ok and why.startswith("it loses on the replays (4 held-out item(s): 0 better, 4 worse")
+
+
+def test_a_contradicted_rules_removal_that_does_not_lose_is_proposed_diff_shows_it_and_approve_installs(
     world: dict[str, Any],
 ) -> None:
     env, db = world["env"], world["db"]
-    reg = Registry(db, actor="test")
-    proposals = {reg.get_version(i).skill: reg.get_version(i) for i in world["night"]["removal_proposals"]}
-    assert set(proposals) == {"lint-house-rules", "config-house-rules"}  # contradicted, stale
-    lint = proposals["lint-house-rules"]
-    assert lint.state == "proposed" and lint.evidence["removal"] and lint.evidence["reason"] == "contradicted"
-    shown = _cli(env, "diff", lint.short_id).stdout
-    assert f"-{RULES['lint']}" in shown
-    assert "removed because the user contradicted it" in shown
-    assert f"'{CONTRADICTIONS['lint']}'" in shown
-    # a second night proposes it once
-    again = follow_rules(
-        NightContext(
-            db=db,
-            settings=world["settings"],
-            report=CycleReport("r2", "test", "running", False, ""),
-            budget=NightBudget(1_000_000, 1.0, 3600, 10),
-            dry_run=False,
-            say=lambda _m: None,
-        ),
-        mining.mine(db)[0],
+    r = _removal(world, "lint-house-rules")
+    decision = _gated(r, with_line=1.0, without_line=1.0)  # the line makes no difference on the replays
+    ok, why = no_loss(decision)
+    assert ok and "0 better, 0 worse" in why
+    reg = Registry(db, actor="night")
+    pid = removals.propose(
+        reg,
+        r,
+        tier_note=f"replayed: {why}",
+        replayed={"gate": decision.to_dict(), "tasks": []},
+        stale_after_days=STALE_DAYS,
     )
-    assert again["removal_proposals"] == []
+    lint = reg.get_version(pid)
+    assert lint.state == "proposed" and lint.evidence["removal"] and lint.evidence["reason"] == "contradicted"
+    assert lint.evidence["tier"] == "likely" and lint.evidence["replayed"]
+    assert lint.evidence["gate"]["stats"]["n"] == 4
+    shown = _cli(env, "diff", lint.short_id)
+    assert f"-{RULES['lint']}" in shown.stdout
+    assert "removed because the user contradicted it" in shown.stdout
+    assert f"'{CONTRADICTIONS['lint']}'" in shown.stdout
+    assert "a removal, replayed: it does not lose on the replays" in shown.stderr
+    outcomes.record(db, [r.outcome])
+    # the next night proposes it no second time
+    assert [x.skill for x in removals.candidates(reg, outcomes.assess(db, world["settings"].report))] == [
+        "config-house-rules"
+    ]
     _cli(env, "approve", lint.short_id)
     installed = Path(env["CLAUDE_CONFIG_DIR"]) / "skills" / "lint-house-rules" / "SKILL.md"
     assert RULES["lint"] not in installed.read_text(encoding="utf-8")
     data = outcomes.report(db, world["settings"].report)
     states = {o["rule"]["skill"]: o["rule"]["state"] for o in data["learned"]}
     assert states["lint-house-rules"] == "removed"
+
+
+def test_a_stale_rule_with_no_task_left_to_replay_is_proposed_saying_so(world: dict[str, Any]) -> None:
+    db, env = world["db"], world["env"]
+    ctx = _ctx(db, world["settings"])
+    found = outcomes.assess(db, world["settings"].report)
+    done = removals.night_removals(ctx, found, load=lambda _db, _families: [])
+    (pid,) = done["proposals"]
+    config = Registry(db, actor="test").get_version(pid)
+    assert config.skill == "config-house-rules" and not config.evidence["replayed"]
+    assert config.evidence["tier_note"].startswith(
+        f"a removal, {removals.NO_TASK}: its kind of work was last"
+    )
+    assert config.evidence["staleness"]["stale_after_days"] == STALE_DAYS
+    assert config.evidence["staleness"]["sessions_before"] == FIRST
+    shown = _cli(env, "diff", config.short_id)
+    assert f"-{RULES['config']}" in shown.stdout and removals.NO_TASK in shown.stderr
 
 
 def test_skillopt_report_shows_what_was_learned_fixed_not_working_and_stale(world: dict[str, Any]) -> None:
