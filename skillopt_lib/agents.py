@@ -18,6 +18,11 @@ from typing import Any, ClassVar, Literal
 from skillopt_lib import plugins
 from skillopt_lib.errors import did_you_mean
 
+# The built-in tools' rows by name. A built-in wins a clash of names, so a built-in name is answered from
+# here without loading the plugins: looking for those reads every installed package's metadata, which
+# `skillopt status` would otherwise pay for on every run. Filled below, after the rows.
+_BUILTIN_ROWS: dict[str, ToolSpec] = {}
+
 
 class _ToolsMeta(type):
     """Iterating `AgentTool` (or `in AgentTool`) goes over the tools loaded now, built-ins and plugins."""
@@ -53,6 +58,9 @@ class AgentTool(str, metaclass=_ToolsMeta):
     def __new__(cls, value: str) -> AgentTool:
         if isinstance(value, AgentTool):
             return value
+        builtin = _BUILTIN_ROWS.get(value)
+        if builtin is not None:
+            return builtin.tool
         rows = _registry().rows
         for tool in rows:
             if tool == value:
@@ -101,6 +109,9 @@ class AgentTool(str, metaclass=_ToolsMeta):
         if isinstance(value, AgentTool):
             return value
         norm = value.strip().lower().replace("_", "-")
+        for row in _BUILTIN_ROWS.values():  # the registry's first rows: the same answer, without plugins
+            if row.tool == norm or norm in row.aliases:
+                return row.tool
         rows = _registry().rows
         for tool, row in rows.items():
             if tool == norm or norm in row.aliases:
@@ -312,6 +323,9 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+_BUILTIN_ROWS.update((row.tool.value, row) for row in BUILTIN_TOOLS)
+
+
 def skillopt_agent_tools() -> list[ToolSpec]:
     """The built-in tools, registered through the hook every plugin uses (a built-in needs no marker)."""
     return list(BUILTIN_TOOLS)
@@ -371,7 +385,8 @@ class _Tools(Mapping[AgentTool, ToolSpec]):
     """`TOOLS`: every loaded tool's row, read afresh when plugins change."""
 
     def __getitem__(self, tool: AgentTool) -> ToolSpec:
-        return _registry().rows[tool]
+        builtin = _BUILTIN_ROWS.get(tool)  # a built-in's row is the registry's, with no plugin loaded
+        return builtin if builtin is not None else _registry().rows[tool]
 
     def __iter__(self) -> Iterator[AgentTool]:
         return iter(list(_registry().rows))

@@ -31,7 +31,7 @@ from pydantic_settings import (
 
 from skillopt_daemon.core import paths
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.backends import backend_names, unknown_backend
+from skillopt_lib.backends import backend_names, is_backend, unknown_backend
 from skillopt_lib.config import BackendConfig, Price, masked_dump
 from skillopt_lib.config import is_secret_key as is_secret_key
 from skillopt_lib.errors import ConfigError
@@ -76,7 +76,7 @@ class BackendSettings(BackendConfig):
     def _known_backend(cls, value: str) -> str:
         """A mistyped backend is refused where it is set (`config set`, the file, the environment), with the
         valid names, rather than by the night that tries to use it."""
-        if value and value not in backend_names():
+        if value and not is_backend(value):
             raise ValueError(f"{unknown_backend(value)}; valid backends: {', '.join(backend_names())}")
         return value
 

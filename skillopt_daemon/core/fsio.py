@@ -12,8 +12,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-
-import filelock
+from typing import TYPE_CHECKING
 
 from skillopt_daemon.core import paths
 from skillopt_lib.fsio import (
@@ -27,6 +26,9 @@ from skillopt_lib.fsio import (
     sha256_file,
     write_private,
 )
+
+if TYPE_CHECKING:  # imported where a lock is taken: commands that only read (diff) never take one
+    import filelock
 
 __all__ = [
     "PRIVATE_DIR",
@@ -62,6 +64,8 @@ def _lock(path: Path) -> filelock.FileLock:
     # thread_local=False: a lock taken by one thread (the scheduler's) may be released by another; and
     # is_singleton=False: each object opens its own descriptor, so a second object in this process
     # conflicts exactly like another process would.
+    import filelock
+
     paths.ensure_private_dir(path.parent)
     return filelock.FileLock(str(path), mode=PRIVATE_FILE, thread_local=False, is_singleton=False)
 
@@ -87,6 +91,8 @@ def file_lock(path: Path, *, timeout: float = -1, holder: Path | None = None) ->
     raises `Busy` with the holder's pid, so each caller can say what is running in its own words. The lock
     is released when the block ends, however it ends; the OS releases it if the process dies.
     """
+    import filelock
+
     record = holder or holder_file(path)
     lk = _lock(path)
     try:
@@ -111,6 +117,8 @@ def file_lock(path: Path, *, timeout: float = -1, holder: Path | None = None) ->
 
 def lock_is_held(path: Path) -> bool:
     """True while some process holds the lock on `path`; probing never blocks and never keeps it."""
+    import filelock
+
     if not path.exists():
         return False
     lk = _lock(path)

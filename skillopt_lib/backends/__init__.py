@@ -87,6 +87,12 @@ def backend_names() -> list[str]:
     return sorted(set(_from_plugins()) | set(_ADDED) | set(PRESETS))
 
 
+def is_backend(name: str) -> bool:
+    """Whether `name` is a backend or a preset. A built-in name answers without loading the plugins (a
+    built-in wins a clash of names), which reads every installed package's metadata."""
+    return name in BUILTIN_BACKENDS or name in _ADDED or name in PRESETS or name in backend_names()
+
+
 def unknown_backend(name: str) -> str:
     """What to say about a backend name that is not registered: the closest one, when it looks mistyped."""
     guess = did_you_mean(name, backend_names())
@@ -96,7 +102,8 @@ def unknown_backend(name: str) -> str:
 def _factory(name: str) -> BackendFactory:
     if name in _REGISTRY:
         return _REGISTRY[name]
-    target = _ADDED.get(name) or _from_plugins().get(name)
+    # A built-in wins a clash of names, so a built-in backend needs no plugin loaded.
+    target = _ADDED.get(name) or BUILTIN_BACKENDS.get(name) or _from_plugins().get(name)
     if target is None:
         raise ConfigError(unknown_backend(name), hint=f"use one of: {', '.join(backend_names())}")
     if not isinstance(target, str):

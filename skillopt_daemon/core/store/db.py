@@ -19,10 +19,9 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
-import sqlite_utils
-
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.store.migrations import MIGRATIONS
+from skillopt_daemon.core.store.sqlite_lib import sqlite_utils
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_lib.errors import DiskFullError, StoreError
 
@@ -140,7 +139,9 @@ def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.D
             factory=NestingConnection,
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        db = sqlite_utils.Database(conn)
+        # No sqlite-utils plugins: the store is skillopt's own, so a plugin installed for something else must
+        # not change its connection, and looking for them reads every installed package's metadata.
+        db = sqlite_utils.Database(conn, execute_plugins=False)
         # A cheap read that fails on a file that is not a database.
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:

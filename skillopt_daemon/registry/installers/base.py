@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.core.config import tool_home
 from skillopt_daemon.core.fsio import atomic_write, fsync_dir, sha256_bytes
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
@@ -372,6 +371,10 @@ class FolderInstaller:
         """The tool's own home folder: as given, else from config and the tool's variable."""
         if self._home is not None:
             return self._home
+        # Imported here: reading the settings needs pydantic-settings, which the commands that only read the
+        # store (status, diff) would otherwise pay for at start.
+        from skillopt_daemon.core.config import tool_home
+
         try:
             return tool_home(self.tool)
         except Exception:  # a broken config must not stop installs to the default folder

@@ -1,6 +1,7 @@
 """The commands people type start without the heavy parts of skillopt: `skillopt --version`, `status`,
-`diff` and `approve` never import the mining stack (scikit-learn, scipy), the benchmarks' packages, the
-model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer.
+`diff` and `approve` never import the mining stack (numpy, scikit-learn, scipy), the benchmarks' packages,
+the model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer, and never look for
+plugins (which reads every installed package's metadata); `diff` does not even read the settings.
 
 Checked by what a real process has imported, not by a stopwatch: `benchmarks/cli_latency.py` measures the
 time (docs/performance.md).
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 HEAVY = (
+    "numpy",
+    "pandas",
     "sklearn",
     "scipy",
     "openpyxl",
@@ -38,8 +41,13 @@ SKILL = (
 )
 
 
-def loaded_after(args: list[str], env: dict[str, str]) -> list[str]:
-    """The heavy modules a real `skillopt ARGS` process had imported when it finished."""
+# What `diff` needs no more of: it reads two versions from the store and prints them.
+SETTINGS = ("pydantic_settings", "skillopt_daemon.core.config")
+
+
+def loaded_after(args: list[str], env: dict[str, str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The heavy modules a real `skillopt ARGS` process had imported when it finished (with "plugins"
+    when it loaded the plugin manager, which looks for every installed package's entry points)."""
     code = (
         "import json, sys\n"
         "argv = json.loads(sys.argv[1])\n"
@@ -49,8 +57,10 @@ def loaded_after(args: list[str], env: dict[str, str]) -> list[str]:
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
-        f"heavy = {HEAVY!r}\n"
+        f"heavy = {heavy!r}\n"
         "found = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)\n"
+        "plugins = sys.modules.get('skillopt_lib.plugins')\n"
+        "found += ['plugins'] if plugins is not None and plugins._state is not None else []\n"
         "sys.__stderr__.write('LOADED=' + json.dumps(found) + '\\n')\n"
     )
     proc = subprocess.run(
@@ -95,3 +105,4 @@ def test_the_commands_people_type_do_not_import_the_heavy_modules(
     proposal = json.loads(status.stdout)["pending"]["items"][0]["short_id"]
     for args in (["--version"], ["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
         assert loaded_after(args, env) == [], f"skillopt {' '.join(args)}"
+    assert loaded_after(["diff", proposal], env, HEAVY + SETTINGS) == []

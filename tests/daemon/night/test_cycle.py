@@ -60,9 +60,9 @@ def wait_for(predicate: Any, timeout: float = 45.0, what: str = "condition") -> 
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def seed_sessions(env: dict[str, str], n: int = 6, *, skill: bool = True) -> None:
+def seed_sessions(env: dict[str, str], n: int = 6, *, skill: bool = True, tool: str = "claude-code") -> None:
     """A registered skill and sessions that used it, as ingest would have stored them (with `skill=False`,
-    sessions of the same recurring work and no skill at all)."""
+    sessions of the same recurring work and no skill at all); `tool` is the agent the sessions came from."""
     if skill:
         skill_dir = Path(env["HOME"]) / ".claude" / "skills" / "release-notes"
         skill_dir.mkdir(parents=True)
@@ -79,7 +79,7 @@ def seed_sessions(env: dict[str, str], n: int = 6, *, skill: bool = True) -> Non
                 db.table("sessions")
                 .insert(
                     {
-                        "tool": "claude-code",
+                        "tool": tool,
                         "session_id": f"s{i}",
                         "project_path": "/nonexistent/project",
                         "started_at": f"2026-11-0{i + 1}T10:00:00.000Z",
