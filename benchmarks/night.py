@@ -8,7 +8,7 @@ family size N, one world holds the first N sessions of each kind (corrections in
 included, no skill installed); night 1; one more session of each kind arrives; night 2. Reports, by size,
 the share of families with a correction that became proposals carrying their rule after one night and within
 two (and which tier), replays, tokens and wall time per family. Scripted models know only what they are
-shown (`benchmarks.corpus.night_world`, `skillopt_lib.testing.learning_night`).
+shown (`benchmarks.corpus.night_world`, `tests/harness/learning_night.py`).
 
 `python -m benchmarks.night --corpus --null`: the same nights with every correction removed and an agent
 that does the work right by luck half of the time whatever the skill says (`LearningNight(noise=0.5)`), so
@@ -16,7 +16,7 @@ the optimizer can only write useless edits and replays disagree by chance: the s
 proposal of each tier is the false-proposal rate at the defaults (over every kind of the corpus by default).
 
 `python -m benchmarks.night [--tasks 20]`: the cost of one night for N recurring tasks of one family with
-an installed skill (the scenario in `skillopt_lib.testing.night_scenario`).
+an installed skill (the scenario in `tests/harness/night_scenario.py`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any
 from benchmarks.corpus import night_world
 from benchmarks.corpus.load import NIGHTS, read_labels
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.learning_night import LearningNight
-from skillopt_lib.testing.night_scenario import make_world, night_script, record_sessions
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from tests.harness.learning_night import LearningNight
+from tests.harness.night_scenario import make_world, night_script, record_sessions
 
 
 def learning_nights(

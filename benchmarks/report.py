@@ -46,6 +46,7 @@ def build(sessions: int, families: int, seed: int = 7) -> dict[str, Any]:
     from skillopt_daemon.core.store import open_db
     from skillopt_daemon.core.timeutil import to_iso, utcnow
     from skillopt_daemon.night import preferences
+    from skillopt_daemon.night.tasks import NightTask
     from skillopt_daemon.registry import Registry
     from skillopt_lib.skill import SkillBundle, SkillDoc
 
@@ -110,15 +111,20 @@ def build(sessions: int, families: int, seed: int = 7) -> dict[str, Any]:
         db.table("task_families").insert_all(fam_rows)
         db.table("tasks").insert_all(task_rows)
     reg = Registry(db, actor="bench")
-    by_family: dict[str, list[dict[str, Any]]] = {}
+    by_family: dict[str, list[NightTask]] = {}
     for t in task_rows:
         by_family.setdefault(t["family_id"], []).append(
-            {
-                **t,
-                "repo": t["project_path"],
-                "session": t["session_id"],
-                "corrections": json.loads(t["corrections_json"]),
-            }
+            NightTask(
+                id=t["id"],
+                prompt=t["prompt"],
+                split=t["split"],
+                family=t["family_id"],
+                tool=t["tool"],
+                repo=t["project_path"],
+                session=t["session_id"],
+                started_at=t["started_at"],
+                corrections=json.loads(t["corrections_json"]),
+            )
         )
     for f in range(families):
         name = f"kind-{f}"
@@ -128,7 +134,7 @@ def build(sessions: int, families: int, seed: int = 7) -> dict[str, Any]:
         rule, line = RULES[f % len(RULES)]
         lines = [line, f"Run the checks of kind {f} before you finish."]
         bundle = SkillBundle.from_doc(doc.with_body(f"# kind {f}\n\nDo it well.\n" + "\n".join(lines) + "\n"))
-        tasks = [t for t in by_family[f"fam-{f:04d}"] if t["started_at"] < install_at]
+        tasks = [t for t in by_family[f"fam-{f:04d}"] if t.started_at < install_at]
         prov = preferences.provenance(lines, preferences.train_preferences(tasks), [])
         v2 = reg.propose(name, bundle, evidence={"provenance": prov, "tokens": 90_000, "cost_usd": 0.4})
         reg.approve(v2.id)

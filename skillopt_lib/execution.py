@@ -278,3 +278,19 @@ class ExecBackend(Protocol):
             ExternalToolError: only when the CLI cannot be started at all.
         """
         ...
+
+
+@runtime_checkable
+class AgentCli(ExecBackend, Protocol):
+    """An exec backend around a CLI on this machine: what a night asks of the agent it replays with, besides
+    running it. `CliExecBackend` implements both; `status` and the night's model choice call them before any
+    replay, so a missing or signed-out CLI is said up front rather than at the first run."""
+
+    def executable(self) -> str:
+        """The CLI's path, resolved once. Raises ExternalToolError (with how to install it) when missing."""
+        ...
+
+    def login(self) -> str | None:
+        """Where the CLI's sign-in was found, read from files only; None when there is none ("unknown" when
+        the tool cannot tell)."""
+        ...

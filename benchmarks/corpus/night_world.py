@@ -15,7 +15,7 @@ later (`add_sessions(world, kinds, upto=M)`): what a user's first weeks bring be
 in which the user never said how they want the work done.
 
 The scripted agent and judge get the kinds of work from `spec.py` (`work_kinds`); the optimizer gets
-nothing but its requests (`skillopt_lib.testing.learning_night`).
+nothing but its requests (`tests/harness/learning_night.py`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, Labels, r
 from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import family
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.learning_night import WorkKind
-from skillopt_lib.testing.night_scenario import run_skillopt, skillopt_env
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from tests.harness.learning_night import WorkKind
+from tests.harness.night_scenario import run_skillopt, skillopt_env
 
 RECORDED_SRC = MINING_SOURCE_ROOT
 __all__ = ["NIGHTS", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]

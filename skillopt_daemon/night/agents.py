@@ -17,9 +17,10 @@ from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib import keys
 from skillopt_lib.agents import TOOLS, AgentTool, spec
 from skillopt_lib.backends import create_backend, resolve_preset
-from skillopt_lib.backends.base import price_of
+from skillopt_lib.backends.base import ChatBackend, price_of
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.execution import AgentCli
 from skillopt_lib.net import is_loopback_url
 from skillopt_lib.providers import key_env_candidates
 from skillopt_lib.usage import format_cost
@@ -295,10 +296,11 @@ def make_agent(
     max_turns: int | None = None,
     timeout_s: float | None = None,
     model: str | None = None,
-) -> Any:
+) -> AgentCli:
     """The exec backend that replays `tool`'s tasks, built by `create_backend` from the tool's row and the
     settings: the row's `replay_options`, then `tools.<tool>.replay_options`, then the replay limits (or
-    the given ones, from `skillopt replay`'s options). ConfigError for a tool with no exec backend."""
+    the given ones, from `skillopt replay`'s options). ConfigError for a tool with no exec backend, or one
+    whose backend is not an agent CLI (a plugin's row naming a chat backend)."""
     row = spec(tool)
     if row.backend is None:
         replayable = ", ".join(t.value for t in replayable_tools())
@@ -324,7 +326,27 @@ def make_agent(
         else (settings.agent.model if settings.agent.backend == row.backend else "")
     )
     cfg = BackendConfig(backend=row.backend, model=chosen or "", options=opts)
-    return create_backend(cfg, "agent", workspaces_root=str(paths.workspaces_dir()))
+    agent = create_backend(cfg, "agent", workspaces_root=str(paths.workspaces_dir()))
+    if not isinstance(agent, AgentCli):
+        raise ConfigError(
+            f"{tool.value}'s backend {row.backend!r} is not an agent CLI skillopt can replay with",
+            hint="its row's `backend` must name an exec backend (see CliExecBackend in the plugin guide)",
+        )
+    return agent
+
+
+def make_chat(settings: Settings, b: BackendSettings, role: str) -> ChatBackend:
+    """The chat backend `b` names for `role` (optimizer, judge), from the user's settings. ConfigError when it
+    names something that is not a chat model (an agent CLI's exec backend where its `-chat` one was meant):
+    said before the night spends anything, not as an AttributeError at its first call."""
+    chat = create_backend(_chat_config(settings, b), role, workspaces_root=str(paths.workspaces_dir()))
+    if not isinstance(chat, ChatBackend):
+        chats = ", ".join(sorted(_chat_cli()))
+        raise ConfigError(
+            f"the {role} backend {b.backend!r} is not a chat model",
+            hint=f"set {role}.backend to an API backend (openai, anthropic, a preset) or one of: {chats}",
+        )
+    return chat
 
 
 def mining_chat(settings: Settings, budget: NightBudget) -> tuple[BudgetedChat | None, str | None]:
@@ -339,9 +361,7 @@ def mining_chat(settings: Settings, budget: NightBudget) -> tuple[BudgetedChat |
     if settings.night.local_only and not is_loopback_url(opt.base_url):
         return None, "requests were mined without a model: night.local_only allows no remote endpoint"
     try:
-        inner = create_backend(
-            _chat_config(settings, opt), "optimizer", workspaces_root=str(paths.workspaces_dir())
-        )
+        inner = make_chat(settings, opt, "optimizer")
     except SkillOptError as exc:
         return None, f"requests were mined without a model: {exc.message}"
     return BudgetedChat(inner, budget), None

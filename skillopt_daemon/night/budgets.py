@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.backends.base import ChatMessage, ChatResponse, Usage
+from skillopt_lib.backends.base import ChatBackend, ChatMessage, ChatResponse, Usage
 from skillopt_lib.errors import SkillOptError
-from skillopt_lib.execution import ExecLimits, ExecResult
+from skillopt_lib.execution import ExecBackend, ExecLimits, ExecResult
 from skillopt_lib.skill import SkillBundle
 
 
@@ -88,12 +89,15 @@ class NightBudget:
 class BudgetedAgent:
     """An exec backend that counts replays and spend against the night's caps before each run."""
 
-    def __init__(self, inner: Any, budget: NightBudget) -> None:
+    def __init__(self, inner: ExecBackend, budget: NightBudget) -> None:
         self._inner = inner
         self._budget = budget
         self.name = inner.name
         self.tool = inner.tool
         self.limits = inner.limits
+
+    def preflight(self) -> list[str]:
+        return self._inner.preflight()
 
     def install_skill(self, workspace: Path, skill: SkillBundle) -> Path:
         return Path(self._inner.install_skill(workspace, skill))
@@ -101,7 +105,9 @@ class BudgetedAgent:
     def prepare_home(self, home: Path, workspace: Path) -> dict[str, str]:
         return dict(self._inner.prepare_home(home, workspace))
 
-    def run(self, prompt: str, *, cwd: Path, env: Any, limits: ExecLimits | None = None) -> ExecResult:
+    def run(
+        self, prompt: str, *, cwd: Path, env: Mapping[str, str], limits: ExecLimits | None = None
+    ) -> ExecResult:
         self._budget.reserve_replay()
         result: ExecResult = self._inner.run(prompt, cwd=cwd, env=env, limits=limits)
         self._budget.add(result.usage)
@@ -114,7 +120,7 @@ class BudgetedAgent:
 class BudgetedChat:
     """A chat backend whose calls count against the night's caps."""
 
-    def __init__(self, inner: Any, budget: NightBudget) -> None:
+    def __init__(self, inner: ChatBackend, budget: NightBudget) -> None:
         self._inner = inner
         self._budget = budget
         self.name = inner.name

@@ -9,7 +9,8 @@ motivated it (`provenance`, from `preferences.provenance`).
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.night import preferences
 from skillopt_daemon.night.budgets import NightBudget
@@ -18,8 +19,13 @@ from skillopt_lib.gate import GateStats
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.skill import SkillBundle
 
+if TYPE_CHECKING:
+    from skillopt_daemon.night.replay import ReplayEnvironment
+    from skillopt_daemon.night.tasks import NightTask
+    from skillopt_lib.trainer import TrainResult
 
-def last_accepted_gate(run_dir: Any) -> dict[str, Any] | None:
+
+def last_accepted_gate(run_dir: Path) -> dict[str, Any] | None:
     """The gate's record of the last step it accepted in a training run, or None when it accepted none."""
     gate: dict[str, Any] | None = None
     for rec in read_history(run_dir):
@@ -29,17 +35,17 @@ def last_accepted_gate(run_dir: Any) -> dict[str, Any] | None:
 
 
 def per_task_runs(
-    env: Any, incumbent: SkillBundle, best: SkillBundle, tasks: list[dict[str, Any]]
+    env: ReplayEnvironment, incumbent: SkillBundle, best: SkillBundle, tasks: list[NightTask]
 ) -> list[dict[str, Any]]:
     """Each replayed task with its runs under the installed skill and under the candidate."""
     base_runs = env.outcomes(incumbent.content_hash)
     cand_runs = env.outcomes(best.content_hash)
-    by_id = {t["id"]: t for t in tasks}
+    by_id = {t.id: t for t in tasks}
     return [
         {
             "task_id": iid,
-            "family": by_id.get(iid, {}).get("family"),
-            "prompt": str(by_id.get(iid, {}).get("prompt", ""))[:200],
+            "family": by_id[iid].family if iid in by_id else None,
+            "prompt": by_id[iid].prompt[:200] if iid in by_id else "",
             "baseline": base_runs.get(iid, []),
             "candidate": cand_runs.get(iid, []),
         }
@@ -59,7 +65,7 @@ def added_lines(incumbent: SkillBundle, best: SkillBundle) -> list[str]:
 
 
 def line_provenance(
-    env: Any, incumbent: SkillBundle, best: SkillBundle, tasks: list[dict[str, Any]]
+    env: ReplayEnvironment, incumbent: SkillBundle, best: SkillBundle, tasks: list[NightTask]
 ) -> list[dict[str, Any]]:
     """Per added line: the train corrections and sessions behind it, and the train replays that failed."""
     train_runs = env.outcomes(incumbent.content_hash, "train")
@@ -92,11 +98,11 @@ def tier_note(tier: str, stats: GateStats) -> str:
 
 
 def evidence(
-    result: Any,
-    env: Any,
+    result: TrainResult,
+    env: ReplayEnvironment,
     incumbent: SkillBundle,
     best: SkillBundle,
-    tasks: list[dict[str, Any]],
+    tasks: list[NightTask],
     budget: NightBudget,
     tool: AgentTool,
 ) -> dict[str, Any]:
@@ -117,7 +123,7 @@ def evidence(
         "gate_session": stats.session,
         "tier": tier,
         "tier_note": tier_note(tier, stats),
-        "task_ids": [t["id"] for t in tasks],
+        "task_ids": [t.id for t in tasks],
         "gate": gate,
         "tokens": tokens,
         "cost_usd": round(cost, 6),

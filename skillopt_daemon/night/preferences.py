@@ -17,9 +17,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillopt_lib.origin import PREFERENCES_HEADER, preference_line
+
+if TYPE_CHECKING:
+    from skillopt_daemon.night.tasks import NightTask
 
 TRAIN = "train"
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -46,34 +49,33 @@ class Preference:
         return asdict(self)
 
 
-def of_task(task: dict[str, Any]) -> list[Preference]:
+def of_task(task: NightTask) -> list[Preference]:
     """The corrections of one mined task (its `corrections`, as `replay.tasks_for_families` loads them)."""
-    project = PurePath(str(task.get("repo") or "")).name
-    date = str(task.get("started_at") or "")[:10]
+    project = PurePath(task.repo or "").name
     return [
         Preference(
             text=str(c),
-            tool=str(task.get("tool") or ""),
+            tool=task.tool,
             project=project,
-            date=date,
-            session=str(task.get("session") or ""),
-            task_id=str(task.get("id") or ""),
+            date=task.started_at[:10],
+            session=task.session,
+            task_id=task.id,
         )
-        for c in task.get("corrections") or []
+        for c in task.corrections
         if str(c).strip()
     ]
 
 
-def for_optimizer(task: dict[str, Any]) -> list[Preference]:
+def for_optimizer(task: NightTask) -> list[Preference]:
     """What the optimizer may read of this task's corrections: all of them for a train task, none otherwise.
 
     Validation and test corrections grade candidates (the judge's rubric); showing them to the optimizer
     would let it write the grader's answers into the skill.
     """
-    return of_task(task) if task.get("split") == TRAIN else []
+    return of_task(task) if task.split == TRAIN else []
 
 
-def train_preferences(tasks: Iterable[dict[str, Any]]) -> list[Preference]:
+def train_preferences(tasks: Iterable[NightTask]) -> list[Preference]:
     """Every correction the optimizer may read across `tasks`, first occurrence of each wording first."""
     seen: dict[str, Preference] = {}
     for t in tasks:

@@ -33,6 +33,7 @@ from skillopt_daemon.night.budgets import BudgetedAgent, NightBudgetExceeded
 from skillopt_daemon.night.ledger import StoreLedger
 from skillopt_daemon.night.outcomes import CONTRADICTED, STALE, Outcome
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import NightContext, budget_wait, env_gate, open_backends
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
@@ -104,15 +105,15 @@ def candidates(reg: Registry, found: Sequence[Outcome]) -> list[Removal]:
     return out
 
 
-def held_out(tasks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [t for t in tasks if t.get("split") in HELD_OUT]
+def held_out(tasks: Sequence[NightTask]) -> list[NightTask]:
+    return [t for t in tasks if t.split in HELD_OUT]
 
 
-def gate_removal(gate: Gate, measure: PairedMeasure, tasks: Sequence[dict[str, Any]]) -> GateDecision:
+def gate_removal(gate: Gate, measure: PairedMeasure, tasks: Sequence[NightTask]) -> GateDecision:
     """The night's gate on (installed skill, skill without the line) over `tasks`; near-duplicates (a task's
     `group`) count once, as in training."""
-    ids = [str(t["id"]) for t in tasks]
-    clusters = {str(t["id"]): str(t.get("group") or t["id"]) for t in tasks}
+    ids = [t.id for t in tasks]
+    clusters = {t.id: t.group_key for t in tasks}
     return gate.decide_paired(measure, ids, clusters=clusters)
 
 
@@ -205,9 +206,9 @@ def _measure(
     return measure
 
 
-def _runs(env: Any, r: Removal, tasks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _runs(env: Any, r: Removal, tasks: Sequence[NightTask]) -> list[dict[str, Any]]:
     """Each replayed task with its runs under the installed skill ("baseline") and without the line."""
-    by_id = {str(t["id"]): t for t in tasks}
+    by_id = {t.id: t for t in tasks}
     base: dict[str, list[dict[str, Any]]] = {}
     cand: dict[str, list[dict[str, Any]]] = {}
     for split in HELD_OUT:
@@ -216,8 +217,8 @@ def _runs(env: Any, r: Removal, tasks: Sequence[dict[str, Any]]) -> list[dict[st
     return [
         {
             "task_id": iid,
-            "family": by_id.get(iid, {}).get("family"),
-            "prompt": str(by_id.get(iid, {}).get("prompt", ""))[:200],
+            "family": by_id[iid].family if iid in by_id else None,
+            "prompt": by_id[iid].prompt[:200] if iid in by_id else "",
             "baseline": base.get(iid, []),
             "candidate": cand.get(iid, []),
         }
@@ -225,7 +226,7 @@ def _runs(env: Any, r: Removal, tasks: Sequence[dict[str, Any]]) -> list[dict[st
     ]
 
 
-TaskLoader = Callable[[Any, list[str]], list[dict[str, Any]]]
+TaskLoader = Callable[[Any, list[str]], list[NightTask]]
 
 
 def night_removals(
@@ -234,8 +235,8 @@ def night_removals(
     """Replay and gate every removal tonight can decide; propose those that do not lose. Returns what became
     of each (`{proposals: [ids], removals: [{skill, line, verdict, status, why}]}`). `load(db, family ids)`
     gives the replayable tasks (`replay.tasks_for_families`)."""
-    load = load or (lambda db, fams: tasks_for_families(db, fams))
-    reg = ctx.registry if ctx.registry is not None else Registry(ctx.db, actor="night")
+    loader: TaskLoader = load or (lambda db, fams: tasks_for_families(db, fams))
+    reg = ctx.registry
     todo = candidates(reg, found)
     made: list[str] = []
     notes: list[dict[str, Any]] = []
@@ -252,7 +253,7 @@ def night_removals(
             note(r, WAITING, "a dry run replays and proposes no removal")
         return {"proposals": [], "removals": notes}
     for r in todo:
-        tasks = held_out(load(ctx.db, list(r.outcome.rule.families)))
+        tasks = held_out(loader(ctx.db, list(r.outcome.rule.families)))
         if not tasks:
             if r.outcome.verdict == STALE:
                 made.append(propose(reg, r, tier_note=NO_TASK, replayed=None, stale_after_days=days))
@@ -265,10 +266,10 @@ def night_removals(
         if before is not None and before["outcome"] != "pending":
             note(r, REFUSED, f"its removal already lost on the replays ({str(before['decided_at'])[:10]})")
             continue
-        tools = sorted({str(t.get("tool")) for t in tasks})
+        tools = sorted({t.tool for t in tasks})
         missing = {t: replay_missing(ctx.settings, AgentTool.parse(t)) for t in tools}
         usable = [t for t in tools if missing[t] is None]
-        tasks = [t for t in tasks if str(t.get("tool")) in usable]
+        tasks = [t for t in tasks if t.tool in usable]
         if not tasks:
             note(r, WAITING, "replays cannot run: " + "; ".join(m for m in missing.values() if m))
             continue

@@ -33,9 +33,9 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.ingest.pinning import load_dirty_diff
 from skillopt_daemon.night import preferences
-from skillopt_daemon.night.checks import EXCLUDED, RUBRIC, settle
+from skillopt_daemon.night.checks import EXCLUDED, settle
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib import gaming
 from skillopt_lib.backends.base import ChatBackend
 from skillopt_lib.envs.base import AgentBackend, Item, ItemResult
@@ -49,8 +49,8 @@ from skillopt_lib.skill import SkillBundle
 
 def tasks_for_skill(
     db: sqlite_utils.Database, skill: str, tool: str | None = None, *, probe_root: Path | None = None
-) -> list[dict[str, Any]]:
-    """The mined tasks of every family related to `skill` that are worth replaying, as task dicts."""
+) -> list[NightTask]:
+    """The mined tasks of every family related to `skill` that are worth replaying."""
     rows = db.query("SELECT id FROM task_families WHERE skill_name = ? ORDER BY id", [skill])
     return tasks_for_families(db, [r["id"] for r in rows], tool, probe_root=probe_root)
 
@@ -61,9 +61,9 @@ def tasks_for_families(
     tool: str | None = None,
     *,
     probe_root: Path | None = None,
-) -> list[dict[str, Any]]:
+) -> list[NightTask]:
     """The tasks of the given families (only those done with `tool` when given) that are worth replaying,
-    as task dicts for the replay environment. Checks are first run before the work where that was never
+    for the replay environment. Checks are first run before the work where that was never
     done (in workspaces under `probe_root`, default skillopt's workspaces folder); see `night/checks.py`."""
     if not family_ids:
         return []
@@ -72,7 +72,7 @@ def tasks_for_families(
         f["id"]: f
         for f in db.query(f"SELECT * FROM task_families WHERE id IN ({marks}) ORDER BY id", list(family_ids))
     }
-    out: list[dict[str, Any]] = []
+    out: list[NightTask] = []
     for fid, fam in fams.items():
         checks = json.loads(fam["checks_json"] or "[]")
         rubric = json.loads(fam["rubric_json"] or "[]")
@@ -83,37 +83,8 @@ def tasks_for_families(
             params.append(tool)
         rows = list(db.query(sql + " ORDER BY started_at, id", params))
         settle(db, rows, checks, rubric, probe_root or paths.workspaces_dir())
-        out.extend(_task(t, rubric) for t in rows if t["scoring"] != EXCLUDED)
+        out.extend(NightTask.from_row(t, rubric) for t in rows if t["scoring"] != EXCLUDED)
     return out
-
-
-def _task(t: dict[str, Any], rubric: list[str]) -> dict[str, Any]:
-    return {
-        "id": t["id"],
-        "prompt": t["prompt"],
-        "repo": t["project_path"],
-        "commit": t["repo_commit"],
-        # The uncommitted changes the session started from, when they were kept (never when
-        # they held a secret: see ingest.pinning.keep_dirty_diff).
-        "dirty_diff": load_dirty_diff(t.get("repo_diff_hash")) if t.get("repo_dirty") else None,
-        # Only the checks that tell right from wrong at this commit; none when the rubric scores it.
-        "checks": [] if t["scoring"] == RUBRIC else json.loads(t["scored_checks_json"] or "[]"),
-        "rubric": rubric,
-        "scoring": t["scoring"],
-        # Checks that passed before the work at this commit: they cannot tell right from wrong, but a
-        # replay that breaks one fails.
-        "guards": json.loads(t.get("guard_checks_json") or "[]"),
-        "split": t["split"],
-        # Near-duplicates (and attempts of one session) share a group: the gate counts a group once.
-        "group": t.get("split_group") or t["id"],
-        "role": t.get("role") or "",
-        "family": t["family_id"],
-        "tool": t["tool"],
-        "session": t["session_id"],
-        "started_at": t["started_at"],
-        # This task's own corrections; the optimizer reads them only for train tasks.
-        "corrections": json.loads(t.get("corrections_json") or "[]"),
-    }
 
 
 # The tail of a failed check's output the optimizer reads: enough for the failing lines, not a whole log.
@@ -125,7 +96,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
 
     def __init__(
         self,
-        tasks: Sequence[dict[str, Any]],
+        tasks: Sequence[NightTask],
         *,
         seed_skill: SkillBundle,
         workspaces_root: Path,
@@ -138,8 +109,10 @@ class ReplayEnvironment(ExecTasksEnvironment):
         kwargs: dict[str, Any] = {}
         if env_allowlist is not None:
             kwargs["env_allowlist"] = tuple(env_allowlist)
+        # The night reads its own typed tasks by item id; the library's environment reads their dicts.
+        self.night_tasks = {t.id: t for t in tasks}
         super().__init__(
-            list(tasks),
+            [t.to_dict() for t in tasks],
             seed_skill=seed_skill,
             workspaces_root=workspaces_root,
             limits=limits,
@@ -154,20 +127,21 @@ class ReplayEnvironment(ExecTasksEnvironment):
         self.observed: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         self.replays = 0
 
-    def _item(self, t: Any) -> Item:
+    def _item(self, t: Mapping[str, Any]) -> Item:
         item = super()._item(t)
-        item.gold["rubric"] = list(t.get("rubric") or [])
+        item.gold["rubric"] = list(self.night_tasks[item.id].rubric)
         return item
 
     def run(self, item: Item, skill: SkillBundle, agent: AgentBackend) -> ItemResult:
         """Replay `item` with the agent of the tool its task was done with (`agent` when there is none)."""
-        agent = self.agents.get(str(item.meta.get("tool") or ""), agent)
+        night_task = self.night_tasks[item.id]
+        agent = self.agents.get(night_task.tool, agent)
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
                 "replays need an exec backend (claude-code, codex, copilot, cursor) as the agent"
             )
         checks = list(item.gold.get("checks") or [])
-        guards = [g for g in item.meta.get("guards") or [] if g not in checks]
+        guards = [g for g in night_task.guards if g not in checks]
         task = ReplayTask(
             prompt=str(item.data["prompt"]),
             repo=item.data.get("repo"),
@@ -209,7 +183,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
                 scored.feedback += f"\n{unmet} of {len(rubric)} of the user's stated rules were not followed."
             if verdict.error:
                 scored.details["judge_error"] = verdict.error
-        self._teach(item, result, scored)
+        self._teach(night_task, result, scored)
         with self._lock:
             self.replays += 1
             self.observed[(skill.content_hash, item.id)].append(
@@ -240,12 +214,12 @@ class ReplayEnvironment(ExecTasksEnvironment):
             found = Counter(why for runs in self.observed.values() for run in runs for why in run["gaming"])
         return [why for why, _ in found.most_common()]
 
-    def _teach(self, item: Item, result: ExecResult, scored: ItemResult) -> None:
+    def _teach(self, task: NightTask, result: ExecResult, scored: ItemResult) -> None:
         """What the optimizer may learn from this replay: a train task's corrections, failed checks' output."""
-        prefs = preferences.for_optimizer({**item.meta, "id": item.id, "repo": item.data.get("repo")})
+        prefs = preferences.for_optimizer(task)
         if prefs:
             scored.details["user_preferences"] = [p.to_dict() for p in prefs]
-        if item.meta.get("split") == preferences.TRAIN:
+        if task.split == preferences.TRAIN:
             failed = [c for c in result.checks if not c.passed]
             if failed:
                 scored.details["failed_checks"] = [

@@ -11,26 +11,27 @@ project's own registry or API is not taken for exfiltration.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import sqlite_utils
 
 from skillopt_lib.screen import CandidateScreen, repo_hosts
 
+if TYPE_CHECKING:
+    from skillopt_daemon.night.tasks import NightTask
+
 # Per kind of text, what the screen reads at most (tool output can be large; the runs it looks for are short).
 _MAX_TEXTS = 20_000
 
 
-def candidate_screen(db: sqlite_utils.Database, tasks: Sequence[dict[str, Any]]) -> CandidateScreen:
-    """The screen for candidates trained on `tasks` (task dicts as `replay.tasks_for_families` loads them)."""
+def candidate_screen(db: sqlite_utils.Database, tasks: Sequence[NightTask]) -> CandidateScreen:
+    """The screen for candidates trained on `tasks` (as `replay.tasks_for_families` loads them)."""
     user: list[str] = []
     tool: list[str] = []
     for t in tasks:
-        user.append(str(t.get("prompt") or ""))
-        user.extend(str(c) for c in t.get("corrections") or [])
-    sessions = sorted(
-        {(str(t.get("tool") or ""), str(t.get("session") or "")) for t in tasks if t.get("session")}
-    )
+        user.append(t.prompt)
+        user.extend(str(c) for c in t.corrections)
+    sessions = sorted({(t.tool, t.session) for t in tasks if t.session})
     for tool_name, session_id in sessions:
         rows = list(
             db.query("SELECT id FROM sessions WHERE tool = ? AND session_id = ?", [tool_name, session_id])
@@ -52,7 +53,7 @@ def candidate_screen(db: sqlite_utils.Database, tasks: Sequence[dict[str, Any]])
                 if call["output_excerpt"]:
                     tool.append(call["output_excerpt"])
     hosts: set[str] = set()
-    for repo in sorted({str(t.get("repo")) for t in tasks if t.get("repo")}):
+    for repo in sorted({t.repo for t in tasks if t.repo}):
         hosts |= repo_hosts(repo)
     return CandidateScreen(
         user_words=[u for u in user if u.strip()],

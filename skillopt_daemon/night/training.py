@@ -15,7 +15,7 @@ import json
 import shutil
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
 from skillopt_daemon.night import seeding
-from skillopt_daemon.night.agents import _chat_config, make_agent, missing_for_replays, replay_missing
+from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.ledger import StoreLedger, new_skill_target
@@ -34,9 +34,9 @@ from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.retracted import Retraction, blocks, retracted
 from skillopt_daemon.night.runs import last_run, night_dir
 from skillopt_daemon.night.screening import candidate_screen
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.backends import create_backend
 from skillopt_lib.config import TrainConfig
 from skillopt_lib.gate import GateConfig, PairedEvidence, plan_gate, sequential_decision
 from skillopt_lib.judge import LeakGuard
@@ -51,8 +51,8 @@ if TYPE_CHECKING:
     from skillopt_daemon.night.progress import NightProgress
 
 Progress = Callable[[str], None]
-# Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> task dicts.
-TaskLoader = Callable[[sqlite_utils.Database, str, str], list[dict[str, Any]]]
+# Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> tasks.
+TaskLoader = Callable[[sqlite_utils.Database, str, str], list[NightTask]]
 
 
 @dataclass
@@ -65,10 +65,21 @@ class NightContext:
     budget: NightBudget
     dry_run: bool
     say: Progress
-    registry: Any = None
-    optimizer: Any = None
-    judge: Any = None
+    # The budgeted optimizer and judge, opened when training starts (`open_backends`): mining and a night
+    # with nothing to train never build them.
+    optimizer: BudgetedChat | None = None
+    judge: BudgetedChat | None = None
     tracker: NightProgress | None = None  # what `skillopt status` shows of the night while it runs
+    registry: Registry = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.registry = Registry(self.db, actor="night")
+
+    def chat(self) -> BudgetedChat:
+        """The night's optimizer; training asks for it only after `open_backends`."""
+        if self.optimizer is None:
+            raise RuntimeError("the night's optimizer is used before its backends were opened")
+        return self.optimizer
 
 
 def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
@@ -216,13 +227,11 @@ def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Famil
 
 
 def open_backends(ctx: NightContext) -> None:
-    """The registry and the budgeted optimizer and judge (the judge defaults to the optimizer's settings)."""
+    """The budgeted optimizer and judge (the judge defaults to the optimizer's settings)."""
     settings = ctx.settings
-    ctx.registry = Registry(ctx.db, actor="night")
-    root = str(paths.workspaces_dir())
-    optimizer = create_backend(_chat_config(settings, settings.optimizer), "optimizer", workspaces_root=root)
+    optimizer = make_chat(settings, settings.optimizer, "optimizer")
     judge_settings = settings.judge if settings.judge.backend else settings.optimizer
-    judge = create_backend(_chat_config(settings, judge_settings), "judge", workspaces_root=root)
+    judge = make_chat(settings, judge_settings, "judge")
     ctx.optimizer = BudgetedChat(optimizer, ctx.budget)
     ctx.judge = BudgetedChat(judge, ctx.budget)
 
@@ -258,7 +267,7 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
     A family whose candidate is still gathering evidence keeps its draft: the next night measures the same
     pair, and the family's error budget is one (`night/ledger.py`), however often it is re-drafted."""
 
-    def family_tasks(db: sqlite_utils.Database, _name: str, tool: str) -> list[dict[str, Any]]:
+    def family_tasks(db: sqlite_utils.Database, _name: str, tool: str) -> list[NightTask]:
         return tasks_for_families(db, [fam.id], tool)
 
     picked = _replay_tasks(ctx, fam.name, [fam], family_tasks)
@@ -273,7 +282,7 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
         draft = carried.incumbent
     else:
         try:
-            draft, note = seeding.draft(ctx.optimizer, fam, taken)
+            draft, note = seeding.draft(ctx.chat(), fam, taken)
         except NightBudgetExceeded as exc:
             return SkillOutcome(fam.name, "budget", exc.message, tasks=len(tasks), family=fam.id, new=True)
         ctx.say(f"drafted a new skill {draft.doc.name} for the recurring task family '{fam.name}'")
@@ -283,9 +292,9 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
     return outcome
 
 
-def _new_items(tasks: list[dict[str, Any]], carried: Carried | None) -> int:
+def _new_items(tasks: list[NightTask], carried: Carried | None) -> int:
     """Validation groups the carried evidence has not measured yet (what tonight can add to it)."""
-    groups = {str(t.get("group") or t["id"]) for t in tasks if t["split"] == "val"}
+    groups = {t.group_key for t in tasks if t.split == "val"}
     if carried is None:
         return len(groups)
     ev = carried.pending.evidence
@@ -293,11 +302,11 @@ def _new_items(tasks: list[dict[str, Any]], carried: Carried | None) -> int:
     return len(groups - seen)
 
 
-def _planned_replays(tasks: list[dict[str, Any]], cfg: GateConfig, new_items: int, holding: bool) -> int:
+def _planned_replays(tasks: list[NightTask], cfg: GateConfig, new_items: int, holding: bool) -> int:
     """The most replays tonight's training of these tasks can use: train rollouts (none when a carried
     candidate holds the budget), the baseline, and every new validation item replayed to the gate's cap."""
-    n_train = sum(1 for t in tasks if t["split"] == "train")
-    n_val = sum(1 for t in tasks if t["split"] == "val")
+    n_train = sum(1 for t in tasks if t.split == "train")
+    n_val = sum(1 for t in tasks if t.split == "val")
     return (0 if holding else n_train) + n_val + 2 * cfg.repeats * new_items
 
 
@@ -335,7 +344,7 @@ def _train_and_propose(
     name: str,
     target: str,
     tool: AgentTool,
-    tasks: list[dict[str, Any]],
+    tasks: list[NightTask],
     incumbent: SkillBundle,
     parent: str | None,
     new_family: Family | None,
@@ -361,7 +370,7 @@ def _train_and_propose(
         ctx.settings, ledger.confidence(incumbent.content_hash, ctx.settings.night.gate_confidence)
     )
     fresh = _new_items(tasks, carried)
-    n_val = len({str(t.get("group") or t["id"]) for t in tasks if t["split"] == "val"})
+    n_val = len({t.group_key for t in tasks if t.split == "val"})
     plan = plan_gate(n_val, gate)
     base = SkillOutcome(name, "pending", tasks=len(tasks), new=new, family=family, gate_plan=plan.to_dict())
     if carried is not None and not fresh:
@@ -375,7 +384,7 @@ def _train_and_propose(
     if wait:
         base.status, base.reason = "waited", f"{wait}; it goes first next night"
         return base
-    used = sorted({str(t.get("tool") or tool.value) for t in tasks} | {tool.value})
+    used = sorted({t.tool or tool.value for t in tasks} | {tool.value})
     agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in used}
     env = ReplayEnvironment(
         tasks,
@@ -536,7 +545,7 @@ def replay_tools(settings: Settings, fams: list[Family]) -> list[AgentTool]:
 
 def _replay_tasks(
     ctx: NightContext, name: str, fams: list[Family], load: TaskLoader
-) -> tuple[AgentTool, list[dict[str, Any]]] | SkillOutcome:
+) -> tuple[AgentTool, list[NightTask]] | SkillOutcome:
     """The tool most of the skill's tasks were done with and the replayable tasks of every tool that can
     replay them, or why there are too few.
 
@@ -547,8 +556,8 @@ def _replay_tasks(
         return SkillOutcome(name, "too-few-tasks", "no mined task relates to this skill")
     tool = tools[0]
     loaded = [t for each in tools for t in load(ctx.db, name, each.value)]
-    tasks = sorted(loaded, key=lambda t: (str(t.get("started_at") or ""), str(t["id"])))
-    splits = Counter(t["split"] for t in tasks)
+    tasks = sorted(loaded, key=lambda t: (t.started_at, t.id))
+    splits = Counter(t.split for t in tasks)
     least = ctx.settings.night.min_tasks
     if len(tasks) < least or not splits.get("train") or not splits.get("val"):
         short = max(least - len(tasks), 0 if splits.get("val") and splits.get("train") else 1)
@@ -609,7 +618,7 @@ def _train(
     env: ReplayEnvironment,
     agent: BudgetedAgent,
     incumbent: SkillBundle,
-    tasks: list[dict[str, Any]],
+    tasks: list[NightTask],
     run_dir: Path,
     gate: GateConfig,
     ledger: StoreLedger,
@@ -618,12 +627,12 @@ def _train(
 ) -> TrainResult:
     """Train from the incumbent, or resume the interrupted night's checkpoint of this skill when it has one.
     `agent` replays the tasks of the most used tool; the environment holds one agent per tool."""
-    cfg = train_config(ctx.settings, sum(1 for t in tasks if t["split"] == "train"), gate)
+    cfg = train_config(ctx.settings, sum(1 for t in tasks if t.split == "train"), gate)
     resumed = ctx.report.resumed_from
     prev = night_dir(resumed) / run_dir.name if resumed else None
     if prev is not None and (prev / "state.json").is_file():
         shutil.copytree(prev, run_dir, dirs_exist_ok=True)
-        trainer = Trainer.resume(run_dir, config=cfg, env=env, agent=agent, optimizer=ctx.optimizer)
+        trainer = Trainer.resume(run_dir, config=cfg, env=env, agent=agent, optimizer=ctx.chat())
         trainer.ledger = ledger
         trainer.screen = screen
     else:
@@ -632,7 +641,7 @@ def _train(
             env,
             run_dir,
             agent=agent,
-            optimizer=ctx.optimizer,
+            optimizer=ctx.chat(),
             initial_skill=incumbent,
             pending=carried.pending if carried is not None else None,
             ledger=ledger,
@@ -641,13 +650,13 @@ def _train(
     return trainer.train()
 
 
-def _leak_guard(settings: Settings, tasks: list[dict[str, Any]]) -> LeakGuard:
+def _leak_guard(settings: Settings, tasks: list[NightTask]) -> LeakGuard:
     """Refuses a candidate that addresses the judge or copies its instructions. Quoting a check command or
     a user's rule is allowed: replays run the checks and judge the work, so "run `make lint` before you
     finish" is a good rule; gaming the checks is caught per replay (`skillopt_lib.gaming`)."""
     return LeakGuard(
-        checks=sorted({c for t in tasks for c in t["checks"]}),
-        rubric=sorted({r for t in tasks for r in t["rubric"]}),
+        checks=sorted({c for t in tasks for c in t.checks}),
+        rubric=sorted({r for t in tasks for r in t.rubric}),
         threshold=settings.night.leak_threshold,
         literal=False,
     )

@@ -1,7 +1,7 @@
 """The registry layer: skill versions, where they are installed, and the installers that write them.
 
 Import from here; the modules behind it (`models`, `content`, `versions`, `targets`, `drift`, `installs`,
-`imports`, `book`) are how it is built, not its interface.
+`imports`, `decisions`, and `book`, the facade composing them) are how it is built, not its interface.
 """
 
 from skillopt_daemon.registry.book import Registry, open_registry

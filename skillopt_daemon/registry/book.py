@@ -9,50 +9,43 @@ dashboard and the integrations only call it, so the rules live in one place:
   is refused unless `force` is given.
 - Installs are crash-safe and serialized (`installs`): an intent row before the first byte, `reconcile()`
   after a kill, one installing process at a time.
-- Deciding a proposal is a compare-and-set inside one IMMEDIATE transaction: two processes approving the
-  same proposal get one install and one refusal.
+- Deciding a proposal is a compare-and-set inside one IMMEDIATE transaction (`decisions`): two processes
+  approving the same proposal get one install and one refusal.
 
-`Registry` is the facade over those parts (each a module owning one idea, stacked in that order); this
-module adds the decisions: propose, approve, reject, roll back, uninstall, and reading diffs and history.
+`Registry` is a thin facade: it builds those parts over one database, each given the parts it needs in its
+constructor, and exposes their public methods under one name each. It holds no rule of its own except one:
+SQLite's errors become errors a user can act on, at this surface and nowhere deeper.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from skillopt_daemon.core import paths
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.registry import content
+from skillopt_daemon.registry.decisions import Decisions
+from skillopt_daemon.registry.drift import Drift
 from skillopt_daemon.registry.imports import Imports
-from skillopt_daemon.registry.installers.base import InstallTarget
-from skillopt_daemon.registry.models import (
-    ApproveResult,
-    Event,
-    Evidence,
-    HandEdit,
-    InstallOutcome,
-    Origin,
-    TargetState,
-    Version,
-    new_skill_targets,
-)
-from skillopt_daemon.registry.versions import new_id
-from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError, StoreError
-from skillopt_lib.skill import SKILL_FILE, SkillBundle, unified_diff
+from skillopt_daemon.registry.installs import Installs
+from skillopt_daemon.registry.targets import Targets
+from skillopt_daemon.registry.versions import Versions
+from skillopt_lib.errors import StoreError
 
-_T = TypeVar("_T")
+if TYPE_CHECKING:
+    import sqlite_utils
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _store_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _store_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Turn SQLite's exceptions into errors a user can act on (exit code 5), at the public surface."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return fn(*args, **kwargs)
         except sqlite3.OperationalError as exc:
@@ -71,367 +64,96 @@ def _store_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _guard_public(cls: type[_T]) -> type[_T]:
-    """Wrap every public method, the inherited parts' included, with `_store_errors`."""
-    for klass in reversed(cls.__mro__[:-1]):
-        for name, member in vars(klass).items():
-            if not name.startswith("_") and inspect.isfunction(member):
-                setattr(cls, name, _store_errors(member))
-    return cls
+class _Via(Generic[_P, _R]):
+    """A facade method: the same-named method of one part, with that method's signature and docstring.
+
+    A descriptor rather than a hand-written forwarding method, so a facade signature can never drift from
+    the part's (mypy sees the part's parameters through the ParamSpec)."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, _P], _R]) -> None:
+        self._part = part
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+        self.__wrapped__ = method
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Via[_P, _R]: ...
+
+    @overload
+    def __get__(self, obj: Registry, owner: type | None = None) -> Callable[_P, _R]: ...
+
+    def __get__(self, obj: Registry | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return _store_errors(getattr(getattr(obj, self._part), self._name))
 
 
-@_guard_public
-class Registry(Imports):
+class Registry:
     """All registry operations over one open database. `actor` names who acted, for the audit log."""
 
-    # -- proposing -----------------------------------------------------------------------------------------
+    def __init__(self, db: sqlite_utils.Database, actor: str = "cli") -> None:
+        self.db = db
+        self._versions = Versions(db, actor)
+        # Reading a target settles installs a killed process left half done: a registry lives as long as the
+        # daemon or the dashboard, so recovery cannot wait for the next start.
+        self._targets = Targets(self._versions, settle=lambda: self._installs.reconcile())
+        self._drift = Drift(self._versions, self._targets)
+        self._installs = Installs(self._versions, self._targets, self._drift)
+        self._imports = Imports(self._versions, self._targets, self._drift, self._installs)
+        self._decisions = Decisions(self._versions, self._targets, self._drift, self._installs)
 
-    def propose(
-        self,
-        skill: str,
-        bundle: SkillBundle,
-        evidence: Mapping[str, Any] | Evidence | None = None,
-        origin: Origin = "proposed",
-        parent: str | None = None,
-        note: str | None = None,
-    ) -> Version:
-        """Register a candidate version for review. It must be a valid skill named `skill`."""
-        if origin not in ("proposed", "trained"):
-            raise ConflictError(f"a proposal's origin is 'proposed' or 'trained', not {origin!r}")
-        bundle.require_valid(folder_name=skill)
-        ev = (
-            evidence.model_dump(exclude_none=True) if isinstance(evidence, Evidence) else dict(evidence or {})
-        )
-        try:
-            Evidence.model_validate(ev)
-        except Exception as exc:
-            raise ConflictError(
-                f"the evidence is not valid: {exc}", hint="see Evidence in the registry docs"
-            ) from None
-        parent_id = self._proposal_parent(skill, parent)
-        if parent_id is not None and self.get_version(parent_id).content_hash == bundle.content_hash:
-            raise ConflictError(
-                f"the proposed {skill} is identical to its parent {self.get_version(parent_id).label}",
-                hint="change something first",
-            )
-        for p in self.list_pending():
-            if p.skill == skill and p.content_hash == bundle.content_hash:
-                raise ConflictError(
-                    f"an identical proposal for {skill} is already pending: {p.short_id}",
-                    hint=f"review it: skillopt diff {p.short_id}",
-                )
-        with self.db.conn:
-            v = self._insert_version(
-                skill, bundle, origin=origin, state="proposed", parent_id=parent_id, evidence=ev, note=note
-            )
-            self._audit(
-                "propose",
-                skill=skill,
-                version_id=v.id,
-                message=f"proposed {v.label} ({origin})" + (f": {note}" if note else ""),
-                detail={"parent_id": parent_id, "content_hash": v.content_hash},
-            )
-        return v
+    @property
+    def actor(self) -> str:
+        return self._versions.actor
 
-    def _proposal_parent(self, skill: str, parent: str | None) -> str | None:
-        if parent is None:
-            cur = self.current_version(skill) if self._skill_id(skill) is not None else None
-            return cur.id if cur else None
-        pv = self.resolve_id(parent)
-        if pv.skill != skill:
-            raise ConflictError(f"the parent {pv.label} belongs to another skill than {skill}")
-        return pv.id
+    # -- the book of versions ------------------------------------------------------------------------------
 
-    # -- deciding ------------------------------------------------------------------------------------------
+    events = _Via("_versions", Versions.events)
+    require_skill = _Via("_versions", Versions.require_skill)
+    skill_names = _Via("_versions", Versions.skill_names)
+    get_version = _Via("_versions", Versions.get_version)
+    versions = _Via("_versions", Versions.versions)
+    list_pending = _Via("_versions", Versions.list_pending)
+    resolve_id = _Via("_versions", Versions.resolve_id)
+    transition = _Via("_versions", Versions.transition)
+    current_version = _Via("_versions", Versions.current_version)
+    load_bundle = _Via("_versions", Versions.load_bundle)
+    diff = _Via("_versions", Versions.diff)
+    history = _Via("_versions", Versions.history)
+    object_path = staticmethod(content.object_path)
 
-    def _resolve_targets(
-        self, skill: str, targets: Sequence[InstallTarget | str] | None, version: Version | None = None
-    ) -> list[InstallTarget]:
-        if targets:
-            return [t if isinstance(t, InstallTarget) else InstallTarget.parse(t) for t in targets]
-        found = [ts.target for ts in self.targets(skill) if ts.enabled]
-        if not found and not self.targets(skill):
-            # A new skill: where its evidence says its work happens (a night's new skill installs wherever
-            # its family's sessions came from), else wherever the user installed skillopt's integration.
-            found = new_skill_targets(version.evidence if version else {})
-            found = found or [i.target for i in self.integration_targets()]
-        if not found:
-            raise ConflictError(
-                f"{skill} is not installed anywhere yet, so skillopt does not know where to install it",
-                hint="say where: --target claude-code:user or --target claude-code:project:PATH",
-            )
-        return found
+    # -- targets -------------------------------------------------------------------------------------------
 
-    def approve(
-        self,
-        ref: str,
-        targets: Sequence[InstallTarget | str] | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> ApproveResult:
-        """Accept a proposal and install it to its targets (every enabled target when none are named)."""
-        with self._install_lock():
-            self._reconcile_locked()
-            v = self.resolve_id(ref)
-            self._require_pending(v)
-            chosen = self._resolve_targets(v.skill, targets, v)
-            if dry_run:
-                return ApproveResult(v, plans=self._plans(v, chosen))
-            edits = self._preflight(v.skill, chosen, force, incoming=v)
-            intents = self._decide_approval(v, chosen, force=force, forced_over_edits=bool(edits))
-            result = ApproveResult(self.get_version(v.id), hand_edits=edits)
-            failure: SkillOptError | None = None
-            for iid, ts in intents:
-                try:
-                    result.installs.append(
-                        self._install_version(v, ts, "install", force=force, intent_id=iid)
-                    )
-                except SkillOptError as exc:
-                    failure = failure or exc
-            if failure is not None:
-                if not result.installs:
-                    self._undo_approval(v)
-                raise failure
-            return result
+    targets = _Via("_targets", Targets.targets)
+    target_state = _Via("_targets", Targets.target_state)
+    ensure_target = _Via("_targets", Targets.ensure_target)
+    set_target_enabled = _Via("_targets", Targets.set_target_enabled)
+    installed_nowhere = _Via("_targets", Targets.installed_nowhere)
+    active_version = _Via("_targets", Targets.active_version)
+    integration_targets = _Via("_targets", Targets.integration_targets)
+    record_integration = _Via("_targets", Targets.record_integration)
+    forget_integration = _Via("_targets", Targets.forget_integration)
+    installer = _Via("_targets", Targets.installer)
 
-    def _plans(self, v: Version, targets: list[InstallTarget]) -> list[list[str]]:
-        bundle = self.load_bundle(v.id)
-        backup = paths.backups_dir() / "<install id>"
-        return [self.installer(t.tool).plan(t, v.skill, bundle, backup).lines() for t in targets]
+    # -- hand edits, installs, imports ---------------------------------------------------------------------
 
-    def _decide_approval(
-        self, v: Version, chosen: list[InstallTarget], *, force: bool, forced_over_edits: bool
-    ) -> list[tuple[str, TargetState]]:
-        """Mark `v` approved and commit one install intent per target, in one transaction."""
-        states = [self.ensure_target(v.skill, t) for t in chosen]
-        bundle = self.load_bundle(v.id)
-        intents: list[tuple[str, TargetState]] = []
-        with self.db.conn:
-            if not self.transition(v.id, "proposed", state="approved", decided_at=utcnow_iso()):
-                self._require_pending(self.get_version(v.id))
-            for ts in states:
-                iid = new_id()
-                want = self.installer(ts.target.tool).expected(ts.target, v.skill, bundle)
-                self._record_intent(iid, v, ts, "approve", want)
-                intents.append((iid, ts))
-            self._audit(
-                "approve",
-                skill=v.skill,
-                version_id=v.id,
-                message=f"approved {v.label}" + (" (--force over hand edits)" if forced_over_edits else ""),
-                detail={"targets": [t.key for t in chosen], "force": force},
-            )
-        return intents
+    check_drift = _Via("_drift", Drift.check_drift)
+    install_to = _Via("_installs", Installs.install_to)
+    reconcile = _Via("_installs", Installs.reconcile)
+    import_folder = _Via("_imports", Imports.import_folder)
+    import_target = _Via("_imports", Imports.import_target)
+    import_path = _Via("_imports", Imports.import_path)
+    names_on_disk = _Via("_imports", Imports.names_on_disk)
+    infer_target = staticmethod(Imports.infer_target)
 
-    def _undo_approval(self, v: Version) -> None:
-        with self.db.conn:
-            self.transition(v.id, "approved", state="proposed", decided_at=None)
-            self._audit(
-                "approve-undone",
-                skill=v.skill,
-                version_id=v.id,
-                message=f"{v.label} could not be installed; it is pending again",
-            )
+    # -- decisions -----------------------------------------------------------------------------------------
 
-    def _require_pending(self, v: Version) -> None:
-        if v.state != "proposed":
-            when = f" at {v.decided_at}" if v.decided_at else ""
-            hint = f"see: skillopt history {v.skill}"
-            if v.state == "approved":
-                hint = f"to make it active again: skillopt rollback {v.skill} --to v{v.seq}; {hint}"
-            raise ConflictError(f"{v.label} ({v.short_id}) was already {v.state}{when}", hint=hint)
-
-    def reject(self, ref: str, reason: str) -> Version:
-        if not reason.strip():
-            raise ConflictError("a rejection needs a reason", hint="pass --reason TEXT")
-        v = self.resolve_id(ref)
-        with self.db.conn:
-            if not self.transition(
-                v.id, "proposed", state="rejected", decided_at=utcnow_iso(), decision_reason=reason
-            ):
-                self._require_pending(self.get_version(v.id))
-            self._audit("reject", skill=v.skill, version_id=v.id, message=f"rejected {v.label}: {reason}")
-        return self.get_version(v.id)
-
-    def rollback(
-        self,
-        skill: str,
-        to: str | None = None,
-        targets: Sequence[InstallTarget | str] | None = None,
-        force: bool = False,
-        reason: str | None = None,
-    ) -> list[InstallOutcome]:
-        """Make an older version active again (the parent of the active one, or `to`), as a new event.
-
-        A skill whose active version is its first, installed by skillopt (an approved new skill), has no
-        older version: rolling it back removes it from the target, restoring whatever the user had there
-        before, and `rollback --to vN` (or approving a later proposal) installs it again.
-        """
-        self.require_skill(skill)
-        reason = (reason or "").strip() or None
-        with self._install_lock():
-            self._reconcile_locked()
-            chosen = self._resolve_targets(skill, targets)
-            # Hand edits first: one found now becomes the active version the rollback steps back from.
-            self._preflight(skill, chosen, force)
-            dest_for = [self._rollback_destination(skill, t, to) for t in chosen]
-            out: list[InstallOutcome] = []
-            for ts, current, dest in dest_for:
-                fresh = self.target_state(skill, ts.target)
-                assert fresh is not None
-                if dest is None:
-                    assert current is not None
-                    out.append(self._remove_first_version(fresh, current, reason))
-                    continue
-                out.append(
-                    self._install_version(
-                        dest,
-                        fresh,
-                        "rollback",
-                        force=force,
-                        detail={"from": current.id if current else None, "reason": reason},
-                        note=f"; rolled back from {current.label}" if current else "",
-                    )
-                )
-            return out
-
-    def _rollback_destination(
-        self, skill: str, t: InstallTarget, to: str | None
-    ) -> tuple[TargetState, Version | None, Version | None]:
-        """(target, active version, version to make active); no destination: remove the first version."""
-        ts = self.target_state(skill, t)
-        current = self.get_version(ts.active_version_id) if ts and ts.active_version_id else None
-        if to is not None:
-            dest = self.resolve_id(to if "@" in to or not to.lstrip("vV").isdigit() else f"{skill}@{to}")
-            if dest.skill != skill:
-                raise ConflictError(f"{dest.label} is a version of another skill than {skill}")
-            if dest.state != "approved":
-                raise ConflictError(
-                    f"{dest.label} was never approved (it is {dest.state})",
-                    hint=f"approve it instead: skillopt approve {dest.short_id}",
-                )
-        elif current is None:
-            raise NotFoundError(
-                f"{skill} has no earlier version to roll back to at {t}: no version of it is active there",
-                hint=f"make one active again: skillopt rollback {skill} --to vN (see skillopt history {skill})",
-            )
-        elif current.parent_id is None:
-            if current.origin in ("proposed", "trained"):
-                # The first version, and skillopt put it there: stepping back from it means taking it away.
-                return ts or self.ensure_target(skill, t), current, None
-            raise NotFoundError(
-                f"{skill} has no earlier version to roll back to at {t}",
-                hint=f"see the versions: skillopt history {skill}",
-            )
-        else:
-            dest = self.get_version(current.parent_id)
-        if current is not None and dest.id == current.id:
-            raise ConflictError(f"{dest.label} is already active at {t}")
-        return ts or self.ensure_target(skill, t), current, dest
-
-    def _remove_first_version(self, ts: TargetState, current: Version, reason: str | None) -> InstallOutcome:
-        """Roll a skill's first version back: remove its files from the target, put back what the user had
-        there before skillopt's first install (if anything), and leave no version active. Under the lock."""
-        skill, target = ts.skill, ts.target
-        restore = None
-        if ts.baseline_backup and Path(ts.baseline_backup, "0", SKILL_FILE).is_file():
-            restore = SkillBundle.from_path(Path(ts.baseline_backup, "0"))
-        installer = self.installer(target.tool)
-        removed = installer.uninstall(target, skill, ts.installed, restore, force=True)
-        message = (
-            f"rolled back {current.label} at {target}: it was the first version, so {skill} was removed "
-            f"from there" + (" and the files that were there before were put back" if restore else "")
-        )
-        # What the user had there may be a version already (imported when skillopt met it): then it is the
-        # version active there again, so the registry says what the folder holds.
-        theirs = self._find_content(skill, restore.content_hash) if restore is not None else None
-        with self.db.conn:
-            self._set_active(ts.id, theirs.id if theirs else None, installer.scan(target, skill))
-            self._audit(
-                "rollback",
-                skill=skill,
-                version_id=current.id,
-                target=target,
-                message=message + (f": {reason}" if reason else ""),
-                detail={
-                    "from": current.id,
-                    "reason": reason,
-                    "removed": [str(p) for p in removed],
-                    "restored": restore is not None,
-                },
-            )
-        return InstallOutcome(target, current, bool(removed) or restore is not None, {}, removed=True)
-
-    def record_hand_edits(self, skill: str) -> list[HandEdit]:
-        """Compare every enabled target of `skill` with what skillopt wrote there and record each difference
-        as the skill's `hand-edit` version, active at that target: what the agent actually reads. The night
-        calls this before it replays, so it never trains from a version the user edited away."""
-        found: list[HandEdit] = []
-        with self._install_lock():
-            for ts in self.targets(skill):
-                if not ts.enabled or ts.active_version_id is None:
-                    continue
-                changed = self.check_drift(skill, ts.target)
-                if changed is not None:
-                    found.append(self._import_drift(skill, ts.target, changed))
-        return found
-
-    def uninstall(self, skill: str, target: InstallTarget, force: bool = False) -> list[Path]:
-        """Remove what skillopt placed at `target` and restore what was there before its first install."""
-        with self._install_lock():
-            ts = self.target_state(skill, target)
-            if ts is None:
-                raise NotFoundError(f"{skill} is not installed at {target}")
-            changed = self.check_drift(skill, target)
-            if changed is not None and not force:
-                self._import_drift(skill, target, changed)
-                raise ConflictError(
-                    f"{skill} at {target} was edited by hand; the edit is kept as a version",
-                    hint="pass --force to remove it anyway",
-                )
-            ts = self.target_state(skill, target) or ts  # the record may have followed a moved home
-            restore = None
-            if ts.baseline_backup and Path(ts.baseline_backup, "0", SKILL_FILE).is_file():
-                restore = SkillBundle.from_path(Path(ts.baseline_backup, "0"))
-            installer = self.installer(target.tool)
-            removed = installer.uninstall(target, skill, ts.installed, restore, force=True)
-            with self.db.conn:
-                self._set_active(ts.id, None, installer.scan(target, skill))
-                self.db.table("targets").update(ts.id, {"enabled": 0})
-                self._audit(
-                    "uninstall",
-                    skill=skill,
-                    target=target,
-                    message=f"removed {skill} from {target}"
-                    + (" and restored the earlier files" if restore else ""),
-                    detail={"removed": [str(p) for p in removed]},
-                )
-            return removed
-
-    # -- reading -------------------------------------------------------------------------------------------
-
-    def diff(self, ref: str, context: int = 3) -> tuple[str, str]:
-        """(title, unified diff) for `ID` (against its parent) or `SKILL@V1..V2`."""
-        if ".." in ref:
-            left, _, right = ref.partition("..")
-            a = self.resolve_id(left)
-            b = self.resolve_id(right if "@" in right else f"{a.skill}@{right}")
-            old: SkillBundle | None = self.load_bundle(a.id)
-            title, a_label = f"{a.label} → {b.label}", a.label
-        else:
-            b = self.resolve_id(ref)
-            if b.parent_id:
-                a = self.get_version(b.parent_id)
-                old, a_label = self.load_bundle(a.id), a.label
-                title = f"{b.label} ({b.short_id}) against its parent {a.label}"
-            else:
-                old, a_label = None, "empty"
-                title = f"{b.label} ({b.short_id}), which has no parent"
-        return title, unified_diff(old, self.load_bundle(b.id), a_label, b.label, context)
-
-    def history(self, skill: str) -> list[Event]:
-        self.require_skill(skill)
-        return self.events(skill)
+    propose = _Via("_decisions", Decisions.propose)
+    approve = _Via("_decisions", Decisions.approve)
+    reject = _Via("_decisions", Decisions.reject)
+    rollback = _Via("_decisions", Decisions.rollback)
+    uninstall = _Via("_decisions", Decisions.uninstall)
+    record_hand_edits = _Via("_decisions", Decisions.record_hand_edits)
 
 
 def open_registry(actor: str = "cli", reconcile: bool = True) -> tuple[Registry, list[str]]:

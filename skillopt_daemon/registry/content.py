@@ -9,13 +9,15 @@ the rows that name them: a crash leaves at most an unreferenced object, never a 
 from __future__ import annotations
 
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.fsio import PRIVATE_FILE, atomic_write, sha256_bytes
 from skillopt_lib.errors import StoreError
 from skillopt_lib.skill import SkillBundle
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 _RESTORE_HINT = "restore the skill store folder from a backup"
 

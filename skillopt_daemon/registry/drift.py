@@ -17,6 +17,7 @@ from typing import Any
 from skillopt_daemon.registry.installers.base import Installer, InstallTarget, Location, scan_folder
 from skillopt_daemon.registry.models import HandEdit, TargetState, Version
 from skillopt_daemon.registry.targets import Targets
+from skillopt_daemon.registry.versions import Versions
 from skillopt_lib.errors import ConflictError, SkillFormatError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
@@ -44,8 +45,13 @@ def same_content(
     return content(a) == content(b)
 
 
-class Drift(Targets):
+class Drift:
     """Detecting hand edits at a target and recording them as versions."""
+
+    def __init__(self, versions: Versions, targets: Targets) -> None:
+        self.versions = versions
+        self.targets = targets
+        self.db = versions.db
 
     def check_drift(self, skill: str, target: InstallTarget) -> list[str] | None:
         """Paths at `target` that differ from what skillopt last wrote there; None when nothing differs.
@@ -54,9 +60,9 @@ class Drift(Targets):
         write without asking. Files that are byte-identical to the record under a tool home that moved are
         no edit: the record follows them to their new paths (so uninstall and rollback find them there).
         """
-        installer = self.installer(target.tool)
+        installer = self.targets.installer(target.tool)
         current = installer.scan(target, skill)
-        ts = self.target_state(skill, target)
+        ts = self.targets.target_state(skill, target)
         if ts is not None:
             ts = self._retire(ts, installer)
         recorded = ts.installed if ts else {}
@@ -68,7 +74,7 @@ class Drift(Targets):
             and same_content(installer.locations(target), skill, current, recorded)
         ):
             with self.db.conn:
-                self._set_active(ts.id, ts.active_version_id, current)
+                self.targets.set_active(ts.id, ts.active_version_id, current)
             return None
         return sorted(p for p in set(current) | set(recorded) if current.get(p) != recorded.get(p))
 
@@ -90,19 +96,19 @@ class Drift(Targets):
         if kept == ts.installed:
             return ts
         with self.db.conn:
-            self._set_active(ts.id, ts.active_version_id, kept)
-            self._audit(
+            self.targets.set_active(ts.id, ts.active_version_id, kept)
+            self.versions.audit(
                 "migrate",
                 skill=ts.skill,
                 target=ts.target,
                 message=f"{ts.skill} at {ts.target} is kept in one folder only; the copy in a folder "
                 "skillopt no longer writes was taken out",
             )
-        return self._target_by_id(ts.id)
+        return self.targets.target_by_id(ts.id)
 
     def _edited_folder(self, skill: str, target: InstallTarget, changed: list[str]) -> Path | None:
         """The skill folder at `target` holding the changed files (else any with a SKILL.md), if one is left."""
-        folders = [loc.skill_dir(skill) for loc in self.installer(target.tool).locations(target)]
+        folders = [loc.skill_dir(skill) for loc in self.targets.installer(target.tool).locations(target)]
         present = [d for d in folders if (d / SKILL_FILE).is_file()]
         for d in present:
             prefix = str(d) + os.sep
@@ -110,13 +116,13 @@ class Drift(Targets):
                 return d
         return present[0] if present else None
 
-    def _import_drift(self, skill: str, target: InstallTarget, changed: list[str]) -> HandEdit:
+    def import_drift(self, skill: str, target: InstallTarget, changed: list[str]) -> HandEdit:
         """Record what is on disk at `target` as the skill's `hand-edit` version, active there."""
-        ts = self.ensure_target(skill, target)
+        ts = self.targets.ensure_target(skill, target)
         folder = self._edited_folder(skill, target, changed)
         if folder is None:
             with self.db.conn:
-                self._audit(
+                self.versions.audit(
                     "hand-edit",
                     skill=skill,
                     target=target,
@@ -141,9 +147,9 @@ class Drift(Targets):
         """Make the bundle found in `folder` the active version at `ts` (a known version is reused)."""
         skill, target = ts.skill, ts.target
         tracked = bool(ts.active_version_id or ts.installed)
-        current = self.installer(target.tool).scan(target, skill)
+        current = self.targets.installer(target.tool).scan(target, skill)
         with self.db.conn:
-            v = self._find_content(skill, bundle.content_hash)
+            v = self.versions.find_content(skill, bundle.content_hash)
             if v is None:
                 evidence: dict[str, Any] = {"found_at": target.key}
                 if tracked:
@@ -151,7 +157,7 @@ class Drift(Targets):
                 issues = [str(i) for i in bundle.validate(folder_name=skill)]
                 if issues:
                     evidence["issues"] = issues
-                v = self._insert_version(
+                v = self.versions.insert_version(
                     skill,
                     bundle,
                     origin="hand-edit" if tracked else "imported",
@@ -160,12 +166,12 @@ class Drift(Targets):
                     evidence=evidence,
                     note=f"found in {folder}",
                 )
-            self._set_active(ts.id, v.id, current)
+            self.targets.set_active(ts.id, v.id, current)
             if tracked:
                 message = f"files at {target} differ from what skillopt installed; recorded as {v.label}"
             else:
                 message = f"imported {v.label} from {folder}"
-            self._audit(
+            self.versions.audit(
                 "hand-edit" if tracked else "import",
                 skill=skill,
                 version_id=v.id,

@@ -10,10 +10,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from skillopt_daemon.registry.drift import Drift
 from skillopt_daemon.registry.installers import INSTALLERS, get_installer
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_daemon.registry.installs import Installs
 from skillopt_daemon.registry.models import ImportResult
+from skillopt_daemon.registry.targets import Targets
+from skillopt_daemon.registry.versions import Versions
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import NotFoundError, SkillFormatError, SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, iter_skill_dirs
@@ -23,8 +26,15 @@ from skillopt_lib.skill import SKILL_FILE, SkillBundle, iter_skill_dirs
 OWN_SKILL = "skillopt"
 
 
-class Imports(Installs):
+class Imports:
     """Importing skill folders, targets and paths."""
+
+    def __init__(self, versions: Versions, targets: Targets, drift: Drift, installs: Installs) -> None:
+        self.versions = versions
+        self.targets = targets
+        self.drift = drift
+        self.installs = installs
+        self.db = versions.db
 
     def import_folder(self, folder: Path, target: InstallTarget | None = None) -> ImportResult:
         """Register the skill in `folder`; with a target, it becomes that target's active version."""
@@ -47,11 +57,13 @@ class Imports(Installs):
 
     def _import_untargeted(self, folder: Path, bundle: SkillBundle) -> ImportResult:
         name = folder.name
-        existing = self._find_content(name, bundle.content_hash) if self._skill_id(name) else None
+        existing = (
+            self.versions.find_content(name, bundle.content_hash) if self.versions.skill_id(name) else None
+        )
         if existing:
             return ImportResult(name, "existing", str(folder), None, existing, "already registered")
         with self.db.conn:
-            v = self._insert_version(
+            v = self.versions.insert_version(
                 name,
                 bundle,
                 origin="imported",
@@ -60,19 +72,21 @@ class Imports(Installs):
                 evidence={"found_at": str(folder)},
                 note=f"imported from {folder}",
             )
-            self._audit("import", skill=name, version_id=v.id, message=f"imported {v.label} from {folder}")
+            self.versions.audit(
+                "import", skill=name, version_id=v.id, message=f"imported {v.label} from {folder}"
+            )
         return ImportResult(name, "new", str(folder), None, v, f"imported as {v.label}")
 
     def _import_at(self, folder: Path, target: InstallTarget) -> ImportResult:
         name = folder.name
-        with self._install_lock():
-            changed = self.check_drift(name, target)
-            ts = self.target_state(name, target)
+        with self.installs.lock():
+            changed = self.drift.check_drift(name, target)
+            ts = self.targets.target_state(name, target)
             if changed is None and ts is not None and ts.active_version_id:
-                active = self.get_version(ts.active_version_id)
+                active = self.versions.get_version(ts.active_version_id)
                 return ImportResult(name, "unchanged", str(folder), target, active, "already tracked")
             was_tracked = ts is not None and bool(ts.active_version_id or ts.installed)
-            he = self._import_drift(name, target, changed or [])
+            he = self.drift.import_drift(name, target, changed or [])
         status: Literal["hand-edit", "new"] = "hand-edit" if was_tracked else "new"
         if he.version is None:
             msg = "imported"
@@ -87,7 +101,7 @@ class Imports(Installs):
         are skipped and new ones added: tools share folders (`~/.agents/skills`), and one folder must belong
         to one target only."""
         out: list[ImportResult] = []
-        for d in self.installer(target.tool).discover(target):
+        for d in self.targets.installer(target.tool).discover(target):
             if d.name == OWN_SKILL:
                 continue
             real = d.resolve()
@@ -114,7 +128,7 @@ class Imports(Installs):
                 *(InstallTarget(tool, "project", p) for p in folders),
             ]:
                 try:
-                    installer = self.installer(tool)
+                    installer = self.targets.installer(tool)
                     locations = installer.locations(target) + installer.retired_locations(target)
                 except (SkillOptError, ValueError, NotImplementedError):
                     continue  # Devin has no user folder; a tool that cannot load has no names to give

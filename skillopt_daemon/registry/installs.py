@@ -19,17 +19,24 @@ from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.registry.drift import Drift
 from skillopt_daemon.registry.installers.base import InstallTarget, pause_point
 from skillopt_daemon.registry.models import HandEdit, InstallOutcome, TargetState, Version
-from skillopt_daemon.registry.versions import new_id, to_json
+from skillopt_daemon.registry.targets import Targets
+from skillopt_daemon.registry.versions import Versions, new_id, to_json
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 
 LOCK_TIMEOUT_S = 60.0
 
 
-class Installs(Drift):
+class Installs:
     """Intents, preflight checks, installing one version at one target, and recovery after a kill."""
 
+    def __init__(self, versions: Versions, targets: Targets, drift: Drift) -> None:
+        self.versions = versions
+        self.targets = targets
+        self.drift = drift
+        self.db = versions.db
+
     @contextlib.contextmanager
-    def _install_lock(self, blocking: bool = True) -> Iterator[bool]:
+    def lock(self, blocking: bool = True) -> Iterator[bool]:
         """One installing process at a time per SKILLOPT_HOME; yields False if not blocking and busy."""
         try:
             with fsio.file_lock(paths.data_dir() / "install.lock", timeout=LOCK_TIMEOUT_S if blocking else 0):
@@ -51,10 +58,10 @@ class Installs(Drift):
         already match are left alone (`changed` is False). Raises NotFoundError for an unknown skill or a
         skill with no approved version, ConflictError for a version of another skill or one not approved.
         """
-        self.require_skill(skill)
-        with self._install_lock():
-            self._reconcile_locked()
-            v = self.resolve_id(version) if version else self.current_version(skill)
+        self.versions.require_skill(skill)
+        with self.lock():
+            self.reconcile_locked()
+            v = self.versions.resolve_id(version) if version else self.versions.current_version(skill)
             if v is None:
                 raise NotFoundError(
                     f"{skill} has no approved version to install", hint=f"see: skillopt history {skill}"
@@ -65,13 +72,13 @@ class Installs(Drift):
                 raise ConflictError(
                     f"{v.label} is {v.state}, not approved", hint=f"approve it: skillopt approve {v.short_id}"
                 )
-            self._preflight(skill, [target], force)
-            ts = self.ensure_target(skill, target)
-            if ts.active_version_id == v.id and self.check_drift(skill, target) is None:
+            self.preflight(skill, [target], force)
+            ts = self.targets.ensure_target(skill, target)
+            if ts.active_version_id == v.id and self.drift.check_drift(skill, target) is None:
                 return InstallOutcome(target, v, False, dict(ts.installed))
-            return self._install_version(v, ts, "install", force=force)
+            return self.install_version(v, ts, "install", force=force)
 
-    def _install_version(
+    def install_version(
         self,
         version: Version,
         ts: TargetState,
@@ -86,12 +93,12 @@ class Installs(Drift):
 
         `detail` and `note` go into the audit event (a rollback records the version it stepped back from,
         and the user's reason)."""
-        installer = self.installer(ts.target.tool)
-        bundle = self.load_bundle(version.id)
+        installer = self.targets.installer(ts.target.tool)
+        bundle = self.versions.load_bundle(version.id)
         install_id = intent_id or new_id()
         want = installer.expected(ts.target, version.skill, bundle)
         if intent_id is None:
-            self._record_intent(install_id, version, ts, kind, want)
+            self.record_intent(install_id, version, ts, kind, want)
         pause_point("intent")
         backup = paths.backups_dir() / install_id
         try:
@@ -104,7 +111,7 @@ class Installs(Drift):
         except SkillOptError as exc:
             with self.db.conn:
                 self._finish_intent(install_id, "failed", error=exc.message)
-                self._audit(
+                self.versions.audit(
                     "install-failed",
                     skill=version.skill,
                     version_id=version.id,
@@ -114,10 +121,10 @@ class Installs(Drift):
             raise
         with self.db.conn:
             self._finish_intent(install_id, "installed")
-            self._set_active(ts.id, version.id, actual)
+            self.targets.set_active(ts.id, version.id, actual)
             if ts.baseline_backup is None and backup.is_dir() and not self._placed_before(ts.id, install_id):
                 self.db.table("targets").update(ts.id, {"baseline_backup": str(backup)})
-            self._audit(
+            self.versions.audit(
                 kind,
                 skill=version.skill,
                 version_id=version.id,
@@ -143,9 +150,10 @@ class Installs(Drift):
             ).fetchone()
         )
 
-    def _record_intent(
+    def record_intent(
         self, install_id: str, version: Version, ts: TargetState, kind: str, want: Mapping[str, str]
     ) -> None:
+        """Commit the intent to write `want` at a target before the first byte: what recovery reads after a kill."""
         with self.db.conn:
             self.db.table("installs").insert(
                 {
@@ -168,7 +176,7 @@ class Installs(Drift):
                     install_id, {"state": state, "finished_at": utcnow_iso(), "error": error}
                 )
 
-    def _preflight(
+    def preflight(
         self, skill: str, targets: Sequence[InstallTarget], force: bool, incoming: Version | None = None
     ) -> list[HandEdit]:
         """Import hand edits at each target, then refuse unless forced; check every folder is writable.
@@ -178,15 +186,15 @@ class Installs(Drift):
         """
         edits: list[HandEdit] = []
         for target in targets:
-            changed = self.check_drift(skill, target)
+            changed = self.drift.check_drift(skill, target)
             if changed is not None:
-                edits.append(self._import_drift(skill, target, changed))
+                edits.append(self.drift.import_drift(skill, target, changed))
             elif incoming is not None:
-                active = self.active_version(skill, target)
+                active = self.targets.active_version(skill, target)
                 if (
                     active is not None
                     and active.origin == "hand-edit"
-                    and not self._descends(incoming, active.id)
+                    and not self.versions.descends(incoming, active.id)
                 ):
                     edits.append(HandEdit(target, [], active))
         if edits and not force:
@@ -196,34 +204,30 @@ class Installs(Drift):
                 hint=f"the edits are kept as versions (see skillopt history {skill}); pass --force to replace them anyway",
             )
         for target in targets:
-            self.installer(target.tool).check_writable(target, skill)
+            self.targets.installer(target.tool).check_writable(target, skill)
         return edits
 
     # -- crash recovery ------------------------------------------------------------------------------------
-
-    def _settle(self) -> None:
-        # A registry lives as long as the daemon or the dashboard: an install killed between its two renames
-        # (no skill folder at all) is settled at the next read of a target, not only at the next start.
-        self.reconcile()
 
     def reconcile(self) -> list[str]:
         """Settle installs interrupted by a crash. Skipped while another process is installing."""
         if not self.db.execute("SELECT 1 FROM installs WHERE state = 'intent' LIMIT 1").fetchone():
             return []
-        with self._install_lock(blocking=False) as got:
+        with self.lock(blocking=False) as got:
             if not got:
                 return []
-            return self._reconcile_locked()
+            return self.reconcile_locked()
 
-    def _reconcile_locked(self) -> list[str]:
+    def reconcile_locked(self) -> list[str]:
+        """Settle every open intent by looking at the disk; one note for each. Call under the lock."""
         notes: list[str] = []
         rows = list(self.db.query("SELECT * FROM installs WHERE state = 'intent' ORDER BY started_at"))
         for row in rows:
-            v = self.get_version(row["version_id"])
-            ts = self._target_by_id(row["target_id"])
+            v = self.versions.get_version(row["version_id"])
+            ts = self.targets.target_by_id(row["target_id"])
             plan = json.loads(row["plan"] or "{}")
             try:
-                installer = self.installer(ts.target.tool)
+                installer = self.targets.installer(ts.target.tool)
                 done = installer.recover(ts.target, v.skill, row["id"], plan.get("new") or {})
             except (SkillOptError, OSError) as exc:
                 # Leave the intent for the next start rather than guess; say why.
@@ -232,9 +236,11 @@ class Installs(Drift):
             with self.db.conn:
                 if done:
                     self._finish_intent(row["id"], "installed")
-                    self._set_active(ts.id, v.id, installer.scan(ts.target, v.skill))
+                    self.targets.set_active(ts.id, v.id, installer.scan(ts.target, v.skill))
                     msg = f"an interrupted install of {v.label} at {ts.target} had finished; recorded it"
-                    self._audit("install", skill=v.skill, version_id=v.id, target=ts.target, message=msg)
+                    self.versions.audit(
+                        "install", skill=v.skill, version_id=v.id, target=ts.target, message=msg
+                    )
                 else:
                     msg = self._undo_interrupted(row["id"], row["kind"], v, ts)
             notes.append(msg)
@@ -244,13 +250,15 @@ class Installs(Drift):
         """Record an interrupted install whose old files are back; an approval no install kept is pending again."""
         self._finish_intent(install_id, "rolled-back", error="interrupted")
         msg = f"an interrupted install of {v.label} at {ts.target} was undone; the earlier files are back"
-        self._audit("install-interrupted", skill=v.skill, version_id=v.id, target=ts.target, message=msg)
+        self.versions.audit(
+            "install-interrupted", skill=v.skill, version_id=v.id, target=ts.target, message=msg
+        )
         if kind == "approve":
             others = self.db.execute(
                 "SELECT 1 FROM installs WHERE version_id = ? AND kind = 'approve' AND state IN "
                 "('installed', 'intent') AND id != ?",
                 [v.id, install_id],
             ).fetchone()
-            if not others and self.transition(v.id, "approved", state="proposed", decided_at=None):
+            if not others and self.versions.transition(v.id, "approved", state="proposed", decided_at=None):
                 msg += f"; {v.label} is pending again"
         return msg

@@ -7,7 +7,7 @@ ran `skillopt install TOOL`), and how a tool's installer must behave there (`Reg
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.registry.installers import Installer, get_installer
@@ -24,16 +24,22 @@ def _key(target: InstallTarget) -> dict[str, str]:
     return {"tool": target.tool.value, "scope": target.scope, "project": target.project_str}
 
 
-class Targets(Versions):
-    """Install targets of each skill, and the targets of skillopt's own integration."""
+class Targets:
+    """Install targets of each skill, and the targets of skillopt's own integration.
+
+    `settle` runs before a target is read for a caller: the registry passes its crash recovery
+    (`Installs.reconcile`), so an install killed between its two renames is settled at the next read, not
+    only at the next start; this part cannot import that one, which builds on it."""
+
+    def __init__(self, versions: Versions, settle: Callable[[], object] = lambda: None) -> None:
+        self.versions = versions
+        self.db = versions.db
+        self._settle = settle
 
     # -- skill targets -------------------------------------------------------------------------------------
 
     def _targets_where(self, where: str, args: list[object]) -> list[TargetState]:
         return [TargetState.from_row(r) for r in self.db.query(f"{TARGET_SQL} {where}", args)]
-
-    def _settle(self) -> None:
-        """Settle installs a killed process left half done before a target is read (see `Installs`)."""
 
     def targets(self, skill: str | None = None) -> list[TargetState]:
         self._settle()
@@ -47,13 +53,14 @@ class Targets(Versions):
         )
         return found[0] if found else None
 
-    def _target_by_id(self, target_id: int) -> TargetState:
+    def target_by_id(self, target_id: int) -> TargetState:
+        """The target an install row names (recovery reads targets by id, not by skill)."""
         return self._targets_where("WHERE t.id = ?", [target_id])[0]
 
     def ensure_target(self, skill: str, target: InstallTarget, enabled: bool = True) -> TargetState:
         """The skill's row for `target`, created if missing; `enabled` can switch it on, never off."""
         with self.db.conn:
-            sid = self._skill_id(skill, create=True)
+            sid = self.versions.skill_id(skill, create=True)
             ts = self.target_state(skill, target)
             if ts is None:
                 now = utcnow_iso()
@@ -78,7 +85,7 @@ class Targets(Versions):
             raise NotFoundError(f"{skill} has no target {target}")
         with self.db.conn:
             self.db.table("targets").update(ts.id, {"enabled": int(enabled)})
-            self._audit("enable" if enabled else "disable", skill=skill, target=target)
+            self.versions.audit("enable" if enabled else "disable", skill=skill, target=target)
 
     def installed_nowhere(self) -> set[str]:
         """Skills that had targets and are active at none of them any more (uninstalled from every tool):
@@ -95,9 +102,10 @@ class Targets(Versions):
         ts = self.target_state(skill, target)
         if ts is None or ts.active_version_id is None:
             return None
-        return self.get_version(ts.active_version_id)
+        return self.versions.get_version(ts.active_version_id)
 
-    def _set_active(self, ts_id: int, version_id: str | None, installed: Mapping[str, str]) -> None:
+    def set_active(self, ts_id: int, version_id: str | None, installed: Mapping[str, str]) -> None:
+        """Record what is active at a target and the hash of each file there: what hand edits are found against."""
         self.db.table("targets").update(
             ts_id,
             {
@@ -121,7 +129,7 @@ class Targets(Versions):
                 {**_key(target), "instructions": instructions, "recorded_at": utcnow_iso()},
                 pk=_TARGET_KEY,
             )
-            self._audit(
+            self.versions.audit(
                 "integration-install",
                 target=target,
                 message=f"skillopt's integration is installed at {target}",
@@ -137,7 +145,7 @@ class Targets(Versions):
                 [target.tool.value, target.scope, target.project_str],
             )
             if cur.rowcount:
-                self._audit(
+                self.versions.audit(
                     "integration-uninstall",
                     target=target,
                     message=f"skillopt's integration was removed from {target}",

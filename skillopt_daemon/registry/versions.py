@@ -1,4 +1,4 @@
-"""Skills, their immutable versions, and the audit log: the rows every other part of the registry builds on.
+"""The book of versions: skills, their immutable versions, and the audit log, which every other part builds on.
 
 Versions are content-addressed (their files live in the content store) and never change once written; a
 version's review `state` moves proposed → approved | rejected only through `transition`, a compare-and-set
@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.core.fsio import sha256_bytes
 from skillopt_daemon.core.timeutil import utcnow_iso
@@ -21,7 +19,10 @@ from skillopt_daemon.registry import content
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_daemon.registry.models import ORIGINS, VERSION_SQL, Event, Version
 from skillopt_lib.errors import ConflictError, NotFoundError
-from skillopt_lib.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle, unified_diff
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 
 def to_json(data: Any) -> str:
@@ -35,7 +36,10 @@ def new_id() -> str:
 
 
 class Versions:
-    """Skills, versions and events over one open database. `actor` names who acted, for the audit log."""
+    """Skills, versions and events over one open database. `actor` names who acted, for the audit log.
+
+    The other parts of the registry take this one in their constructor and write through it, so every row
+    and event has one writer and one actor."""
 
     def __init__(self, db: sqlite_utils.Database, actor: str = "cli") -> None:
         self.db = db
@@ -43,7 +47,7 @@ class Versions:
 
     # -- audit ---------------------------------------------------------------------------------------------
 
-    def _audit(
+    def audit(
         self,
         action: str,
         *,
@@ -53,6 +57,7 @@ class Versions:
         message: str = "",
         detail: Mapping[str, Any] | None = None,
     ) -> None:
+        """Append one event: every change the registry makes is recorded with who made it, and never removed."""
         self.db.table("events").insert(
             {
                 "at": utcnow_iso(),
@@ -76,7 +81,8 @@ class Versions:
 
     # -- skills --------------------------------------------------------------------------------------------
 
-    def _skill_id(self, name: str, create: bool = False) -> int | None:
+    def skill_id(self, name: str, create: bool = False) -> int | None:
+        """The skill's row id, None when unknown; with `create`, the row is made when missing."""
         row = next(self.db.query("SELECT id FROM skills WHERE name = ?", [name]), None)
         if row:
             return int(row["id"])
@@ -87,7 +93,7 @@ class Versions:
         return int(pk)
 
     def require_skill(self, name: str) -> int:
-        sid = self._skill_id(name)
+        sid = self.skill_id(name)
         if sid is None:
             known = self.skill_names()
             raise NotFoundError(
@@ -154,7 +160,7 @@ class Versions:
             )
         return found[0]
 
-    def _insert_version(
+    def insert_version(
         self,
         skill: str,
         bundle: SkillBundle,
@@ -165,13 +171,15 @@ class Versions:
         evidence: Mapping[str, Any] | None,
         note: str | None,
     ) -> Version:
+        """Store the bundle's files, then add it as the skill's next immutable version (files before rows: a
+        crash leaves at most an unreferenced object)."""
         if origin not in ORIGINS:
             raise ConflictError(f"unknown origin {origin!r}", hint=f"one of: {', '.join(ORIGINS)}")
         content.store_bundle(bundle)
         now = utcnow_iso()
         vid = new_id()
         with self.db.conn:
-            sid = self._skill_id(skill, create=True)
+            sid = self.skill_id(skill, create=True)
             seq = self.db.execute(
                 "SELECT coalesce(max(seq), 0) + 1 FROM versions WHERE skill_id = ?", [sid]
             ).fetchone()[0]
@@ -209,7 +217,9 @@ class Versions:
             self.db.table("versions").update(version_id, fields)
         return True
 
-    def _find_content(self, skill: str, content_hash: str) -> Version | None:
+    def find_content(self, skill: str, content_hash: str) -> Version | None:
+        """The newest approved version of `skill` holding exactly this content: content found again at a
+        target reuses its version instead of adding a copy."""
         found = self._versions_where(
             "WHERE s.name = ? AND v.content_hash = ? AND v.state = 'approved' ORDER BY v.seq DESC LIMIT 1",
             [skill, content_hash],
@@ -226,7 +236,8 @@ class Versions:
         )
         return found[0] if found else None
 
-    def _descends(self, version: Version, ancestor_id: str) -> bool:
+    def descends(self, version: Version, ancestor_id: str) -> bool:
+        """Whether `version` is `ancestor_id` or built on it (a proposal trained from a hand edit keeps it)."""
         seen: set[str] = set()
         cur: str | None = version.id
         while cur and cur not in seen:
@@ -243,3 +254,29 @@ class Versions:
 
     def load_bundle(self, version_id: str) -> SkillBundle:
         return content.load_bundle(self.db, version_id)
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def diff(self, ref: str, context: int = 3) -> tuple[str, str]:
+        """(title, unified diff) for `ID` (against its parent) or `SKILL@V1..V2`."""
+        if ".." in ref:
+            left, _, right = ref.partition("..")
+            a = self.resolve_id(left)
+            b = self.resolve_id(right if "@" in right else f"{a.skill}@{right}")
+            old: SkillBundle | None = self.load_bundle(a.id)
+            title, a_label = f"{a.label} → {b.label}", a.label
+        else:
+            b = self.resolve_id(ref)
+            if b.parent_id:
+                a = self.get_version(b.parent_id)
+                old, a_label = self.load_bundle(a.id), a.label
+                title = f"{b.label} ({b.short_id}) against its parent {a.label}"
+            else:
+                old, a_label = None, "empty"
+                title = f"{b.label} ({b.short_id}), which has no parent"
+        return title, unified_diff(old, self.load_bundle(b.id), a_label, b.label, context)
+
+    def history(self, skill: str) -> list[Event]:
+        """Every event of `skill`, oldest first; an unknown skill is an error, not an empty list."""
+        self.require_skill(skill)
+        return self.events(skill)

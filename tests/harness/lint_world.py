@@ -14,8 +14,8 @@ from pathlib import Path
 
 import skillopt_lib
 from harness.fixtures import require
+from harness.night_scenario import World, snapshot
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.night_scenario import World, snapshot
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 SKILL_TEXT = "# Lint fixes\n\nLook at what the linter reports in app.py.\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.screening import candidate_screen
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.skill import SkillBundle, SkillDoc
 
 README = (
@@ -61,15 +62,14 @@ def test_the_screen_knows_whose_words_a_line_copies(tmp_path: Path) -> None:
         {"session_pk": pk, "key": "c1", "seq": 1, "name": "Read", "output_excerpt": README}
     )
     tasks = [
-        {
-            "id": "task-1",
-            "prompt": "ship the release",
-            "repo": str(repo),
-            "tool": "claude-code",
-            "session": "s1",
-            "corrections": [],
-            "split": "train",
-        }
+        NightTask(
+            id="task-1",
+            prompt="ship the release",
+            repo=str(repo),
+            tool="claude-code",
+            session="s1",
+            split="train",
+        )
     ]
     screen = candidate_screen(db, tasks)
     assert "git.acme.example" in screen.repo_hosts

@@ -107,7 +107,7 @@ def test_mining_stores_what_the_sessions_show_and_the_night_checks_the_rest_at_t
     )
     assert not counter.exists()  # mining never runs a check
 
-    tasks = {t["id"]: t for t in tasks_for_skill(db, "report-writer", probe_root=home / "ws")}
+    tasks = {t.id: t for t in tasks_for_skill(db, "report-writer", probe_root=home / "ws")}
     after = scoring(db)
     assert after["s1"] == (
         "check",
@@ -117,8 +117,8 @@ def test_mining_stores_what_the_sessions_show_and_the_night_checks_the_rest_at_t
     assert after["s4"][0] == "check" and "the session has no pinned commit" in after["s4"][1]
     assert counter.read_text().count("ran") == 1  # one probe: only s1 needed one
     by_session = {db["tasks"].get(i)["session_id"]: t for i, t in tasks.items()}
-    assert by_session["s1"]["checks"] == [GOOD] and by_session["s1"]["scoring"] == "check"
-    assert by_session["s3"]["checks"] == [] and by_session["s3"]["rubric"] == [RULE]
+    assert by_session["s1"].checks == [GOOD] and by_session["s1"].scoring == "check"
+    assert by_session["s3"].checks == [] and by_session["s3"].rubric == [RULE]
 
     tasks_for_skill(db, "report-writer", probe_root=home / "ws")
     assert counter.read_text().count("ran") == 1  # probes are cached: a check runs at a commit once ever
@@ -145,9 +145,9 @@ def test_weak_and_offline_checks_are_dropped_and_tasks_left_without_a_check_or_r
 def test_a_weak_check_next_to_a_good_one_is_kept_as_a_guard(home: Path) -> None:
     db, _, _ = mined(home, rubric=[RULE], checks=[GOOD, WEAK])
     tasks = tasks_for_skill(db, "report-writer", probe_root=home / "ws")
-    first = next(t for t in tasks if t["prompt"].endswith("team 1 into report.md"))
-    assert first["checks"] == [GOOD]
-    assert first["guards"] == [WEAK]
+    first = next(t for t in tasks if t.prompt.endswith("team 1 into report.md"))
+    assert first.checks == [GOOD]
+    assert first.guards == [WEAK]
 
 
 def test_a_check_that_passes_before_the_work_guards_a_rubric_task(home: Path) -> None:
@@ -155,8 +155,8 @@ def test_a_check_that_passes_before_the_work_guards_a_rubric_task(home: Path) ->
     breaks it did damage and fails (`night/replay.py`)."""
     db, _, _ = mined(home, rubric=[RULE], checks=[WEAK])
     tasks = tasks_for_skill(db, "report-writer", probe_root=home / "ws")
-    first = next(t for t in tasks if t["prompt"].endswith("team 1 into report.md"))
-    assert first["scoring"] == "rubric" and first["checks"] == [] and first["guards"] == [WEAK]
+    first = next(t for t in tasks if t.prompt.endswith("team 1 into report.md"))
+    assert first.scoring == "rubric" and first.checks == [] and first.guards == [WEAK]
 
 
 def test_tasks_show_says_how_each_task_is_scored_and_why(home: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import sqlite_utils
+from harness.learning_night import LearningNight
 from sklearn.metrics import adjusted_rand_score
 
 from benchmarks.corpus import night_world
@@ -26,7 +27,6 @@ from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import NIGHT_FAMILIES, NIGHT_SPLIT, night_sessions
 from benchmarks.mining import truth_and_prediction
 from skillopt_daemon.night import mining
-from skillopt_lib.testing.learning_night import LearningNight
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 KINDS = [f.id for f in NIGHT_FAMILIES]

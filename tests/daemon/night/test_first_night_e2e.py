@@ -18,10 +18,7 @@ from typing import Any
 
 import pytest
 from harness.fixtures import require
-
-from skillopt_daemon.core.store import open_db
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.night_scenario import (
+from harness.night_scenario import (
     SIGN_OFF,
     World,
     _edits,
@@ -31,6 +28,9 @@ from skillopt_lib.testing.night_scenario import (
     restore,
     snapshot,
 )
+
+from skillopt_daemon.core.store import open_db
+from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import Match, Rule, Script, Step
 from skillopt_lib.testing.scripted_server import ScriptedServer
 

@@ -5,7 +5,6 @@ the night's budget left can finish its plan."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,8 +14,10 @@ from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.mining import Family
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import (
     NightContext,
+    TaskLoader,
     _planned_replays,
     _replay_tasks,
     budget_wait,
@@ -43,12 +44,12 @@ def _family(n: int) -> Family:
     return Family(id="fam-1", name="fix lint", attempts=attempts, skill_name="lint-fixes")
 
 
-def _rows(train: int, val: int) -> list[dict[str, Any]]:
-    rows = [{"id": f"t{i}", "split": "train"} for i in range(train)]
-    return rows + [{"id": f"v{i}", "split": "val"} for i in range(val)]
+def _rows(train: int, val: int) -> list[NightTask]:
+    rows = [NightTask(id=f"t{i}", prompt="fix lint", split="train") for i in range(train)]
+    return rows + [NightTask(id=f"v{i}", prompt="fix lint", split="val") for i in range(val)]
 
 
-def _tasks(train: int, val: int) -> Any:
+def _tasks(train: int, val: int) -> TaskLoader:
     rows = _rows(train, val)
     return lambda _db, _name, _tool: rows
 

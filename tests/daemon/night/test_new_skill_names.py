@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from harness.fixtures import require
+from harness.learning_night import LearningNight
 
 from benchmarks.corpus.night_world import OPTIMIZER_MODEL, make_world, work_kinds
 from skillopt_lib.skill import NAME_RE
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.learning_night import LearningNight
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 FAMILIES = ("lint", "logging", "changelog")

@@ -1,7 +1,7 @@
 """Whole nights for an installed skill, for real: sessions written by the real `claude` CLI → ingest →
 mining → replays with the real CLI → scripted optimizer → gate, where the night must refuse to propose.
 
-The scenario (`skillopt_lib.testing.night_scenario`): the agent's weekly reports fail the project's check until
+The scenario (`tests/harness/night_scenario.py`): the agent's weekly reports fail the project's check until
 its skill tells it to end the report with a sign-off line. The negatives here (a leaking candidate, a no-op
 edit, a budget cap) each run the night with another optimizer model. That a night learns the rule from the
 user's own words, with no model knowing it in advance, is `test_night_learns.py`.
@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 from harness.fixtures import require
-
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.night_scenario import (
+from harness.night_scenario import (
     CHECK,
     World,
     make_world,
@@ -26,6 +24,8 @@ from skillopt_lib.testing.night_scenario import (
     restore,
     snapshot,
 )
+
+from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.timeout(1200)

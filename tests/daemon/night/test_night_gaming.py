@@ -20,9 +20,9 @@ from collections.abc import Iterator
 
 import pytest
 from harness.lint_world import record_lint_world
+from harness.night_scenario import World, restore
 
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.night_scenario import World, restore
 from skillopt_lib.testing.script import Match, Rule, Script, Step, ToolCall, bash, call
 from skillopt_lib.testing.scripted_server import ScriptedServer
 

@@ -8,7 +8,7 @@ only where the CLIs and models live.
 
 The scripted optimizer writes a rule only when its request shows the user's words for it; the scripted
 agent, run through the real `claude` and `codex` CLIs, does the work right only when the skill it loaded
-states the rule (`skillopt_lib.testing.learning_night`). So the nights must mine the families, show the
+states the rule (`tests/harness/learning_night.py`). So the nights must mine the families, show the
 optimizer a corrected task of each (and never a validation or test task), prove the learned rule on
 held-out replays (or carry the evidence to the next night), and propose each skill as new with its tier and
 where each added line came from; approval installs it for both tools. The negative night is the same
@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from harness.fixtures import require
+from harness.learning_night import LearningNight
 
 from benchmarks.corpus.load import NIGHTS, read_labels
 from benchmarks.corpus.night_world import (
@@ -38,7 +39,6 @@ from benchmarks.corpus.night_world import (
     work_kinds,
 )
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.learning_night import LearningNight
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 # Whole nights with the real agent CLIs (and the sessions they learn from) take minutes on a loaded machine.

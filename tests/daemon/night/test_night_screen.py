@@ -27,10 +27,10 @@ from collections.abc import Iterator
 
 import pytest
 from harness.lint_world import record_lint_world
+from harness.night_scenario import World, restore
 
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.copycat import ANALYST, analyse
-from skillopt_lib.testing.night_scenario import World, restore
 from skillopt_lib.testing.script import (
     Conversation,
     Match,

@@ -35,6 +35,7 @@ from skillopt_daemon.night import mining, outcomes, preferences, removals
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.cycle import follow_rules
 from skillopt_daemon.night.report import CycleReport
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import NightContext, night_gate
 from skillopt_daemon.registry import Registry
 from skillopt_lib.gate import Gate, no_loss
@@ -63,20 +64,11 @@ def _family_of(db: sqlite_utils.Database, session_ids: set[str]) -> str:
     return max(counts, key=lambda f: counts[f])
 
 
-def _task_dicts(db: sqlite_utils.Database, family: str) -> list[dict[str, Any]]:
-    """The family's tasks as the night hands them to `preferences` (`replay.tasks_for_families`)."""
-    return [
-        {
-            "id": r["id"],
-            "split": r["split"],
-            "repo": r["project_path"],
-            "tool": r["tool"],
-            "session": r["session_id"],
-            "started_at": r["started_at"],
-            "corrections": json.loads(r["corrections_json"] or "[]"),
-        }
-        for r in db.query("SELECT * FROM tasks WHERE family_id = ? ORDER BY started_at", [family])
-    ]
+def _night_tasks(db: sqlite_utils.Database, family: str) -> list[NightTask]:
+    """The family's tasks as the night hands them to `preferences` (`replay.tasks_for_families`, without
+    settling their checks: only their corrections matter here)."""
+    rows = db.query("SELECT * FROM tasks WHERE family_id = ? ORDER BY started_at", [family])
+    return [NightTask.from_row(r, []) for r in rows]
 
 
 def _install_rule(reg: Registry, kind: str, family: str) -> str:
@@ -87,7 +79,7 @@ def _install_rule(reg: Registry, kind: str, family: str) -> str:
     v1 = reg.propose(name, base, evidence={})
     reg.approve(v1.id, targets=["claude-code:user"])
     learned = base.with_doc(doc.with_body(f"# {kind}\n\nDo the work well.\n{RULES[kind]}\n"))
-    tasks = _task_dicts(reg.db, family)
+    tasks = _night_tasks(reg.db, family)
     prov = preferences.provenance([RULES[kind]], preferences.train_preferences(tasks), [])
     v2 = reg.propose(name, learned, evidence={"provenance": prov, "tokens": 1200, "cost_usd": 0.03})
     reg.approve(v2.id)
@@ -224,10 +216,10 @@ def test_a_rule_that_is_not_working_sends_its_new_corrections_to_train(world: di
     db = world["db"]
     logging_fam = world["families"]["logging"]
     after = {s["session_id"] for s in sessions_of(world["world"].labels, "logging")[FIRST:]}
-    tasks = _task_dicts(db, logging_fam)
-    recurred = [t for t in tasks if t["session"] in after and t["corrections"]]
+    tasks = _night_tasks(db, logging_fam)
+    recurred = [t for t in tasks if t.session in after and t.corrections]
     assert len(recurred) == 2
-    assert all(t["split"] == "train" for t in recurred)
+    assert all(t.split == "train" for t in recurred)
     # what the optimizer reads of them next night: the user's new words, verbatim
     shown = [p.text for t in recurred for p in preferences.for_optimizer(t)]
     assert shown == ["不要用 print，用 logging", "不要用 print，用 logging"]
@@ -236,8 +228,8 @@ def test_a_rule_that_is_not_working_sends_its_new_corrections_to_train(world: di
     )
     # and the next mining pass keeps them there
     families, _ = mining.mine(db)
-    kept = {t["session"]: t["split"] for t in _task_dicts(db, logging_fam)}
-    assert all(kept[t["session"]] == "train" for t in recurred)
+    kept = {t.session: t.split for t in _night_tasks(db, logging_fam)}
+    assert all(kept[t.session] == "train" for t in recurred)
     moved = {
         r["attempt_key"]: r for r in db.query("SELECT * FROM split_assignments WHERE role = 'recurrence'")
     }
@@ -245,8 +237,8 @@ def test_a_rule_that_is_not_working_sends_its_new_corrections_to_train(world: di
     assert {r["split"] for r in moved.values()} == {"train"}
     # sessions after a working rule stay where mining put them
     changelog_after = {s["session_id"] for s in sessions_of(world["world"].labels, "changelog")[FIRST:]}
-    cl = _task_dicts(db, world["families"]["changelog"])
-    assert all(t["split"] != "train" for t in cl if t["session"] in changelog_after)
+    cl = _night_tasks(db, world["families"]["changelog"])
+    assert all(t.split != "train" for t in cl if t.session in changelog_after)
 
 
 def test_a_removal_that_cannot_be_replayed_is_not_proposed(world: dict[str, Any]) -> None:
@@ -270,7 +262,7 @@ def _gated(r: removals.Removal, with_line: float, without_line: float) -> Any:
     """The night's gate on the removal, over four held-out tasks, with replays scoring by the skill only."""
     scores = {r.incumbent.content_hash: with_line, r.candidate.content_hash: without_line}
     by_arm = {"incumbent": r.incumbent, "candidate": r.candidate}
-    tasks = [{"id": f"t{i}", "split": "val", "group": f"g{i}"} for i in range(4)]
+    tasks = [NightTask(id=f"t{i}", prompt="", split="val", group=f"g{i}") for i in range(4)]
     seen: list[tuple[str, str]] = []
 
     def measure(requests: Any) -> list[float]:
@@ -278,7 +270,7 @@ def _gated(r: removals.Removal, with_line: float, without_line: float) -> Any:
         return [scores[by_arm[arm].content_hash] for _item, arm in requests]
 
     decision = removals.gate_removal(Gate(night_gate(NightSettings())), measure, tasks)
-    assert {item for item, _arm in seen} == {t["id"] for t in tasks}  # every held-out task, both arms
+    assert {item for item, _arm in seen} == {t.id for t in tasks}  # every held-out task, both arms
     return decision
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skillopt_daemon.core.config import Settings, load_settings
-from skillopt_daemon.night.agents import make_agent, replay_missing, replayable_tools
+from skillopt_daemon.night.agents import make_agent, make_chat, replay_missing, replayable_tools
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConfigError
 
@@ -71,3 +71,18 @@ def test_which_tools_replay_comes_from_their_rows() -> None:
     with pytest.raises(ConfigError, match="devin cannot be replayed") as exc:
         make_agent(settings, AgentTool.DEVIN)
     assert "gemini" in (exc.value.hint or "")
+
+
+def test_a_night_model_that_is_an_agent_cli_is_refused_before_the_night_spends_anything(
+    config_file: Path,
+) -> None:
+    """`optimizer.backend = "claude-code"` names the replaying agent, not a chat model: the night says so
+    when it builds its backends, instead of failing at the optimizer's first call."""
+    settings = Settings()
+    settings.optimizer.backend = "claude-code"
+    with pytest.raises(ConfigError) as exc:
+        make_chat(settings, settings.optimizer, "optimizer")
+    assert exc.value.message == "the optimizer backend 'claude-code' is not a chat model"
+    assert "claude-code-chat" in (exc.value.hint or "")
+    settings.optimizer.backend = "claude-code-chat"
+    assert make_chat(settings, settings.optimizer, "optimizer").name == "claude-code-chat"

@@ -15,6 +15,7 @@ from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.mining import Family
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import NightContext, _replay_tasks
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.testing import agent_clis as ac
@@ -53,9 +54,9 @@ def _family() -> Family:
     return Family(id="fam-1", name="fix lint", attempts=attempts, skill_name="lint-fixes")
 
 
-def _load(_db: Any, _name: str, tool: str) -> list[dict[str, Any]]:
+def _load(_db: Any, _name: str, tool: str) -> list[NightTask]:
     return [
-        {"id": f"t{i}", "tool": t, "split": s, "started_at": f"2026-11-0{i + 1}"}
+        NightTask(id=f"t{i}", prompt="fix lint", tool=t, split=s, started_at=f"2026-11-0{i + 1}")
         for i, (t, s) in enumerate(zip(TOOLS, SPLITS, strict=True))
         if t == tool
     ]
@@ -68,8 +69,8 @@ def test_every_tools_tasks_replay_when_each_tool_can_run_here(tmp_path: Path) ->
     assert not isinstance(out, SkillOutcome), out
     tool, tasks = out
     assert tool is AgentTool.CLAUDE_CODE  # the most used tool leads
-    assert [t["tool"] for t in tasks] == TOOLS  # every session's task, in the order it was done
-    assert sum(t["split"] == "val" for t in tasks) == 4
+    assert [t.tool for t in tasks] == TOOLS  # every session's task, in the order it was done
+    assert sum(t.split == "val" for t in tasks) == 4
 
 
 def test_a_tool_that_cannot_replay_here_only_leaves_its_own_tasks_out(tmp_path: Path) -> None:
@@ -77,4 +78,4 @@ def test_a_tool_that_cannot_replay_here_only_leaves_its_own_tasks_out(tmp_path: 
     assert not isinstance(out, SkillOutcome), out
     tool, tasks = out
     assert tool is AgentTool.CLAUDE_CODE
-    assert {t["tool"] for t in tasks} == {"claude-code"} and len(tasks) == 5
+    assert {t.tool for t in tasks} == {"claude-code"} and len(tasks) == 5

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from harness.fixtures import require
+from harness.learning_night import LearningNight
 
 from benchmarks.corpus.night_world import work_kinds
 from benchmarks.corpus.spec import family
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.learning_night import LearningNight
 from skillopt_lib.testing.script import ToolCall
 from skillopt_lib.testing.scripted_server import ScriptedServer, parse_request
 
