@@ -60,4 +60,8 @@ def test_the_service_path_leaves_out_skillopts_own_virtual_environment(env) -> N
     recorded = re.search(r'^Environment="PATH=([^"]*)"$', unit, re.MULTILINE)
     assert recorded is not None, unit
     assert recorded.group(1).split(os.pathsep) == [str(claude.parent), "/usr/bin", "/bin"]
-    assert f"ExecStart={sys.executable} -m skillopt_daemon.service.daemon" in unit
+    start = re.search(r"^ExecStart=(\S+) -m skillopt_daemon\.service\.daemon$", unit, re.MULTILINE)
+    assert start is not None, unit
+    # the console script's own interpreter (python or python3 of the same environment)
+    python = Path(start.group(1))
+    assert python.parent == own_bin and python.resolve() == Path(sys.executable).resolve()
