@@ -169,6 +169,8 @@ class ToolSpec:
     # its provider's API and sign-in, which the CLI reaches through HTTPS_PROXY. None: not known to use the
     # proxy, so its replays are confined only when every endpoint they name is on this machine.
     model_hosts: tuple[str, ...] | None = None
+    # The tool's name as its users write it ("Claude Code"), for sentences; empty: its id.
+    title: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool, AgentTool):
@@ -195,6 +197,7 @@ class ToolSpec:
 BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         tool=AgentTool.CLAUDE_CODE,
+        title="Claude Code",
         executables=("claude",),
         tested_versions=("2.1.0", "2.1.197"),
         install_hint="npm install -g @anthropic-ai/claude-code",
@@ -226,6 +229,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         tool=AgentTool.CODEX,
+        title="Codex",
         executables=("codex",),
         tested_versions=("0.171.0", "0.171.0"),
         install_hint="npm install -g @openai/codex",
@@ -243,6 +247,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         tool=AgentTool.COPILOT,
+        title="GitHub Copilot",
         executables=("copilot",),
         tested_versions=("1.0.0", "1.0.102"),
         install_hint="npm install -g @github/copilot",
@@ -260,6 +265,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         tool=AgentTool.CURSOR,
+        title="Cursor",
         executables=("cursor-agent", "agent"),
         tested_versions=("2025.1.0", "2026.12.31"),
         install_hint="see https://cursor.com/cli",
@@ -276,6 +282,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         tool=AgentTool.DEVIN,
+        title="Devin",
         executables=("devin",),
         tested_versions=None,
         install_hint="see https://docs.devin.ai",
@@ -291,6 +298,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         tool=AgentTool.GEMINI,
+        title="Gemini CLI",
         executables=("gemini",),
         tested_versions=("0.61.0", "0.61.0"),
         install_hint="npm install -g @google/gemini-cli",
@@ -308,6 +316,7 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         tool=AgentTool.OPENCLAW,
+        title="OpenClaw",
         executables=("openclaw",),
         tested_versions=("2026.9.6", "2026.9.6"),
         install_hint="npm install -g openclaw",

@@ -139,12 +139,8 @@ def register(app: typer.Typer) -> None:
         from skillopt_daemon import integrations
 
         if print_plugin_dir:
-            if _tool(tool) is not AgentTool.CLAUDE_CODE:
-                raise SkillOptError(
-                    "--print-plugin-dir is for claude-code: the other tools have no plugin folder",
-                    hint=f"skillopt install {tool} places that tool's files",
-                )
-            console.print(str(integrations.plugin_dir()), highlight=False, soft_wrap=True, markup=False)
+            folder = integrations.plugin_dir(_tool(tool))
+            console.print(str(folder), highlight=False, soft_wrap=True, markup=False)
             return
         with _skills_progress() as progress:
             report = integrations.install(

@@ -46,6 +46,7 @@ from skillopt_daemon.integrations.plan import (
     Scope,
     detect,
     plan_placements,
+    plugin_dir,
     resolve_target,
     skill_roots,
 )
@@ -55,7 +56,6 @@ from skillopt_daemon.integrations.shipped import (
     SKILL_NAME,
     integration_dir,
     integrations_root,
-    plugin_dir,
     shipped_skill,
 )
 

@@ -4,7 +4,6 @@ installed, whether its files are intact, and whether skillopt's hooks are active
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
@@ -14,8 +13,7 @@ from typing import Any
 from skillopt_daemon.core.fsio import sha256_file
 from skillopt_daemon.integrations.hooks import json_has_our_hook
 from skillopt_daemon.integrations.manifest import Target, install_targets, load_manifest, target_dict
-from skillopt_daemon.integrations.plan import detect, tool_home_or_default
-from skillopt_daemon.integrations.shipped import SKILL_NAME
+from skillopt_daemon.integrations.plan import detect, integration_part, tool_home_or_default
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import StoreError
 
@@ -49,26 +47,6 @@ class IntegrationStatus:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _claude_plugin_enabled(home: Path) -> str | None:
-    """The version of the skillopt plugin when Claude Code has it installed and enabled, else None."""
-    try:
-        settings = json.loads((home / "settings.json").read_text(encoding="utf-8"))
-        enabled = settings.get("enabledPlugins", {})
-        if not any(k.split("@")[0] == SKILL_NAME and v for k, v in enabled.items()):
-            return None
-        installed = json.loads((home / "plugins" / "installed_plugins.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, AttributeError):
-        return None
-    plugins = installed.get("plugins", {}) if isinstance(installed, dict) else {}
-    for key, entries in plugins.items():
-        if key.split("@")[0] == SKILL_NAME:
-            items = entries if isinstance(entries, list) else [entries]
-            for e in items:
-                if isinstance(e, dict):
-                    return str(e.get("version") or "installed")
-    return "enabled"
 
 
 def status(
@@ -111,12 +89,14 @@ def status(
                 "edited": edited,
             }
         )
-    plugin = _claude_plugin_enabled(tool_home_or_default(tool)) if tool is AgentTool.CLAUDE_CODE else None
+    # a tool whose skillopt plugin brings the hooks (Claude Code's) says whether it is enabled
+    plugin_state = integration_part(tool, "plugin_state")
+    plugin = plugin_state(tool_home_or_default(tool)) if plugin_state is not None else None
     if plugin:
         hooks_active = True
         if any(i["scope"] == "user" for i in installed):
             problems.append(
-                "both the Claude Code plugin and `skillopt install claude-code` add hooks: each "
+                f"both the skillopt plugin of {tool.value} and `skillopt install {tool.value}` add hooks: each "
                 "session is reported twice (harmless); keep one"
             )
     return IntegrationStatus(

@@ -8,9 +8,10 @@ server entry, and with `--instructions` a pointer in the tool's instruction file
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -137,6 +138,31 @@ def plan_placements(
         name if ":" in name else f"{name}:placements", package=_TOOLS_PACKAGE
     )(ctx)
     return placements
+
+
+def integration_part(tool: AgentTool, part: str) -> Callable[..., Any] | None:
+    """An optional function of the tool's own integration module (`ToolSpec.integration`), or None when the
+    tool has no integration module or its module does not define `part`. What only one tool has (Claude
+    Code's plugin folder, its plugin's state in doctor) is asked for this way, with no per-tool branch."""
+    name = spec(tool).integration
+    if name is None:
+        return None
+    module = importlib.import_module(name.split(":", 1)[0] if ":" in name else f"{_TOOLS_PACKAGE}.{name}")
+    found = getattr(module, part, None)
+    return found if callable(found) else None
+
+
+def plugin_dir(tool: AgentTool) -> Path:
+    """The folder of the skillopt plugin shipped for `tool` (Claude Code's: for `claude --plugin-dir DIR` or
+    `/plugin marketplace add DIR`), from its integration module's `plugin_dir`; a clear error for a tool
+    that has none."""
+    part = integration_part(tool, "plugin_dir")
+    if part is None:
+        raise SkillOptError(
+            f"skillopt ships no plugin folder for {tool.value}",
+            hint=f"`skillopt install {tool.value}` places that tool's files",
+        )
+    return Path(part(integration_dir(tool)))
 
 
 def resolve_target(tool: AgentTool, scope: Scope | None = None, project: str | Path | None = None) -> Target:

@@ -36,11 +36,6 @@ def integration_dir(tool: AgentTool) -> Path:
     return integrations_root() / tool.value
 
 
-def plugin_dir() -> Path:
-    """The Claude Code plugin folder (for `claude --plugin-dir` and `/plugin marketplace add`)."""
-    return integration_dir(AgentTool.CLAUDE_CODE)
-
-
 def shipped_skill(tool: AgentTool) -> dict[str, bytes]:
     """The `skillopt` skill for a tool, by path relative to the skill folder; a tool without a folder of its
     own (a plugin's) gets the plain one (Codex's, with no tool-specific frontmatter)."""

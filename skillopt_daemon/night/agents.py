@@ -7,7 +7,7 @@ says what stops replays from running before a night spends anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import BackendSettings, OptimizerSettings, Settings, tool_home
 from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib import keys
-from skillopt_lib.agents import TOOLS, AgentTool, spec
+from skillopt_lib.agents import BUILTIN_TOOLS, TOOLS, AgentTool, spec
 from skillopt_lib.backends import create_backend, resolve_preset
 from skillopt_lib.backends.base import ChatBackend, price_of
 from skillopt_lib.config import BackendConfig
@@ -103,8 +103,16 @@ def role_keys(settings: Settings) -> list[RoleKey]:
 
 
 # The agent tools whose login can serve as the night's optimizer, and the chat backend that uses each.
-LOGIN_CHAT = {AgentTool.CLAUDE_CODE: "claude-code-chat", AgentTool.CODEX: "codex-chat"}
-_TOOL_WORDS = {AgentTool.CLAUDE_CODE: "Claude Code", AgentTool.CODEX: "Codex"}
+# Taken from the built-in rows (`ToolSpec.chat_backend`): finding the default must not look for plugins, which
+# `skillopt status` would pay for on every run; a plugin's chat backend is used when configured by name.
+LOGIN_CHAT: Mapping[AgentTool, str] = {r.tool: r.chat_backend for r in BUILTIN_TOOLS if r.chat_backend}
+
+
+def _words(tool: AgentTool) -> str:
+    """The tool's name in a sentence ("Claude Code")."""
+    return spec(tool).title or tool.value
+
+
 SET_BACKEND = "`skillopt config set optimizer.backend openai` (plus optimizer.model and an API key variable)"
 SAY_YES = "skillopt config set optimizer.consent yes"
 
@@ -142,7 +150,7 @@ class NightModel:
             return "none"
         model = self.model or "its default model"
         if self.tool is not None:
-            return f"{self.backend} ({self.login or 'your ' + _TOOL_WORDS[self.tool] + ' login'}, {model})"
+            return f"{self.backend} ({self.login or 'your ' + _words(self.tool) + ' login'}, {model})"
         return f"{self.backend} ({model})"
 
     def line(self) -> str:
@@ -155,7 +163,7 @@ class NightModel:
     def question(self) -> str:
         """What the user is asked, once, before the first night spends anything on their login."""
         assert self.tool is not None
-        who = _TOOL_WORDS[self.tool]
+        who = _words(self.tool)
         return (
             f"No optimizer is configured. skillopt can use {who}, which you are signed in to "
             f"({self.login}), as the nightly optimizer ({self.backend}): at most {self.max_replays} replays "
@@ -209,12 +217,12 @@ def night_model(settings: Settings, prefer: Sequence[AgentTool] = ()) -> NightMo
         if consent is None:
             problem = (
                 f"no optimizer backend is configured, and the night waits for your yes to use your "
-                f"{_TOOL_WORDS[tool]} login ({LOGIN_CHAT[tool]}): `{SAY_YES}` (or `no`), or set one with "
+                f"{_words(tool)} login ({LOGIN_CHAT[tool]}): `{SAY_YES}` (or `no`), or set one with "
                 f"{SET_BACKEND}"
             )
         elif consent == "no":
             problem = (
-                f"no optimizer backend is configured, and you said no to using your {_TOOL_WORDS[tool]} "
+                f"no optimizer backend is configured, and you said no to using your {_words(tool)} "
                 f"login, so nights train nothing: set one with {SET_BACKEND}, or `{SAY_YES}`"
             )
         return NightModel(LOGIN_CHAT[tool], "", "default", tool, login, consent, problem, *caps)

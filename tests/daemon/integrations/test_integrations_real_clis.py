@@ -114,7 +114,9 @@ def test_plugin_dir_loads_commands_and_skill_and_the_daemon_records_the_session(
     so_home = tmp_path / "skillopt-home"
     _wire_skillopt(claude_sandbox, so_home)
     with _Daemon(claude_sandbox.env, tmp_path / "daemon.log"):
-        run = claude_sandbox.run("hello", extra_args=["--plugin-dir", str(integrations.plugin_dir())])
+        run = claude_sandbox.run(
+            "hello", extra_args=["--plugin-dir", str(integrations.plugin_dir(AgentTool.CLAUDE_CODE))]
+        )
         assert run.returncode == 0, run.describe()
         init = _init_event(run)
         for name in PLUGIN_COMMANDS:
@@ -152,7 +154,8 @@ def test_the_documented_plugin_commands_run_headless(claude_sandbox, tmp_path: P
     documented = _documented_plugin_commands()
     assert sorted(c.removeprefix("/skillopt:") for c in documented) == PLUGIN_COMMANDS
     run = claude_sandbox.run(
-        "/skillopt:skillopt-status", extra_args=["--plugin-dir", str(integrations.plugin_dir())]
+        "/skillopt:skillopt-status",
+        extra_args=["--plugin-dir", str(integrations.plugin_dir(AgentTool.CLAUDE_CODE))],
     )
     assert run.returncode == 0, run.describe()
     assert "Unknown command" not in run.stdout
@@ -182,7 +185,7 @@ def _published_copy(tmp_path: Path) -> Path:
     repo = tmp_path / "published"
     source = Path(__file__).resolve().parents[3]
     shutil.copytree(source / ".claude-plugin", repo / ".claude-plugin")
-    shutil.copytree(integrations.plugin_dir(), repo / "integrations" / "claude-code")
+    shutil.copytree(integrations.plugin_dir(AgentTool.CLAUDE_CODE), repo / "integrations" / "claude-code")
     return repo
 
 

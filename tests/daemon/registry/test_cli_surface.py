@@ -38,4 +38,4 @@ def test_print_plugin_dir_names_the_shipped_plugin_and_marketplace(env: Any) -> 
     assert (folder / ".claude-plugin" / "marketplace.json").is_file()
     assert not (env.claude_home / "settings.json").exists(), "printing the folder installs nothing"
     other = env.run("install", "codex", "--print-plugin-dir")
-    assert other.returncode == 1 and "for claude-code" in other.stderr
+    assert other.returncode == 1 and "no plugin folder for codex" in other.stderr
