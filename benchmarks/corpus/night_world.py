@@ -31,8 +31,9 @@ from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import family
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from tests.harness import cli
 from tests.harness.learning_night import WorkKind
-from tests.harness.night_scenario import run_skillopt, skillopt_env
+from tests.harness.night_scenario import skillopt_env
 
 RECORDED_SRC = MINING_SOURCE_ROOT
 __all__ = ["NIGHTS", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]
@@ -108,7 +109,7 @@ class CorpusWorld:
 
     def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         # A whole night of a large family can take over half an hour on a loaded machine.
-        return run_skillopt(args, self.skillopt_env(), cwd=self.root, timeout=7200, check=check)
+        return cli.run(*args, env=self.skillopt_env(), cwd=self.root, timeout=7200, check=check)
 
     def configure(self, **night: Any) -> None:
         """The optimizer and judge on the scripted server, replays through the real `claude` (and the real

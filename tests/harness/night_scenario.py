@@ -22,6 +22,8 @@ from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import Match, Rule, Script, Step, bash, call, write_file
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
+from . import cli
+
 SIGN_OFF = "Reviewed-by: bot"
 CHECK = "python3 check_report.py"
 OPT_KEY_ENV = "NIGHT_TEST_OPTIMIZER_KEY"
@@ -98,22 +100,6 @@ def skillopt_env(base: dict[str, str], skillopt_home: Path) -> dict[str, str]:
     return env
 
 
-def run_skillopt(
-    args: Sequence[str], env: dict[str, str], *, cwd: Path, timeout: float, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    """Run the real `skillopt` console script next to this Python; with `check`, a failure raises with its
-    output."""
-    exe = Path(sys.executable).parent / "skillopt"
-    proc = subprocess.run(
-        [str(exe), *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"skillopt {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-        )
-    return proc
-
-
 class World:
     """The user's machine: a HOME with Claude Code, a project, and skillopt's own folder."""
 
@@ -131,7 +117,7 @@ class World:
         return skillopt_env(self.env, self.skillopt_home)
 
     def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run_skillopt(args, self.skillopt_env(), cwd=self.root, timeout=600, check=check)
+        return cli.run(*args, env=self.skillopt_env(), cwd=self.root, timeout=600, check=check)
 
     def configure(self, optimizer_model: str, **night: Any) -> None:
         settings = {

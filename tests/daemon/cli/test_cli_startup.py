@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import cli
 
 HEAVY = (
     "numpy",
@@ -91,17 +92,12 @@ def env(tmp_path: Path) -> dict[str, str]:
 def test_the_commands_people_type_do_not_import_the_heavy_modules(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    exe = str(Path(sys.executable).parent / "skillopt")
-    subprocess.run(
-        [exe, "skills", "import", "--tool", "claude-code"], env=env, check=True, capture_output=True
-    )
+    cli.run("skills", "import", "--tool", "claude-code", env=env, check=True)
     candidate = tmp_path / "candidate"
     candidate.mkdir()
     (candidate / "SKILL.md").write_text(SKILL + "\nName every breaking change first.\n")
-    subprocess.run(
-        [exe, "propose", "release-notes", str(candidate)], env=env, check=True, capture_output=True
-    )
-    status = subprocess.run([exe, "status", "--json"], env=env, check=True, capture_output=True, text=True)
+    cli.run("propose", "release-notes", str(candidate), env=env, check=True)
+    status = cli.run("status", "--json", env=env, check=True)
     proposal = json.loads(status.stdout)["pending"]["items"][0]["short_id"]
     for args in (["--version"], ["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
         assert loaded_after(args, env) == [], f"skillopt {' '.join(args)}"

@@ -8,13 +8,12 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import cli
 
-SKILLOPT = str(Path(sys.executable).parent / "skillopt")
 SECRET = "sk-test-keys-0123456789abcdef"
 
 
@@ -30,14 +29,7 @@ class Env:
         self.env.pop("MY_OPT_KEY", None)
 
     def run(self, *args: str, stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [SKILLOPT, *args],
-            env={**self.env, **extra},
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return cli.run(*args, env={**self.env, **extra}, input=stdin, timeout=120)
 
     def json(self, *args: str, **extra: str) -> Any:
         proc = self.run(*args, "--json", **extra)

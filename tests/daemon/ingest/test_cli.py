@@ -5,31 +5,25 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from harness import cli
+from harness.ingest_helpers import claude_line, dump, write_claude_session, write_codex_session
 
 from skillopt_lib.errors import ConfigError, ConflictError, NotFoundError
 
 from .conftest import Env
-from .helpers import claude_line, dump, write_claude_session, write_codex_session
 
 
 @pytest.fixture
 def run(env: Env):  # type: ignore[no-untyped-def]
-    from skillopt_daemon.cli import app
-
-    runner = CliRunner()
-
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, list(args))
-
-    return invoke
+    """`skillopt ARGS` in this process, in the fixture's environment."""
+    return cli.here
 
 
 def test_ingest_and_backfill_store_each_session_once(env: Env, run) -> None:  # type: ignore[no-untyped-def]
     write_claude_session(env.projects, "c1", turns=2, cwd="/tmp/alpha")
     write_codex_session(env.codex, "0199a0b1-aaaa-bbbb-cccc-0000000000c1", cwd="/tmp/beta")
     res = run("ingest", "--json")
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, res.stdout + res.stderr
     summary = json.loads(res.stdout)
     assert summary["read"] == 2 and summary["errors"] == 0
     first = dump(env.db)
@@ -38,30 +32,30 @@ def test_ingest_and_backfill_store_each_session_once(env: Env, run) -> None:  # 
     assert json.loads(res.stdout)["bytes"] == 0  # nothing new
 
     res = run("ingest", "--backfill", "--tool", "claude", "--json")
-    assert res.exit_code == 0, res.output
+    assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads(res.stdout)["read"] == 1  # only Claude Code's transcript was read again
     assert dump(env.db) == first
 
     res = run("ingest", "--tool", "nosuchtool")
-    assert isinstance(res.exception, ConfigError)
+    assert res.returncode == ConfigError.exit_code
 
 
 def test_sessions_list_filters_and_show(env: Env, run) -> None:  # type: ignore[no-untyped-def]
     write_claude_session(env.projects, "aaa-111", turns=1, cwd="/srv/alpha", day=1)
     write_claude_session(env.projects, "aaa-222", turns=1, cwd="/srv/beta", day=28)
     write_codex_session(env.codex, "0199a0b1-aaaa-bbbb-cccc-0000000000c2", cwd="/srv/alpha")
-    assert run("ingest", "--quiet").exit_code == 0
+    assert run("ingest", "--quiet").returncode == 0
 
     def ids(*args: str) -> list[str]:
         res = run("sessions", "list", "--json", *args)
-        assert res.exit_code == 0, res.output
+        assert res.returncode == 0, res.stdout + res.stderr
         return sorted(s["session_id"] for s in json.loads(res.stdout))
 
     assert ids() == ["0199a0b1-aaaa-bbbb-cccc-0000000000c2", "aaa-111", "aaa-222"]
     assert ids("--tool", "codex") == ["0199a0b1-aaaa-bbbb-cccc-0000000000c2"]
     assert ids("--project", "alpha") == ["0199a0b1-aaaa-bbbb-cccc-0000000000c2", "aaa-111"]
     assert ids("--tool", "claude-code", "--since", "2026-11-20") == ["aaa-222"]
-    assert isinstance(run("sessions", "list", "--since", "someday").exception, ConfigError)
+    assert run("sessions", "list", "--since", "someday").returncode == ConfigError.exit_code
 
     res = run("sessions", "show", "aaa-1", "--json")
     detail = json.loads(res.stdout)
@@ -72,9 +66,9 @@ def test_sessions_list_filters_and_show(env: Env, run) -> None:  # type: ignore[
     assert calls and calls[0]["name"] == "Bash" and calls[0]["output_excerpt"] == "1 passed"
 
     res = run("sessions", "show", "aaa-1")  # the human view
-    assert res.exit_code == 0 and "fix the failing test" in res.stdout
-    assert isinstance(run("sessions", "show", "aaa").exception, ConflictError)
-    assert isinstance(run("sessions", "show", "zzz").exception, NotFoundError)
+    assert res.returncode == 0 and "fix the failing test" in res.stdout
+    assert run("sessions", "show", "aaa").returncode == ConflictError.exit_code
+    assert run("sessions", "show", "zzz").returncode == NotFoundError.exit_code
 
 
 def test_show_orders_turns_by_the_chain_not_by_line(env: Env, run) -> None:  # type: ignore[no-untyped-def]
@@ -92,7 +86,7 @@ def test_show_orders_turns_by_the_chain_not_by_line(env: Env, run) -> None:  # t
             "user", "u2", "chain", parent="a1", content="thanks", timestamp="2026-11-30T10:00:03.000Z"
         )
     )
-    assert run("ingest", "--quiet").exit_code == 0
+    assert run("ingest", "--quiet").returncode == 0
     detail = json.loads(run("sessions", "show", "chain", "--json").stdout)
     assert [t["text"] for t in detail["turns"]] == ["question", "answer", "thanks"]
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from harness.ingest_helpers import claude_line
 
 from benchmarks.corpus.load import ingest_corpus, read_labels
 from benchmarks.corrections import measure
@@ -15,7 +16,6 @@ from skillopt_daemon.core.store.db import apply_migrations
 from skillopt_daemon.ingest.pipeline import Pipeline
 
 from .conftest import Env
-from .helpers import claude_line
 
 # docs/nightly.md gives the measured figures; this is the floor below which a change to the rules fails.
 FLOOR = 0.9

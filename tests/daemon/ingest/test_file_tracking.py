@@ -9,12 +9,7 @@ import time
 from datetime import timedelta
 
 import pytest
-
-from skillopt_daemon import ingest
-from skillopt_daemon.core.timeutil import to_iso, utcnow
-
-from .conftest import Env
-from .helpers import (
+from harness.ingest_helpers import (
     claude_line,
     claude_session_lines,
     cli,
@@ -23,6 +18,11 @@ from .helpers import (
     wait_for,
     write_claude_session,
 )
+
+from skillopt_daemon import ingest
+from skillopt_daemon.core.timeutil import to_iso, utcnow
+
+from .conftest import Env
 
 
 def _ingest(pipeline: ingest.Pipeline) -> list[ingest.FileOutcome]:

@@ -10,13 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from harness.ingest_helpers import cli, query, start_daemon, wait_for
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 from .conftest import Env
-from .helpers import cli, query, start_daemon, wait_for
 
 SCRIPT = Script(
     [
@@ -121,7 +121,7 @@ def test_replay_drives_the_real_gemini_cli_with_a_candidate_skill(
         "--json",
         timeout=150,
     )
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    assert res.returncode == 0, res.stderr[-2000:]
     result = json.loads(res.stdout)
     assert result["status"] == "ok", result
     assert result["tool"] == "gemini"

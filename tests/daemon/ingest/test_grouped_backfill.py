@@ -6,12 +6,20 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness.ingest_helpers import (
+    Crash,
+    claude_line,
+    crash_at_finish,
+    dump,
+    dump_clean,
+    empty_store,
+    write_claude_session,
+)
 
 from skillopt_daemon import ingest
 from skillopt_daemon.ingest import signals, transactions
 
 from .conftest import Env
-from .helpers import Crash, claude_line, crash_at_finish, dump, dump_clean, empty_store, write_claude_session
 
 
 def _ingest(pipeline: ingest.Pipeline) -> list[ingest.FileOutcome]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+from harness.ingest_helpers import cli, write_claude_session
+
 from skillopt_daemon import ingest
 from skillopt_daemon.core import paths
 from skillopt_daemon.ingest.inbox import handle_notes
 from skillopt_daemon.ingest.notes import write_note
 
 from .conftest import Env
-from .helpers import cli, write_claude_session
 
 
 def test_a_start_note_before_its_transcript_exists_is_not_a_problem(

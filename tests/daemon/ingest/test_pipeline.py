@@ -8,12 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from skillopt_daemon import ingest
-from skillopt_daemon.ingest import pipeline as pipeline_module
-
-from .conftest import Env
-from .helpers import (
+from harness.ingest_helpers import (
     Crash,
     claude_line,
     claude_session_lines,
@@ -23,6 +18,11 @@ from .helpers import (
     write_claude_session,
     write_codex_session,
 )
+
+from skillopt_daemon import ingest
+from skillopt_daemon.ingest import pipeline as pipeline_module
+
+from .conftest import Env
 
 
 def _sessions(db) -> dict[str, dict]:  # type: ignore[no-untyped-def]

@@ -9,12 +9,13 @@ import string
 import subprocess
 from pathlib import Path
 
+from harness.ingest_helpers import files_under, write_claude_session
+
 from skillopt_daemon import ingest
 from skillopt_daemon.core.config import IngestSettings, Settings
 from skillopt_daemon.core.store import open_db
 
 from .conftest import Env
-from .helpers import files_under, write_claude_session
 
 
 def _token(prefix: str = "ghp_", n: int = 36) -> str:

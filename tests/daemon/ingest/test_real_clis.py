@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness.ingest_helpers import cli, query, start_daemon, wait_for
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
 
 from .conftest import Env
-from .helpers import cli, query, start_daemon, wait_for
 
 SCRIPT = Script(
     [

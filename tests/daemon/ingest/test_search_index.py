@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from harness.ingest_helpers import claude_line, write_claude_session
 
 from skillopt_daemon import ingest
 from skillopt_daemon.core.store.migrations import m002_ingest
 from skillopt_daemon.ingest import fts
 
 from .conftest import Env
-from .helpers import claude_line, write_claude_session
 
 
 def _found(db, word: str) -> set[str]:  # type: ignore[no-untyped-def]

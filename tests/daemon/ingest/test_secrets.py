@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import random
 
+from harness.ingest_helpers import claude_line, cli, files_under, query, start_daemon, wait_for
+
 from ingest.sources.secrets_corpus import make_secrets
 
 from .conftest import Env
-from .helpers import claude_line, cli, files_under, query, start_daemon, wait_for
 
 
 def test_no_secret_is_stored_anywhere(env: Env) -> None:
@@ -66,8 +67,8 @@ def test_no_secret_is_stored_anywhere(env: Env) -> None:
             f.write(b"".join(lines[half:]))
         wait_for(lambda: query(env.db, f"SELECT 1 FROM turns WHERE key = 'r{len(corpus) - 1}'"), timeout=10)
         note = {"session_id": "leaky", "transcript_path": str(path), "cwd": "/tmp/leaky", "reason": "other"}
-        assert cli(env.environ(), "notify", "session-end", stdin=json.dumps(note).encode()).returncode == 0
-        printed = b""
+        assert cli(env.environ(), "notify", "session-end", stdin=json.dumps(note)).returncode == 0
+        printed = ""
         for args in (
             ["sessions", "list", "--json"],
             ["sessions", "show", "leaky", "--json", "--full"],
@@ -91,5 +92,5 @@ def test_no_secret_is_stored_anywhere(env: Env) -> None:
     everything_on_disk += b"".join(p.read_bytes() for p in files_under(env.skillopt_home))  # after close
     leaked = [kind for kind, _, secret in corpus if secret.encode() in everything_on_disk]
     assert leaked == [], f"secrets found under SKILLOPT_HOME: {leaked}"
-    shown = [kind for kind, _, secret in corpus if secret.encode() in printed]
+    shown = [kind for kind, _, secret in corpus if secret in printed]
     assert shown == [], f"secrets printed by the CLI: {shown}"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from integ_helpers import Env, approve_skill, propose_skill
+from harness import cli as harness_cli
+from harness.install_helpers import Env, approve_skill, propose_skill
 
 from skillopt_daemon.integrations import devin_export
 from skillopt_lib.skill import SkillBundle, SkillDoc
@@ -36,15 +36,15 @@ def test_export_writes_only_approved_versions(env: Env, cli) -> None:
     propose_skill("lint", "Use when linting.", "run ruff\n")
     out = env.project / "export"
     res = cli("devin-export", "--out", str(out), "--json")
-    assert res.code == 0, res.err
-    done = json.loads(res.out)
+    assert res.returncode == 0, res.stderr
+    done = json.loads(res.stdout)
     assert [d["skill"] for d in done] == ["py-tests"]
     knowledge = json.loads((out / "knowledge" / "py-tests.json").read_text())
     assert set(knowledge) == {"name", "body", "trigger_description"}
     playbook = json.loads((out / "playbooks" / "py-tests.json").read_text())
     assert set(playbook) == {"title", "body", "macro"}
     res = cli("devin-export", "lint", "--out", str(out))
-    assert res.code == 3 and "no approved version" in res.err
+    assert res.returncode == 3 and "no approved version" in res.stderr
 
 
 def test_the_printed_send_commands_post_knowledge_and_playbooks_with_the_users_token(
@@ -56,8 +56,7 @@ def test_the_printed_send_commands_post_knowledge_and_playbooks_with_the_users_t
         "py-tests", "Use when running Python tests.", "Run pytest -q.\n", f"devin:project:{env.project}"
     )
     out = tmp_path / "a folder with a rather long name so the commands exceed eighty columns" / "export"
-    exe = Path(sys.executable).with_name("skillopt")
-    res = subprocess.run([str(exe), "devin-export", "--out", str(out)], capture_output=True, text=True)
+    res = harness_cli.run("devin-export", "--out", str(out))
     assert res.returncode == 0, res.stderr
     commands = [line for line in res.stdout.splitlines() if "curl" in line]
     assert len(commands) == 2, res.stdout

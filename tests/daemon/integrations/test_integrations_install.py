@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from integ_helpers import Env, approve_skill, snapshot
+from harness.install_helpers import Env, approve_skill, snapshot
 
 from skillopt_lib.skill import SkillDoc
 
@@ -65,27 +65,27 @@ def test_user_install_places_exactly_the_tools_files_and_uninstall_restores_the_
     (env.home / TOOL_HOMES[tool]).mkdir()
     before = snapshot(env.home)
     dry = cli("install", tool, "--dry-run", "--json")
-    assert dry.code == 0, dry.err
+    assert dry.returncode == 0, dry.stderr
     assert snapshot(env.home) == before, "a dry run must not touch anything"
-    planned = json.loads(dry.out)
+    planned = json.loads(dry.stdout)
     assert sorted(str(Path(f["path"]).relative_to(env.home)) for f in planned["files"]) == sorted(
         USER_FILES[tool]
     )
     assert {f["op"] for f in planned["files"]} == {"create"}
 
     first = cli("install", tool)
-    assert first.code == 0, first.err
+    assert first.returncode == 0, first.stderr
     assert _files(env.home) == sorted(USER_FILES[tool])
-    again = json.loads(cli("install", tool, "--json").out)
+    again = json.loads(cli("install", tool, "--json").stdout)
     assert {f["op"] for f in again["files"]} == {"unchanged"}, "install must be idempotent"
 
-    dry_un = json.loads(cli("uninstall", tool, "--dry-run", "--json").out)
+    dry_un = json.loads(cli("uninstall", tool, "--dry-run", "--json").stdout)
     assert sorted(str(Path(f["path"]).relative_to(env.home)) for f in dry_un["files"]) == sorted(
         USER_FILES[tool]
     )
     assert _files(env.home) == sorted(USER_FILES[tool])
     gone = cli("uninstall", tool)
-    assert gone.code == 0, gone.err
+    assert gone.returncode == 0, gone.stderr
     assert snapshot(env.home) == before
 
 
@@ -94,9 +94,9 @@ def test_project_install_and_uninstall(env: Env, cli, tool: str) -> None:
     (env.project / "README.md").write_text("hello\n")
     before = snapshot(env.project)
     res = cli("install", tool, "--scope", "project", "--project", str(env.project))
-    assert res.code == 0, res.err
+    assert res.returncode == 0, res.stderr
     assert _files(env.project) == sorted(PROJECT_FILES[tool] + ["README.md"])
-    assert cli("uninstall", tool, "--scope", "project", "--project", str(env.project)).code == 0
+    assert cli("uninstall", tool, "--scope", "project", "--project", str(env.project)).returncode == 0
     assert snapshot(env.project) == before
 
 
@@ -109,7 +109,7 @@ def test_claude_hooks_merge_into_the_users_settings_and_only_ours_leave(env: Env
     }
     settings.write_text(json.dumps(mine, indent=4))
     os.chmod(settings, 0o600)
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     merged = json.loads(settings.read_text())
     assert merged["model"] == "opus"
     end_cmds = [h["command"] for g in merged["hooks"]["SessionEnd"] for h in g["hooks"]]
@@ -118,9 +118,9 @@ def test_claude_hooks_merge_into_the_users_settings_and_only_ours_leave(env: Env
         "notify session-start --tool claude-code" in merged["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     )
     assert os.stat(settings).st_mode & 0o777 == 0o600, "the settings file keeps its permissions"
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     assert len(json.loads(settings.read_text())["hooks"]["SessionEnd"]) == 2, "no duplicate hook on reinstall"
-    assert cli("uninstall", "claude-code").code == 0
+    assert cli("uninstall", "claude-code").returncode == 0
     assert json.loads(settings.read_text()) == mine
 
 
@@ -128,7 +128,7 @@ def test_hook_command_runs_skillopt_and_never_fails(env: Env, cli, tmp_path: Pat
     import subprocess
 
     (env.home / ".claude").mkdir()
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     settings = json.loads((env.home / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
     run_env = {"PATH": "/usr/bin:/bin", "HOME": str(env.home), "SKILLOPT_HOME": str(env.skillopt_home)}
@@ -161,25 +161,25 @@ def test_codex_pointer_in_agents_md_keeps_the_users_text(env: Env, cli) -> None:
     agents = env.project / "AGENTS.md"
     agents.write_text("# Rules\n\nRun make test.\n")
     res = cli("install", "codex", "--scope", "project", "--project", str(env.project), "--instructions")
-    assert res.code == 0, res.err
+    assert res.returncode == 0, res.stderr
     text = agents.read_text()
     assert text.startswith("# Rules\n\nRun make test.\n") and "skillopt status" in text
-    assert cli("uninstall", "codex", "--project", str(env.project)).code == 0
+    assert cli("uninstall", "codex", "--project", str(env.project)).returncode == 0
     assert agents.read_text() == "# Rules\n\nRun make test.\n"
 
 
 def test_tool_not_installed_is_refused_with_a_hint(env: Env, cli) -> None:
     res = cli("install", "cursor")
-    assert res.code == 8
-    assert "does not seem to be installed" in res.err and "--force" in res.err
+    assert res.returncode == 8
+    assert "does not seem to be installed" in res.stderr and "--force" in res.stderr
     assert not (env.home / ".cursor").exists()
-    assert cli("install", "cursor", "--force").code == 0
+    assert cli("install", "cursor", "--force").returncode == 0
     assert (env.home / ".cursor" / "skills" / "skillopt" / "SKILL.md").is_file()
 
 
 def test_devin_has_no_user_scope(env: Env, cli) -> None:
     res = cli("install", "devin", "--scope", "user")
-    assert res.code != 0 and "per project" in res.err
+    assert res.returncode != 0 and "per project" in res.stderr
 
 
 def test_read_only_target_is_refused_and_left_untouched(env: Env, cli) -> None:
@@ -188,8 +188,8 @@ def test_read_only_target_is_refused_and_left_untouched(env: Env, cli) -> None:
     os.chmod(claude, 0o555)
     try:
         res = cli("install", "claude-code")
-        assert res.code == 11
-        assert "read-only" in res.err
+        assert res.returncode == 11
+        assert "read-only" in res.stderr
         assert list(claude.iterdir()) == []
     finally:
         os.chmod(claude, 0o755)
@@ -201,8 +201,8 @@ def test_folder_owned_by_another_user_is_refused(env: Env, cli) -> None:
     cursor.mkdir()
     os.chown(cursor, 4321, 4321)
     res = cli("install", "cursor", "--project", str(env.project))
-    assert res.code == 11
-    assert "belongs to another user" in res.err
+    assert res.returncode == 11
+    assert "belongs to another user" in res.stderr
     assert list(cursor.iterdir()) == []
 
 
@@ -211,7 +211,7 @@ def test_folder_owned_by_another_user_is_refused_without_root(env: Env, cli, mon
     (env.home / ".openclaw").mkdir()
     monkeypatch.setattr(os, "geteuid", lambda: os.stat(env.home).st_uid + 1)
     res = cli("install", "openclaw")
-    assert res.code == 11 and "belongs to another user" in res.err
+    assert res.returncode == 11 and "belongs to another user" in res.stderr
     assert list((env.home / ".openclaw").iterdir()) == []
 
 
@@ -222,8 +222,8 @@ def test_symlinked_skill_folder_leading_outside_is_refused(env: Env, cli, tmp_pa
     skills.mkdir(parents=True)
     (skills / "skillopt").symlink_to(outside)
     res = cli("install", "claude-code")
-    assert res.code == 11
-    assert "symlink" in res.err and "outside" in res.err
+    assert res.returncode == 11
+    assert "symlink" in res.stderr and "outside" in res.stderr
     assert list(outside.iterdir()) == []
     assert not (env.home / ".claude" / "settings.json").exists(), (
         "nothing is written when one file is refused"
@@ -234,7 +234,7 @@ def test_symlink_inside_the_tools_folder_is_followed(env: Env, cli) -> None:
     real = env.home / ".claude" / "my-skills"
     real.mkdir(parents=True)
     (env.home / ".claude" / "skills").symlink_to(real)
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     assert (real / "skillopt" / "SKILL.md").is_file()
 
 
@@ -243,48 +243,48 @@ def test_users_own_file_is_never_overwritten_without_force(env: Env, cli) -> Non
     cmd.parent.mkdir(parents=True)
     cmd.write_text("my own status command\n")
     res = cli("install", "claude-code")
-    assert res.code == 4
-    assert "was not written by skillopt" in res.err
+    assert res.returncode == 4
+    assert "was not written by skillopt" in res.stderr
     assert cmd.read_text() == "my own status command\n"
     assert not (env.home / ".claude" / "skills").exists(), "a refusal leaves everything as it was"
     forced = cli("install", "claude-code", "--force")
-    assert forced.code == 0, forced.err
+    assert forced.returncode == 0, forced.stderr
     assert cmd.read_text() != "my own status command\n"
-    assert cli("uninstall", "claude-code").code == 0
+    assert cli("uninstall", "claude-code").returncode == 0
     assert cmd.read_text() == "my own status command\n", "uninstall restores what --force replaced"
 
 
 def test_uninstall_keeps_a_file_the_user_edited(env: Env, cli) -> None:
     (env.home / ".cursor").mkdir()
-    assert cli("install", "cursor", "--instructions").code == 0
+    assert cli("install", "cursor", "--instructions").returncode == 0
     rule = env.home / ".cursor" / "rules" / "skillopt.mdc"
     rule.write_text(rule.read_text() + "\nAlso: my own note.\n")
     res = cli("uninstall", "cursor")
-    assert res.code == 0
-    assert "you edited it" in res.err
+    assert res.returncode == 0
+    assert "you edited it" in res.stderr
     assert rule.is_file() and "my own note" in rule.read_text()
     assert not (env.home / ".cursor" / "skills" / "skillopt").exists()
     # Reinstalling does not clobber the edit either.
-    assert cli("install", "cursor", "--instructions").code == 4
+    assert cli("install", "cursor", "--instructions").returncode == 4
 
 
 def test_uninstall_force_removes_an_edited_section(env: Env, cli) -> None:
     agents = env.home / ".codex" / "AGENTS.md"
     agents.parent.mkdir()
     agents.write_text("mine\n")
-    assert cli("install", "codex", "--instructions").code == 0
+    assert cli("install", "codex", "--instructions").returncode == 0
     agents.write_text(agents.read_text().replace("skillopt status", "skillopt status (edited)"))
     kept = cli("uninstall", "codex")
-    assert "skillopt section" in kept.out and "skillopt:begin" in agents.read_text()
-    assert cli("install", "codex", "--instructions").code == 4
-    assert cli("install", "codex", "--instructions", "--force").code == 0
-    assert cli("uninstall", "codex", "--force").code == 0
+    assert "skillopt section" in kept.stdout and "skillopt:begin" in agents.read_text()
+    assert cli("install", "codex", "--instructions").returncode == 4
+    assert cli("install", "codex", "--instructions", "--force").returncode == 0
+    assert cli("uninstall", "codex", "--force").returncode == 0
     assert agents.read_text() == "mine\n"
 
 
 def test_uninstall_of_something_never_installed(env: Env, cli) -> None:
     res = cli("uninstall", "codex")
-    assert res.code == 3 and "not installed" in res.err
+    assert res.returncode == 3 and "not installed" in res.stderr
 
 
 # -- approved skills go where each tool reads them ------------------------------------------------------
@@ -311,24 +311,24 @@ def test_install_puts_approved_skills_where_the_tool_reads_them(env: Env, cli, t
     (env.home / TOOL_HOMES[tool]).mkdir()
     before = snapshot(env.home)
     res = cli("install", tool)
-    assert res.code == 0, res.err
+    assert res.returncode == 0, res.stderr
     for rel in SKILL_WHERE[tool]:
         doc = SkillDoc.parse((env.home / rel).read_text())
         assert doc.name == "py-tests" and "Run pytest -q." in doc.body
-    assert cli("uninstall", tool).code == 0
+    assert cli("uninstall", tool).returncode == 0
     assert snapshot(env.home) == before
 
 
 def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
     """After `skillopt install codex`, approving a new version installs it for Codex too."""
-    from integ_helpers import propose_skill
+    from harness.install_helpers import propose_skill
 
     from skillopt_daemon.registry import open_registry
 
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
     approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
-    assert cli("install", "codex").code == 0
+    assert cli("install", "codex").returncode == 0
     v2 = propose_skill("py-tests", "Use when running Python tests.", "v2: use pytest -x\n")
     reg, _ = open_registry()
     try:
@@ -352,12 +352,12 @@ def _approve(ref: str) -> None:
 
 def test_codex_double_installs_are_migrated_to_one_folder(env: Env, cli) -> None:
     """What an older skillopt left: its skill and an approved one in both folders Codex reads."""
-    from integ_helpers import propose_skill
+    from harness.install_helpers import propose_skill
 
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
     approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
-    assert cli("install", "codex").code == 0
+    assert cli("install", "codex").returncode == 0
     old = env.home / ".agents" / "skills"
     for name in ("skillopt", "py-tests"):
         (old / name).mkdir(parents=True)
@@ -368,7 +368,7 @@ def test_codex_double_installs_are_migrated_to_one_folder(env: Env, cli) -> None
     (old / "mine").mkdir()
     (old / "mine" / "SKILL.md").write_text("---\nname: mine\ndescription: the user's own.\n---\n\nKeep me.\n")
 
-    assert cli("install", "codex").code == 0
+    assert cli("install", "codex").returncode == 0
     _approve(propose_skill("py-tests", "Use when running Python tests.", "v2\n"))
     assert sorted(p.name for p in old.iterdir()) == ["mine"], "skillopt's copies left the other folder"
     assert "v2" in (env.home / ".codex" / "skills" / "py-tests" / "SKILL.md").read_text()
@@ -408,30 +408,30 @@ def _recorded_in_both_folders(env: Env) -> None:
 
 
 def test_uninstall_codex_after_an_approval_leaves_nothing_behind(env: Env, cli) -> None:
-    from integ_helpers import propose_skill
+    from harness.install_helpers import propose_skill
 
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
     approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
     before = snapshot(env.home / ".codex")
-    assert cli("install", "codex").code == 0
+    assert cli("install", "codex").returncode == 0
     _approve(propose_skill("py-tests", "Use when running Python tests.", "v2\n"))
-    assert cli("uninstall", "codex").code == 0
+    assert cli("uninstall", "codex").returncode == 0
     assert snapshot(env.home / ".codex") == before
 
 
 def test_uninstall_says_restore_for_the_users_own_skill_it_puts_back(env: Env, cli) -> None:
-    from integ_helpers import propose_skill
+    from harness.install_helpers import propose_skill
 
     mine = env.home / ".codex" / "skills" / "py-tests" / "SKILL.md"
     mine.parent.mkdir(parents=True)
     original = "---\nname: py-tests\ndescription: Use when running Python tests.\n---\n\nmine\n"
     mine.write_text(original)
-    assert cli("skills", "import", "--tool", "codex").code == 0
-    assert cli("install", "codex").code == 0
+    assert cli("skills", "import", "--tool", "codex").returncode == 0
+    assert cli("install", "codex").returncode == 0
     _approve(propose_skill("py-tests", "Use when running Python tests.", "v2\n"))
     assert "v2" in mine.read_text()
-    gone = json.loads(cli("uninstall", "codex", "--json").out)
+    gone = json.loads(cli("uninstall", "codex", "--json").stdout)
     ops = {f["path"]: f["op"] for f in gone["files"]}
     assert ops[str(mine)] == "restore"
     assert mine.read_text() == original
@@ -441,8 +441,8 @@ def test_install_dry_run_says_what_the_real_run_does(env: Env, cli) -> None:
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
     approve_skill("py-tests", "Use when running Python tests.", "v1\n", "claude-code:user")
-    dry = json.loads(cli("install", "codex", "--dry-run", "--json").out)
-    real = json.loads(cli("install", "codex", "--json").out)
+    dry = json.loads(cli("install", "codex", "--dry-run", "--json").stdout)
+    real = json.loads(cli("install", "codex", "--json").stdout)
     assert [(f["op"], f["path"]) for f in dry["files"]] == [(f["op"], f["path"]) for f in real["files"]]
 
 
@@ -451,9 +451,9 @@ def test_uninstall_gives_back_the_users_settings_byte_for_byte(env: Env, cli) ->
     settings.parent.mkdir()
     theirs = '{\n    "model": "opus",\n    "permissions": {"allow": ["Bash(ls)"]}\n}\n'
     settings.write_text(theirs)
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     assert '\n    "model": "opus"' in settings.read_text(), "their indentation is kept"
-    assert cli("uninstall", "claude-code").code == 0
+    assert cli("uninstall", "claude-code").returncode == 0
     assert settings.read_text() == theirs
 
 
@@ -465,12 +465,12 @@ def test_devin_hook_joins_the_projects_own_hooks(env: Env, cli) -> None:
         "PreToolUse": [{"matcher": "^exec$", "hooks": [{"type": "command", "command": "audit"}]}],
     }
     hooks_file.write_text(json.dumps(theirs))
-    assert cli("install", "devin", "--project", str(env.project)).code == 0
+    assert cli("install", "devin", "--project", str(env.project)).returncode == 0
     merged = json.loads(hooks_file.read_text())
     assert merged["PreToolUse"] == theirs["PreToolUse"]
     commands = [h["command"] for g in merged["SessionEnd"] for h in g["hooks"]]
     assert commands[0] == "make tidy" and "notify session-end --tool devin" in commands[1]
-    assert cli("uninstall", "devin", "--project", str(env.project)).code == 0
+    assert cli("uninstall", "devin", "--project", str(env.project)).returncode == 0
     assert json.loads(hooks_file.read_text()) == theirs
 
 
@@ -479,7 +479,7 @@ def test_settings_file_that_is_not_json_is_refused(env: Env, cli) -> None:
     settings.parent.mkdir()
     settings.write_text("{ not json")
     res = cli("install", "claude-code")
-    assert res.code == 4 and "not valid JSON" in res.err
+    assert res.returncode == 4 and "not valid JSON" in res.stderr
     assert settings.read_text() == "{ not json"
     assert not (env.home / ".claude" / "skills").exists()
 
@@ -499,7 +499,7 @@ def test_openclaw_gets_single_line_frontmatter(env: Env, cli) -> None:
     finally:
         reg.db.conn.close()
     (env.home / ".openclaw").mkdir()
-    assert cli("install", "openclaw").code == 0
+    assert cli("install", "openclaw").returncode == 0
     installed = SkillDoc.parse((env.home / ".openclaw" / "skills" / "deploy" / "SKILL.md").read_text())
     lines = installed.frontmatter_text.splitlines()
     assert all(line and not line[0].isspace() for line in lines), lines
@@ -514,7 +514,7 @@ def test_copilot_instruction_only_project(env: Env, cli) -> None:
     gh.mkdir()
     (gh / "copilot-instructions.md").write_text("Team rules.\n")
     res = cli("install", "copilot", "--project", str(env.project), "--instructions")
-    assert res.code == 0, res.err
+    assert res.returncode == 0, res.stderr
     assert "skillopt" in (gh / "copilot-instructions.md").read_text()
     assert not (gh / "skills").exists()
     approve_skill(
@@ -524,17 +524,17 @@ def test_copilot_instruction_only_project(env: Env, cli) -> None:
     doc = SkillDoc.parse(instr.read_text())
     assert doc.frontmatter == {"applyTo": "**", "description": "Use when running Python tests."}
     assert "Run pytest -q." in doc.body
-    assert cli("uninstall", "copilot", "--project", str(env.project)).code == 0
+    assert cli("uninstall", "copilot", "--project", str(env.project)).returncode == 0
     assert (gh / "copilot-instructions.md").read_text() == "Team rules.\n"
     assert not instr.exists()
 
 
 def test_doctor_reports_each_integration(env: Env, cli) -> None:
     (env.home / ".claude").mkdir()
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     (env.home / ".claude" / "commands" / "skillopt-diff.md").unlink()
     res = cli("doctor", "--json")
-    rows = [c for c in json.loads(res.out)["checks"] if c["group"] == "integrations"]
+    rows = [c for c in json.loads(res.stdout)["checks"] if c["group"] == "integrations"]
     claude = [c for c in rows if c["name"] == "claude-code"]
     assert claude[0]["level"] == "warn"
     assert "installed: user (skillopt 0.1.0)" in claude[0]["detail"] and "hooks active" in claude[0]["detail"]
@@ -543,8 +543,8 @@ def test_doctor_reports_each_integration(env: Env, cli) -> None:
     assert cursor == [
         {"group": "integrations", "name": "cursor", "level": "info", "detail": "not detected; not installed"}
     ]
-    assert cli("install", "claude-code").code == 0
-    fixed = json.loads(cli("doctor", "--json").out)["checks"]
+    assert cli("install", "claude-code").returncode == 0
+    fixed = json.loads(cli("doctor", "--json").stdout)["checks"]
     assert [c["level"] for c in fixed if c["group"] == "integrations" and c["name"] == "claude-code"] == [
         "ok"
     ]
@@ -565,14 +565,14 @@ def test_openclaw_rewrite_leaves_a_compliant_skill_byte_for_byte() -> None:
 
 def test_importing_a_tools_skills_leaves_out_skillopts_own_skill(env: Env, cli) -> None:
     (env.home / ".claude").mkdir()
-    assert cli("install", "claude-code").code == 0
+    assert cli("install", "claude-code").returncode == 0
     mine = env.home / ".claude" / "skills" / "py-tests"
     mine.mkdir()
     (mine / "SKILL.md").write_text(
         "---\nname: py-tests\ndescription: Use when running tests.\n---\n\nRun pytest.\n"
     )
     res = cli("skills", "import", "--tool", "claude-code", "--json")
-    assert res.code == 0, res.err
-    assert [r["skill"] for r in json.loads(res.out)] == ["py-tests"]
-    listed = json.loads(cli("skills", "list", "--json").out)
+    assert res.returncode == 0, res.stderr
+    assert [r["skill"] for r in json.loads(res.stdout)] == ["py-tests"]
+    listed = json.loads(cli("skills", "list", "--json").stdout)
     assert "skillopt" not in json.dumps(listed) and "py-tests" in json.dumps(listed)

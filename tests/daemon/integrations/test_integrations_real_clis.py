@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from harness.fixtures import require
-from integ_helpers import approve_skill
+from harness.install_helpers import approve_skill
 
 from skillopt_daemon import integrations
 from skillopt_lib.agents import AgentTool

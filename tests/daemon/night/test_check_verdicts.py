@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from typer.testing import CliRunner
+from harness import cli
 
-from skillopt_daemon.cli import app
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.mining import Attempt, CommandRun, Family, save_families
 from skillopt_daemon.night.replay import tasks_for_skill
@@ -162,13 +161,12 @@ def test_a_check_that_passes_before_the_work_guards_a_rubric_task(home: Path) ->
 def test_tasks_show_says_how_each_task_is_scored_and_why(home: Path) -> None:
     db, _, _ = mined(home, rubric=[RULE], checks=[GOOD])
     tasks_for_skill(db, "report-writer", probe_root=home / "ws")
-    runner = CliRunner()
-    out = runner.invoke(app, ["tasks", "show", "--family", "fam-reports"])
-    assert out.exit_code == 0, out.output
-    assert "scored by" in out.output
-    assert "scored by rubric: " in out.output and "nobody fixed it" in out.output
-    data = json.loads(runner.invoke(app, ["tasks", "show", "--family", "fam-reports", "--json"]).output)
+    out = cli.here("tasks", "show", "--family", "fam-reports")
+    assert out.returncode == 0, out.stdout
+    assert "scored by" in out.stdout
+    assert "scored by rubric: " in out.stdout and "nobody fixed it" in out.stdout
+    data = json.loads(cli.here("tasks", "show", "--family", "fam-reports", "--json").stdout)
     assert sorted(t["scored_by"] for t in data["tasks"]) == ["check", "check", "rubric", "rubric"]
     one = next(t for t in data["tasks"] if t["session"] == "s3")
-    single = runner.invoke(app, ["tasks", "show", one["id"]])
-    assert "scored_by: rubric" in single.output and "nobody fixed it" in single.output
+    single = cli.here("tasks", "show", one["id"])
+    assert "scored_by: rubric" in single.stdout and "nobody fixed it" in single.stdout

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import cli
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 
-SKILLOPT = str(Path(sys.executable).parent / "skillopt")
+SKILLOPT = str(cli.SKILLOPT)
 
 
 @pytest.fixture
@@ -34,10 +35,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 def run(
     env: dict[str, str], *args: str, check: bool = True, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([SKILLOPT, *args], env=env, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"skillopt {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    return cli.run(*args, env=env, check=check, timeout=timeout)
 
 
 def night_rows(env: dict[str, str]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from harness import cli
 from harness.fixtures import require
 from test_cycle import run, seed_sessions
 
@@ -139,10 +140,9 @@ def at_a_terminal(env: dict[str, str], *args: str, answer: str) -> str:
     import pty
     import select
     import subprocess
-    import sys
 
     master, slave = pty.openpty()
-    exe = str(Path(sys.executable).parent / "skillopt")
+    exe = str(cli.SKILLOPT)
     proc = subprocess.Popen([exe, *args], env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     shown = b""

@@ -13,13 +13,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import cli
 from harness.fixtures import require
 from harness.night_scenario import World, make_world, night_script, record_sessions
 
@@ -114,7 +114,7 @@ def test_a_running_night_shows_its_progress_and_kill_9_mid_replay_leaves_nothing
     workspaces = w.skillopt_home / "data" / "workspaces"
     server.set_script(stuck_agent())
     night = subprocess.Popen(
-        [str(Path(sys.executable).parent / "skillopt"), "sleep", "run", "--now"],
+        [str(cli.SKILLOPT), "sleep", "run", "--now"],
         env=w.skillopt_env(),
         cwd=w.root,
         stdout=subprocess.DEVNULL,

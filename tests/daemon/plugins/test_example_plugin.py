@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "skillopt-toy-agent"
@@ -48,10 +48,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _skillopt(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("skillopt")
-    return subprocess.run(
-        [str(exe), *args], env=env, capture_output=True, text=True, timeout=120, cwd=str(ROOT)
-    )
+    return cli.run(*args, env=env, timeout=120, cwd=ROOT)
 
 
 def _json(env: dict[str, str], *args: str) -> Any:

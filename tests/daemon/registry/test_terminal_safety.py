@@ -14,16 +14,16 @@ import pty
 import re
 import select
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import cli
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 
-SKILLOPT = str(Path(sys.executable).with_name("skillopt"))
+SKILLOPT = str(cli.SKILLOPT)
 Env = Any  # the `env` fixture of this folder's conftest: isolated homes and a runner for `skillopt`
 
 CLEAR = "\x1b[2J\x1b[H"

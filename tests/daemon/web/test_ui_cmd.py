@@ -6,7 +6,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,8 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness import cli
 
-SKILLOPT = str(Path(sys.executable).with_name("skillopt"))
+SKILLOPT = str(cli.SKILLOPT)
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def free_port() -> int:
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SKILLOPT, *args], env=env, capture_output=True, text=True, timeout=60)
+    return cli.run(*args, env=env, timeout=60)
 
 
 def fetch(url: str) -> tuple[int, str]:

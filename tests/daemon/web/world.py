@@ -5,17 +5,16 @@ written by `skillopt train` against the scripted model server."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import cli as harness_cli
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "daemon" / "ingest" / "sources" / "fixtures" / "real"
@@ -56,23 +55,9 @@ class World:
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    """`skillopt ARGS` in this process (same parsing, errors and exit codes as the executable)."""
-    from skillopt_daemon.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.argv
-    sys.argv = ["skillopt", *args]
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        sys.argv = old
-    if code != 0:
-        raise AssertionError(f"skillopt {' '.join(args)} exited {code}\n{out.getvalue()}\n{err.getvalue()}")
-    return code, out.getvalue(), err.getvalue()
+    """`skillopt ARGS` in this process (`harness.cli.here`), which must succeed."""
+    r = harness_cli.here(*args, check=True)
+    return r.returncode, r.stdout, r.stderr
 
 
 def _copy_transcripts(home: Path) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bench_helpers import CHAT_ENVS
+from harness import cli
 
 from skillopt_lib.testing import Script
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -20,8 +20,7 @@ NO_EDITS = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits":
 
 def skillopt(*args: str, home: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SKILLOPT_HOME": str(home), "RAY_AUTH_MODE": "disabled", "COLUMNS": "500"}
-    cmd = [sys.executable, "-c", "from skillopt_daemon.cli import main; main()", *args]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return cli.run(*args, env=env, timeout=timeout)
 
 
 def backend_sets(server: ScriptedServer) -> list[str]:

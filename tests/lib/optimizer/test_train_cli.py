@@ -6,11 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from harness import cli as harness_cli
 from optimizer_support import SECRET, overrides
 
 import skillopt_lib
@@ -21,13 +21,11 @@ from skillopt_lib.testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-c", "from skillopt_daemon.cli import main; main()"]
+CLI = [str(harness_cli.SKILLOPT)]
 
 
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
-    )
+    return harness_cli.run(*args, timeout=timeout)
 
 
 def sets(items: list[str]) -> list[str]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from harness import cli
 from harness.agents import SCRIPTED_API_KEY
 from replay_helpers import repo_state
 
@@ -20,13 +20,7 @@ MakeRepo = Callable[..., tuple[Path, list[str]]]
 
 
 def skillopt(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from skillopt_daemon.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-        timeout=300,
-    )
+    return cli.run(*args, env={**os.environ, "COLUMNS": "200", **(env or {})})
 
 
 def _skill_file(tmp_path: Path) -> Path:

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.ingest_helpers import cli
+from harness.ingest_home import Env
 
 from skillopt_daemon import ingest
-
-from ..conftest import Env
-from ..helpers import cli
 
 REAL_DB = Path(__file__).parent / "fixtures/real/openclaw/agents/main/agent/openclaw-agent.sqlite"
 
@@ -31,19 +30,19 @@ def _install(env: Env) -> Path:
 
 def _ingest(env: Env) -> str:
     res = cli(env.environ(), "ingest", "--tool", "openclaw")
-    assert res.returncode == 0, res.stderr.decode()
-    return res.stdout.decode()
+    assert res.returncode == 0, res.stderr
+    return res.stdout
 
 
 def _sessions(env: Env) -> list[tuple[str, int]]:
     res = cli(env.environ(), "sessions", "list", "--json", "--tool", "openclaw")
-    assert res.returncode == 0, res.stderr.decode()
+    assert res.returncode == 0, res.stderr
     return [(r["session_id"], r["turn_count"]) for r in json.loads(res.stdout)]
 
 
 def _status(env: Env) -> dict[str, Any]:
     res = cli(env.environ(), "status", "--json")
-    assert res.returncode == 0, res.stderr.decode()
+    assert res.returncode == 0, res.stderr
     section: dict[str, Any] = json.loads(res.stdout)["sessions"]
     return section
 
@@ -133,7 +132,7 @@ def test_an_unreadable_database_is_a_problem_that_names_it(env: Env, damage: Any
     assert status["errors_24h"]["unreadable-database"] == 1  # (beside a "truncated" note when it shrank)
     message = status["latest_error"]["message"]
     assert str(db) in message and what in message and "PRAGMA integrity_check" in message
-    text = cli(env.environ(), "status").stdout.decode()
+    text = cli(env.environ(), "status").stdout
     assert f"{db} (unreadable-database)" in text
     assert _sessions(env) == [kept]  # what was read from it before is kept
 

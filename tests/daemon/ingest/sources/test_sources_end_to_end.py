@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import cli
 from harness.fixtures import require
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
@@ -22,11 +22,9 @@ from .secrets_corpus import make_secrets
 
 pytestmark = pytest.mark.agent_cli
 
-SKILLOPT = Path(sys.executable).parent / "skillopt"
-
 
 def skillopt(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SKILLOPT), *args], env=env, capture_output=True, text=True, timeout=300)
+    return cli.run(*args, env=env, timeout=300)
 
 
 def test_ingest_of_real_sessions_stores_no_secret(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import cli
 from harness.fixtures import require
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
@@ -21,7 +21,6 @@ from .helpers import git_repo
 
 pytestmark = pytest.mark.agent_cli
 
-SKILLOPT = Path(sys.executable).parent / "skillopt"
 FAILING = "python3 -c 'import sys; print(\"FAILED tests/test_x.py::test_a\"); sys.exit(3)'"
 SCRIPT = Script(
     rules=[
@@ -36,7 +35,7 @@ SCRIPT = Script(
 
 
 def skillopt(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SKILLOPT), *args], env=env, capture_output=True, text=True, timeout=300)
+    return cli.run(*args, env=env, timeout=300)
 
 
 def listed_sessions(env: dict[str, str]) -> list[dict[str, object]]:

@@ -12,13 +12,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from harness.ingest_helpers import cli, start_daemon, wait_for, write_claude_session
+from harness.ingest_home import Env
+from harness.ingest_home import env as env  # the daemon runs in the ingest tests' installation
+from harness.ingest_home import pipeline as pipeline
 from harness.small_disk import SmallDisk, small_disk
 
 from skillopt_daemon.ingest.pipeline import Pipeline
 from skillopt_daemon.ingest.transactions import GROUP_MIN_FILES
-
-from .conftest import Env
-from .helpers import cli, start_daemon, wait_for, write_claude_session
 
 BIG = {"turns": 300, "pad": 2000}  # about 1.5 MB of transcript each: more than the disk has left
 
@@ -31,7 +32,7 @@ def disk(env: Env) -> Iterator[SmallDisk]:
 
 
 def _out(res: subprocess.CompletedProcess[bytes]) -> str:
-    return (res.stdout + res.stderr).decode()
+    return res.stdout + res.stderr
 
 
 def _says_disk_full(text: str) -> None:
@@ -57,7 +58,7 @@ def test_commands_on_a_full_disk_say_so_and_not_that_the_database_is_corrupt(
         res = cli(env.environ(), *args)
         assert res.returncode == 5, _out(res)
         _says_disk_full(_out(res))
-        assert len([ln for ln in res.stderr.decode().splitlines() if ln.startswith("error:")]) == 1
+        assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error:")]) == 1
     res = cli(env.environ(), "doctor", "--json")
     assert res.returncode == 5
     (check,) = [c for c in json.loads(res.stdout)["checks"] if c["group"] == "database"]
@@ -81,7 +82,7 @@ def test_ingest_on_a_full_disk_ends_in_one_clear_error_and_loses_nothing(env: En
     assert res.returncode == 5, _out(res)
     _says_disk_full(_out(res))
     assert "database or disk is full" in _out(res)
-    assert len(res.stderr.decode().strip().splitlines()) == 2  # the error, and what to do
+    assert len(res.stderr.strip().splitlines()) == 2  # the error, and what to do
 
     disk.free_up()
     res = cli(env.environ(), "ingest", "--quiet")

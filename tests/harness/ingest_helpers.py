@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+from harness import cli as harness_cli
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def claude_line(
@@ -241,17 +243,10 @@ def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
 
 
 def cli(
-    env: dict[str, str], *args: str, stdin: bytes | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[bytes]:
-    exe = Path(sys.executable).with_name("skillopt")
-    cmd = (
-        [str(exe), *args]
-        if exe.exists()
-        else [sys.executable, "-c", "from skillopt_daemon.cli import main; main()", *args]
-    )
-    return subprocess.run(
-        cmd, env=env, input=stdin, capture_output=True, timeout=timeout, cwd=str(PROJECT_ROOT)
-    )
+    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`skillopt ARGS` as its own process (`harness.cli.run`), from the project's folder."""
+    return harness_cli.run(*args, env=env, input=stdin, timeout=timeout, cwd=PROJECT_ROOT)
 
 
 def files_under(root: Path) -> list[Path]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import anyio
-from integ_helpers import Env, approve_skill, propose_skill
+from harness import cli
+from harness.install_helpers import Env, approve_skill, propose_skill
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -16,8 +16,8 @@ EXPECTED_TOOLS = {"status", "diff", "reject", "rollback", "report", "sleep"}
 
 def _params(env: Env) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-c", "from skillopt_daemon.cli import main; main()", "mcp"],
+        command=str(cli.SKILLOPT),
+        args=["mcp"],
         env={"HOME": str(env.home), "SKILLOPT_HOME": str(env.skillopt_home), "PATH": "/usr/bin:/bin"},
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import plistlib
+import re
 import signal
 import stat
 import subprocess
@@ -13,9 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from .conftest import Env
-from .helpers import (
+from harness.ingest_helpers import (
     PROJECT_ROOT,
     claude_line,
     cli,
@@ -26,6 +25,8 @@ from .helpers import (
     write_claude_session,
     write_codex_session,
 )
+from harness.ingest_home import Env
+from harness.ingest_home import env as env  # the daemon runs in the ingest tests' installation
 
 
 def _session_ids(env: Env) -> set[str]:
@@ -98,7 +99,7 @@ def test_daemon_follows_sessions_live(env: Env) -> None:
         hooked = elsewhere / "hooked.jsonl"
         hooked.write_bytes(claude_line("user", "h1", "hooked", content="from a hook"))
         note = {"session_id": "hooked", "transcript_path": str(hooked), "cwd": "/tmp", "reason": "other"}
-        res = cli(env.environ(), "notify", "session-end", stdin=json.dumps(note).encode())
+        res = cli(env.environ(), "notify", "session-end", stdin=json.dumps(note))
         assert res.returncode == 0, res.stderr
         wait_for(lambda: "hooked" in _session_ids(env), timeout=2)
         assert wait_for(lambda: not list((env.skillopt_home / "data" / "inbox").glob("*.json")), timeout=2)
@@ -108,11 +109,12 @@ def test_daemon_follows_sessions_live(env: Env) -> None:
             [sys.executable, "-m", "skillopt_daemon.service.daemon"],
             env=env.environ(),
             capture_output=True,
+            text=True,
             timeout=30,
             cwd=str(PROJECT_ROOT),
         )
         assert second.returncode == 7
-        assert f"already running (pid {proc.pid})" in second.stderr.decode()
+        assert f"already running (pid {proc.pid})" in second.stderr
         assert proc.poll() is None
 
         res = cli(env.environ(), "daemon", "status", "--json")
@@ -121,7 +123,7 @@ def test_daemon_follows_sessions_live(env: Env) -> None:
         assert info["ingest"]["sessions"]["claude-code"] == 3
 
         res = cli(env.environ(), "daemon", "stop")
-        assert res.returncode == 0 and f"pid {proc.pid}" in res.stdout.decode()
+        assert res.returncode == 0 and f"pid {proc.pid}" in res.stdout
         assert proc.wait(timeout=10) == 0
         assert _running_pid(env) is None
         assert "offsets saved" in log.read_text()
@@ -204,7 +206,7 @@ def test_notify_returns_without_touching_the_database(env: Env) -> None:
         "reason": "prompt_input_exit",
         "unrelated": "not kept",
     }
-    res = cli(env.environ(), "notify", "session-end", stdin=json.dumps(payload).encode())
+    res = cli(env.environ(), "notify", "session-end", stdin=json.dumps(payload))
     assert res.returncode == 0, res.stderr
     assert not env.db.exists()  # no database opened, let alone locked
     notes = list((env.skillopt_home / "data" / "inbox").glob("*.json"))
@@ -215,9 +217,9 @@ def test_notify_returns_without_touching_the_database(env: Env) -> None:
     assert "unrelated" not in note
 
     # A malformed hook input never fails the agent's hook.
-    res = cli(env.environ(), "notify", "session-start", stdin=b"{not json")
+    res = cli(env.environ(), "notify", "session-start", stdin="{not json")
     assert res.returncode == 0
-    assert "not JSON" in res.stderr.decode()
+    assert "not JSON" in res.stderr
 
 
 def test_install_service_writes_unit_files(env: Env) -> None:
@@ -227,7 +229,10 @@ def test_install_service_writes_unit_files(env: Env) -> None:
     unit = Path(out["path"])
     assert unit == env.home / ".config" / "systemd" / "user" / "skillopt.service"
     text = unit.read_text()
-    assert f"ExecStart={sys.executable} -m skillopt_daemon.service.daemon" in text
+    start = re.search(r"^ExecStart=(\S+) -m skillopt_daemon\.service\.daemon$", text, re.MULTILINE)
+    assert start is not None, text
+    python = Path(start.group(1))  # skillopt's own interpreter, whichever of its names started it
+    assert python.parent == Path(sys.executable).parent and python.resolve() == Path(sys.executable).resolve()
     assert f'Environment="SKILLOPT_HOME={env.skillopt_home}"' in text
     assert "WantedBy=default.target" in text and "Restart=on-failure" in text
     assert "systemctl --user enable --now skillopt.service" in out["enable"]
@@ -247,10 +252,10 @@ def test_start_and_stop_in_the_background(env: Env) -> None:
     res = cli(env.environ(), "daemon", "start")
     assert res.returncode == 0, res.stderr
     pid = _running_pid(env)
-    assert pid is not None and f"pid {pid}" in res.stdout.decode()
+    assert pid is not None and f"pid {pid}" in res.stdout
     try:
         again = cli(env.environ(), "daemon", "start")
-        assert again.returncode == 7 and f"pid {pid}" in again.stderr.decode()
+        assert again.returncode == 7 and f"pid {pid}" in again.stderr
         log = env.skillopt_home / "data" / "logs" / "daemon.log"
         assert stat.S_IMODE(log.stat().st_mode) == 0o600
     finally:
@@ -259,7 +264,7 @@ def test_start_and_stop_in_the_background(env: Env) -> None:
     assert _running_pid(env) is None
     assert _gone(pid)  # `stop` returns once the process has exited, not just released its lock
     res = cli(env.environ(), "daemon", "status")
-    assert "not running" in res.stdout.decode()
+    assert "not running" in res.stdout
 
 
 def test_daemon_reports_faults_and_keeps_running(env: Env) -> None:

@@ -15,13 +15,6 @@ class Env:
     project: Path
 
 
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-
 def snapshot(root: Path) -> dict[str, bytes | None]:
     """Every file (bytes) and folder (None) under `root`: compare two to see that nothing changed."""
     out: dict[str, bytes | None] = {}
