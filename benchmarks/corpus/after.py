@@ -44,7 +44,7 @@ CONTRADICTIONS = {
     "changelog": "actually, do add new entries at the end here",
     "config": "actually, camelCase keys are fine here, do use camelCase",
 }
-_STAMP = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
+STAMP = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
 
 
 @dataclass
@@ -104,7 +104,7 @@ def expected(labels: Labels, ways: Mapping[str, str]) -> dict[str, Expected]:
     return out
 
 
-def _json_forms(text: str) -> list[str]:
+def json_forms(text: str) -> list[str]:
     """How a transcript may hold `text` inside a JSON string: escaped to ASCII, or as written."""
     return [json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]]
 
@@ -127,16 +127,16 @@ def copy_sessions(
     shift = timedelta(0)
     if start is not None and files:
         first = min(
-            parse_iso(m.group(1))[0] for _, p in files for m in _STAMP.finditer(p.read_text(encoding="utf-8"))
+            parse_iso(m.group(1))[0] for _, p in files for m in STAMP.finditer(p.read_text(encoding="utf-8"))
         )
         shift = start - first
     for s, src in files:
         text = src.read_text(encoding="utf-8")
         for old, new in (swaps or {}).get(s["session_id"], {}).items():
-            for o, n in zip(_json_forms(old), _json_forms(new), strict=True):
+            for o, n in zip(json_forms(old), json_forms(new), strict=True):
                 text = text.replace(o, n) if o else text
         if shift:
-            text = _STAMP.sub(lambda m: '"' + to_iso(parse_iso(m.group(1))[0] + shift) + '"', text)
+            text = STAMP.sub(lambda m: '"' + to_iso(parse_iso(m.group(1))[0] + shift) + '"', text)
         dest = homes / src.relative_to(corpus)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")

@@ -5,11 +5,13 @@ repositories are rebuilt under the world's root. Rebuilt repositories get new co
 transcripts are rewritten as they are copied: the recording's folder (`/tmp/skillopt-corpus/src/<repo>`, or
 the nights corpus' `source_root`) becomes the rebuilt repository's path, and the commit a Codex log names
 becomes the rebuilt repository's HEAD (Claude Code logs name none; ingest reads the repository). No skill is
-installed. Timestamps stay as recorded.
+installed. Timestamps stay as recorded (sessions added later can be moved to start at a given time).
 
 On the nights corpus (`load.NIGHTS`, sessions numbered in time order within each kind) a world can start
 with the first N sessions of each kind (`make_world(..., corpus=NIGHTS, first=N)`) and receive the next ones
-later (`add_sessions(world, kinds, upto=M)`): what a user's first weeks bring between two nights.
+later (`add_sessions(world, kinds, upto=M)`): what a user's first weeks bring between two nights. What the
+user said in them can be swapped for other words (`swaps`), so the recorded sessions serve for the weeks
+after an install too, in which the user says something new.
 
 `corrections=False` replaces every correction with a neutral follow-up before ingest: the negative night
 in which the user never said how they want the work done.
@@ -22,13 +24,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus.after import STAMP, json_forms
 from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, Labels, read_labels
 from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import family
+from skillopt_daemon.core.timeutil import parse_iso, to_iso
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from tests.harness import cli
@@ -201,19 +206,36 @@ def _selected(
     return keep
 
 
-def _copy_sessions(w: CorpusWorld, keep: set[str]) -> list[Path]:
+def _copy_sessions(
+    w: CorpusWorld,
+    keep: set[str],
+    swaps: Mapping[str, Mapping[str, str]] | None = None,
+    start: datetime | None = None,
+) -> list[Path]:
     """Copy the transcripts of the sessions in `keep` (sub-agents' with their parent) into the world's HOME,
-    rewritten for the rebuilt repositories; returns the copies."""
+    rewritten for the rebuilt repositories, with `swaps` (session id -> {what the user said: what they say
+    instead}) and, with `start`, every timestamp shifted so the earliest is `start`; returns the copies."""
     files = [p for p in sorted(w.corpus.rglob("*")) if p.is_file() and any(k in str(p) for k in keep)]
     w.commits.update(_recorded_commits(files, w.labels.source_root))
     rules = None if w.corrections else [w.labels.families[f]["rule"] for f in w.labels.families]
     w.held |= keep
+    texts = {src: src.read_text(encoding="utf-8") for src in files}
+    shift = timedelta(0)
+    stamps = [parse_iso(m.group(1))[0] for text in texts.values() for m in STAMP.finditer(text)]
+    if start is not None and stamps:
+        shift = start - min(stamps)
     out = []
-    for src in files:
+    for src, text in texts.items():
+        session = next((k for k in keep if k in str(src)), "")
+        for old, new in (swaps or {}).get(session, {}).items():
+            for o, n in zip(json_forms(old), json_forms(new), strict=True):
+                text = text.replace(o, n)
+        if shift:
+            text = STAMP.sub(lambda m: '"' + to_iso(parse_iso(m.group(1))[0] + shift) + '"', text)
         rel = src.relative_to(w.corpus)
         dest = w.home / f".{rel.parts[0]}" / Path(*rel.parts[1:])
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(_rewrite(src.read_text(encoding="utf-8"), w, w.commits, rules), encoding="utf-8")
+        dest.write_text(_rewrite(text, w, w.commits, rules), encoding="utf-8")
         out.append(dest)
     return out
 
@@ -259,16 +281,25 @@ def _count(labels: Labels, kind: str) -> int:
     return sum(1 for s in labels.sessions if s["family"] == kind)
 
 
-def add_sessions(world: CorpusWorld, kinds: Sequence[str], *, upto: int) -> list[dict[str, Any]]:
+def add_sessions(
+    world: CorpusWorld,
+    kinds: Sequence[str],
+    *,
+    upto: int,
+    swaps: Mapping[str, Mapping[str, str]] | None = None,
+    start: datetime | None = None,
+) -> list[dict[str, Any]]:
     """Copy each kind's next sessions (index from what the world holds up to `upto` - 1) into the world's HOME,
-    timestamps as recorded, rewritten as `make_world` does (corrections removed if the world has none), then
-    `skillopt ingest`: what arrives between two nights. A kind the world did not hold starts at index 0.
-    Returns the labels of the sessions added, in recording order."""
+    rewritten as `make_world` does (corrections removed if the world has none), then `skillopt ingest`: what
+    arrives between two nights. Timestamps stay as recorded, unless `start` moves them (order and spacing
+    kept) to begin then; `swaps` changes what the user said in them (session id -> {recorded: instead}). A
+    kind the world did not hold starts at index 0. Returns the labels of the sessions added, in recording
+    order."""
     lo = {k: world.upto.get(k, 0) for k in kinds}
     if any(upto < n for n in lo.values()):
         raise ValueError(f"the world already holds more than {upto} sessions of some kind: {world.upto}")
     keep = _selected(world.labels, kinds, lo, upto, world.one_offs) - world.held
-    _copy_sessions(world, keep)
+    _copy_sessions(world, keep, swaps, start)
     for k in kinds:
         world.upto[k] = upto
     world.skillopt("ingest")

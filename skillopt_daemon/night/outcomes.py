@@ -41,6 +41,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from pathlib import PurePath
 from typing import Any
 
 import sqlite_utils
@@ -113,6 +114,7 @@ class Attempt:
     split: str
     prompt: str
     corrections: list[str]
+    project: str = ""  # the folder's name, as a proposal's provenance names it (`preferences.of_task`)
 
 
 @dataclass
@@ -199,8 +201,8 @@ def load_attempts(db: sqlite_utils.Database) -> list[Attempt]:
     if not _has(db, "tasks"):
         return []
     rows = db.execute(
-        "SELECT id, attempt_key, family_id, tool, session_id, started_at, split, prompt, corrections_json "
-        "FROM tasks ORDER BY started_at, attempt_key"
+        "SELECT id, attempt_key, family_id, tool, session_id, started_at, split, prompt, corrections_json, "
+        "project_path FROM tasks ORDER BY started_at, attempt_key"
     ).fetchall()
     return [
         Attempt(
@@ -212,6 +214,7 @@ def load_attempts(db: sqlite_utils.Database) -> list[Attempt]:
             split=r[6] or "",
             prompt=r[7] or "",
             corrections=[str(c) for c in _loads(r[8], [])] if r[8] and r[8] != "[]" else [],
+            project=PurePath(str(r[9] or "")).name,
         )
         for r in rows
     ]
@@ -527,7 +530,14 @@ def _before(iso: str, cutoff: Any) -> bool:
 
 
 def _mention(a: Attempt, text: str) -> dict[str, Any]:
-    return {"attempt": a.key, "task_id": a.task_id, "session": a.session, "text": text, "at": a.started_at}
+    return {
+        "attempt": a.key,
+        "task_id": a.task_id,
+        "session": a.session,
+        "project": a.project,
+        "text": text,
+        "at": a.started_at,
+    }
 
 
 def _seen_corrections(db: sqlite_utils.Database) -> Counter[str]:

@@ -134,7 +134,7 @@ def _learned_from(o: Outcome) -> list[dict[str, Any]]:
         {
             "text": c["text"],
             "tool": c["session"].split(":", 1)[0],
-            "project": "",
+            "project": c.get("project") or "",
             "date": str(c["at"])[:10],
             "session": c["session"].split(":", 1)[-1],
             "task_id": c["task_id"],

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from benchmarks.corpus.load import NIGHTS, Labels, ingest_corpus, read_labels
 from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import NIGHT_FAMILIES, NIGHT_SPLIT, night_sessions
 from benchmarks.mining import truth_and_prediction
+from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_daemon.night import mining
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
@@ -284,3 +286,25 @@ def test_the_mining_corpus_still_makes_its_world(tmp_path: Path, server: Scripte
     assert {r["session_id"] for r in _stored(w)} == want
     copied = "\n".join(p.read_text(encoding="utf-8") for p in w.home.rglob("*.jsonl"))
     assert old.source_root not in copied and str(w.root / "src") in copied
+
+
+def test_sessions_added_later_can_say_other_words_and_start_later(
+    tmp_path: Path, server: ScriptedServer, labels: Labels
+) -> None:
+    """The weeks after an install from the recorded sessions: what the user said swapped, times moved."""
+    w = night_world.make_world(tmp_path / "w", server, Path("claude"), ["lint"], corpus=NIGHTS, first=7)
+    later = [s for s in labels.sessions if s["family"] == "lint" and s["index"] >= 7]
+    corrected = next(s for s in later if s["role"] == "corrected")
+    said = next(t["text"] for t in corrected["turns"] if t["kind"] == "correction")
+    start = utcnow() - timedelta(
+        hours=2
+    )  # after the recording, and not ahead of the clock (ingest drops that)
+    swaps = {corrected["session_id"]: {said: "no — not # noqa and not # type: ignore either"}}
+    added = night_world.add_sessions(w, ["lint"], upto=14, swaps=swaps, start=start)
+    assert {s["session_id"] for s in added} == {s["session_id"] for s in later}
+    copied = [p for p in w.home.rglob("*.jsonl") if corrected["session_id"] in str(p)]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in copied)
+    assert "not # type: ignore either" in text and json.dumps(said)[1:-1] not in text
+    stored = {r["session_id"]: r["started_at"] for r in _stored(w)}
+    new = sorted(stored[s["session_id"]] for s in later)
+    assert new[0][:19] == to_iso(start)[:19] and max(stored.values()) == new[-1], new

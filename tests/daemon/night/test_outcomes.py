@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -304,6 +305,11 @@ def test_a_contradicted_rules_removal_that_does_not_lose_is_proposed_diff_shows_
     assert f"-{RULES['lint']}" in shown.stdout
     assert "removed because the user contradicted it" in shown.stdout
     assert f"'{CONTRADICTIONS['lint']}'" in shown.stdout
+    # where the user said it, as every learned line's provenance says it: the tool, the project, the date
+    said = re.search(
+        rf"'{re.escape(CONTRADICTIONS['lint'])}' · (\S+) · (\S+) · \d{{4}}-\d\d-\d\d", shown.stdout
+    )
+    assert said and said.group(2) != "?", shown.stdout
     assert "a removal, replayed: it does not lose on the replays" in shown.stderr
     outcomes.record(db, [r.outcome])
     # the next night proposes it no second time
