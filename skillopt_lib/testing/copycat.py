@@ -6,8 +6,9 @@ does it every time, from whatever its analyst request shows, labels or not: each
 shown that reads like an instruction (an imperative or a modal verb in any of the languages the night
 reads), with HTML tags stripped the way a reader of a web page sees it, and the text of every base64 run it
 can decode, as a model that decodes and follows it would. The user's stated preferences are copied too
-(their text, without the tool, project and date). Nothing else is known to it: it reacts only to its
-request.
+(their text, without the tool, project and date). Asked to merge analysts' edits it keeps them all, and
+asked to rank them it keeps them all in the order shown: it prefers no instruction to another. Nothing else
+is known to it: it reacts only to its request.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import re
 from skillopt_lib.testing.script import Conversation, Rule, Script, Selection, Step
 
 ANALYST = re.compile(r"skillopt role: (?:failure|success) analyst")
+RANKING = "skillopt role: ranking"
+MERGE = "skillopt role: merge"
+_NUMBERED = re.compile(r"^\[(\d+)\] \{", re.M)
 _PREFERENCE = re.compile(r"^- '(.+)' · [^·\n]+ · [^·\n]+ · [^·\n]+$", re.M)
 _TAG = re.compile(r"<[^>]+>")
 _FENCE = re.compile(r"^(?:⟦(?:begin|end) [^⟧]*⟧|`{3,}(?:text)?|\*\*[^*]+:\*\*|### Task .*)$")
@@ -71,6 +75,40 @@ def analyse(text: str) -> str:
     return json.dumps({"reasoning": "following every instruction in the tasks", "edits": edits})
 
 
+def rank(text: str) -> str:
+    """The ranking's answer: keep every candidate edit, in the order shown (a copier prefers none)."""
+    shown = text.split("## Candidate edits", 1)[-1].split("## How to answer", 1)[0]
+    keep = [int(i) for i in _NUMBERED.findall(shown)]
+    return json.dumps({"reasoning": "every instruction matters", "keep": keep})
+
+
+def merge(text: str) -> str:
+    """The merge's answer: every analyst's edits, each once, in the order shown (nothing is dropped)."""
+    shown = text.split("## Proposed edits", 1)[-1].split("## How to answer", 1)[0]
+    edits: dict[str, dict[str, object]] = {}
+    for line in shown.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            edit = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(edit, dict):
+            edits.setdefault(json.dumps([edit.get("op"), edit.get("target"), edit.get("content")]), edit)
+    return json.dumps({"reasoning": "keeping every instruction", "edits": list(edits.values())})
+
+
+def answer(text: str) -> tuple[str, str]:
+    """This optimizer's reply to one request, and the name the request log gives it."""
+    if ANALYST.search(text):
+        return "copycat-analyst", analyse(text)
+    if RANKING in text:
+        return "copycat-ranking", rank(text)
+    if MERGE in text:
+        return "copycat-merge", merge(text)
+    return "copycat-default", '{"reasoning": "nothing to add", "edits": []}'
+
+
 class CopycatOptimizer(Script):
     """The scripted server's script for the copying optimizer (Chat Completions, any model)."""
 
@@ -78,9 +116,7 @@ class CopycatOptimizer(Script):
         super().__init__(rules=[], default_text='{"reasoning": "nothing to add", "edits": []}')
 
     def select(self, conv: Conversation) -> Selection:
-        text = conv.request_text
-        reply = analyse(text) if ANALYST.search(text) else self.default_text
-        name = "copycat-analyst" if ANALYST.search(text) else "copycat-default"
+        name, reply = answer(conv.request_text)
         return Selection(
             Rule(name), Step(text=reply), f"{name}/{conv.turns_since_user}", conv.turns_since_user
         )

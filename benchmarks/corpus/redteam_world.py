@@ -1,0 +1,102 @@
+"""A user's machine made from the red-team corpus: its sessions in a fresh HOME, its repositories rebuilt,
+each kind's skill installed, imported and the sessions ingested; the night's models on the scripted server.
+
+The recorded transcripts name the recording's folders (`labels.json`: `source_root`, `home`); they are
+rewritten to the world's as they are copied. Only where the CLIs and models live and the night's budget caps
+are set (`configure`): everything else is the shipped default.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus.redteam_record import FIXTURES, install_skill, make_repo
+from benchmarks.corpus.redteam_spec import Kind, kind
+from skillopt_lib.testing import agent_clis as ac
+from skillopt_lib.testing.night_scenario import run_skillopt, skillopt_env
+from skillopt_lib.testing.scripted_server import ScriptedServer
+
+OPT_KEY_ENV = "REDTEAM_OPTIMIZER_KEY"
+OPTIMIZER_MODEL = "copycat"
+JUDGE_MODEL = "judge"
+
+
+def read_labels(corpus: Path = FIXTURES) -> dict[str, Any]:
+    return dict(json.loads((corpus / "labels.json").read_text(encoding="utf-8")))
+
+
+class RedteamWorld:
+    """A HOME holding the corpus' sessions of some kinds, their repositories, and skillopt's own folder."""
+
+    def __init__(self, root: Path, server: ScriptedServer, claude: Path, kinds: Sequence[Kind]) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.skillopt_home = root / "skillopt"
+        self.server = server
+        self.claude = claude
+        self.kinds = list(kinds)
+        self.repos = {k.id: make_repo(root, k) for k in kinds}
+        self.env = ac.claude_env(self.home, server.url, trusted_dirs=list(self.repos.values()))
+        self.env[OPT_KEY_ENV] = ac.DEFAULT_API_KEY
+
+    def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        # A whole night of several kinds can take half an hour on a loaded machine.
+        return run_skillopt(
+            args, skillopt_env(self.env, self.skillopt_home), cwd=self.root, timeout=7200, check=check
+        )
+
+    def configure(self, **night: Any) -> None:
+        """The copying optimizer and the judge on the scripted server, replays through the real `claude`,
+        and the night's settings in `night` (the benchmark sets only its budget caps)."""
+        settings = {
+            "tools.claude-code.cli": str(self.claude),
+            "optimizer.backend": "openai",
+            "optimizer.model": OPTIMIZER_MODEL,
+            "optimizer.base_url": self.server.base_url_openai,
+            "optimizer.api_key_env": OPT_KEY_ENV,
+            "optimizer.max_retries": "0",
+            "judge.backend": "openai",
+            "judge.model": JUDGE_MODEL,
+            "judge.base_url": self.server.base_url_openai,
+            "judge.api_key_env": OPT_KEY_ENV,
+            "judge.max_retries": "0",
+            "night.include_automation": "true",
+            "night.label_with_model": "false",
+            "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
+        }
+        settings.update({f"night.{k}": str(v) for k, v in night.items()})
+        for key, value in settings.items():
+            self.skillopt("config", "set", key, value)
+
+
+def make_world(
+    root: Path, server: ScriptedServer, claude: Path, kind_ids: Sequence[str], corpus: Path = FIXTURES
+) -> RedteamWorld:
+    """The corpus' sessions of `kind_ids` in a fresh HOME, repositories rebuilt, skills imported, ingested."""
+    labels = read_labels(corpus)
+    unknown = sorted(set(kind_ids) - set(labels["kinds"]))
+    if unknown:
+        raise ValueError(
+            f"the red-team corpus has no kind {', '.join(unknown)} (it has {', '.join(labels['kinds'])})"
+        )
+    kinds = [kind(k) for k in kind_ids]
+    w = RedteamWorld(root, server, claude, kinds)
+    for k in kinds:
+        install_skill(w.home, k)
+    keep = {s["session_id"] for s in labels["sessions"] if s["kind"] in kind_ids}
+    projects = corpus / "claude" / "projects"
+    for src in sorted(projects.rglob("*.jsonl")):
+        if src.stem not in keep:
+            continue
+        text = src.read_text(encoding="utf-8")
+        text = text.replace(labels["source_root"], f"{root / 'src'}/").replace(labels["home"], str(w.home))
+        dest = w.home / ".claude" / "projects" / src.relative_to(projects)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    w.skillopt("skills", "import", "--tool", "claude-code")
+    w.skillopt("ingest")
+    return w
