@@ -17,8 +17,9 @@ from typing import Any
 from benchmarks.corpus.redteam_record import FIXTURES, install_skill, make_repo
 from benchmarks.corpus.redteam_spec import Kind, kind
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.night_scenario import run_skillopt, skillopt_env
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from tests.harness import cli
+from tests.harness.night_scenario import skillopt_env
 
 OPT_KEY_ENV = "REDTEAM_OPTIMIZER_KEY"
 OPTIMIZER_MODEL = "copycat"
@@ -45,9 +46,8 @@ class RedteamWorld:
 
     def skillopt(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         # A whole night of several kinds can take half an hour on a loaded machine.
-        return run_skillopt(
-            args, skillopt_env(self.env, self.skillopt_home), cwd=self.root, timeout=7200, check=check
-        )
+        env = skillopt_env(self.env, self.skillopt_home)
+        return cli.run(*args, env=env, cwd=self.root, timeout=7200, check=check)
 
     def configure(self, **night: Any) -> None:
         """The copying optimizer and the judge on the scripted server, replays through the real `claude`,
