@@ -87,22 +87,22 @@ class CliChatBackend:
         )
 
 
-def _create(tool: str, cfg: Any, context: dict[str, Any]) -> CliChatBackend:
-    if tool == "codex":
-        opts = dict(getattr(cfg, "options", {}) or {})
-        opts.setdefault("sandbox", "read-only")
-        cfg = cfg.model_copy(update={"options": opts})
-        agent = create_from_config(codex_mod.CodexBackend, cfg, context)
-    else:
-        agent = create_from_config(claude_mod.ClaudeCodeBackend, cfg, context)
+def _create(
+    backend: type[Any], cfg: Any, context: dict[str, Any], defaults: dict[str, Any] | None = None
+) -> CliChatBackend:
+    """The chat backend over `backend` (the tool's exec backend), with `defaults` under the user's options."""
+    if defaults:
+        cfg = cfg.model_copy(update={"options": {**defaults, **dict(getattr(cfg, "options", {}) or {})}})
+    agent = create_from_config(backend, cfg, context)
     return CliChatBackend(
         agent, workspaces_root=context.get("workspaces_root"), model=getattr(cfg, "model", "")
     )
 
 
 def create_claude_code_chat(cfg: Any, context: dict[str, Any]) -> CliChatBackend:
-    return _create("claude-code", cfg, context)
+    return _create(claude_mod.ClaudeCodeBackend, cfg, context)
 
 
 def create_codex_chat(cfg: Any, context: dict[str, Any]) -> CliChatBackend:
-    return _create("codex", cfg, context)
+    # an answer needs no writes: Codex runs it in its read-only sandbox unless the user says otherwise
+    return _create(codex_mod.CodexBackend, cfg, context, {"sandbox": "read-only"})
