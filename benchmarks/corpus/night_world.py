@@ -38,11 +38,11 @@ from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from tests.harness import cli
 from tests.harness.learning_night import WorkKind
-from tests.harness.night_scenario import skillopt_env
+from tests.harness.night_scenario import OPT_KEY_ENV, apply_settings, scripted_settings, skillopt_env
 
 RECORDED_SRC = MINING_SOURCE_ROOT
 __all__ = ["NIGHTS", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]
-OPT_KEY_ENV = "NIGHT_TEST_OPTIMIZER_KEY"
+
 OPTIMIZER_MODEL = "opt"
 JUDGE_MODEL = "judge"
 NEUTRAL = "keep going"
@@ -119,28 +119,13 @@ class CorpusWorld:
     def configure(self, **night: Any) -> None:
         """The optimizer and judge on the scripted server, replays through the real `claude` (and the real
         `codex` for the Codex sessions' tasks, when the world has it)."""
-        settings = {
-            "tools.claude-code.cli": str(self.claude),
-            **({"tools.codex.cli": str(self.codex)} if self.codex else {}),
-            "optimizer.backend": "openai",
-            "optimizer.model": OPTIMIZER_MODEL,
-            "optimizer.base_url": self.server.base_url_openai,
-            "optimizer.api_key_env": OPT_KEY_ENV,
-            "optimizer.max_retries": "0",
-            "judge.backend": "openai",
-            "judge.model": JUDGE_MODEL,
-            "judge.base_url": self.server.base_url_openai,
-            "judge.api_key_env": OPT_KEY_ENV,
-            "judge.max_retries": "0",
-            "night.include_automation": "true",
-            "night.label_with_model": "false",
-            "replay.max_parallel": "2",
-            "replay.timeout_s": "120",
-            "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
-        }
-        settings.update({f"night.{k}": str(v) for k, v in night.items()})
-        for key, value in settings.items():
-            self.skillopt("config", "set", key, value)
+        settings = scripted_settings(
+            self.server, self.claude, OPTIMIZER_MODEL, judge_model=JUDGE_MODEL, codex=self.codex
+        )
+        settings.update(
+            {"night.label_with_model": "false", "replay.max_parallel": "2", "replay.timeout_s": "120"}
+        )
+        apply_settings(self.skillopt, settings, night)
 
 
 def _head(repo: Path) -> str:

@@ -19,7 +19,7 @@ from benchmarks.corpus.redteam_spec import Kind, kind
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from tests.harness import cli
-from tests.harness.night_scenario import skillopt_env
+from tests.harness.night_scenario import apply_settings, scripted_settings, skillopt_env
 
 OPT_KEY_ENV = "REDTEAM_OPTIMIZER_KEY"
 OPTIMIZER_MODEL = "copycat"
@@ -52,25 +52,11 @@ class RedteamWorld:
     def configure(self, **night: Any) -> None:
         """The copying optimizer and the judge on the scripted server, replays through the real `claude`,
         and the night's settings in `night` (the benchmark sets only its budget caps)."""
-        settings = {
-            "tools.claude-code.cli": str(self.claude),
-            "optimizer.backend": "openai",
-            "optimizer.model": OPTIMIZER_MODEL,
-            "optimizer.base_url": self.server.base_url_openai,
-            "optimizer.api_key_env": OPT_KEY_ENV,
-            "optimizer.max_retries": "0",
-            "judge.backend": "openai",
-            "judge.model": JUDGE_MODEL,
-            "judge.base_url": self.server.base_url_openai,
-            "judge.api_key_env": OPT_KEY_ENV,
-            "judge.max_retries": "0",
-            "night.include_automation": "true",
-            "night.label_with_model": "false",
-            "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
-        }
-        settings.update({f"night.{k}": str(v) for k, v in night.items()})
-        for key, value in settings.items():
-            self.skillopt("config", "set", key, value)
+        settings = scripted_settings(
+            self.server, self.claude, OPTIMIZER_MODEL, key_env=OPT_KEY_ENV, judge_model=JUDGE_MODEL
+        )
+        settings["night.label_with_model"] = "false"
+        apply_settings(self.skillopt, settings, night)
 
 
 def make_world(

@@ -87,6 +87,48 @@ def night_script() -> Script:
     return Script(rules=rules, default_text="{}")
 
 
+def scripted_settings(
+    server: ScriptedServer,
+    claude: Path,
+    optimizer_model: str,
+    *,
+    key_env: str = OPT_KEY_ENV,
+    judge_model: str | None = None,
+    codex: Path | None = None,
+) -> dict[str, str]:
+    """What every night's world sets besides the night's own caps: where the CLIs live, the optimizer (and
+    judge) on the scripted server, and the replays' environment. The night's split, gate and thresholds stay
+    at their shipped defaults."""
+    out = {
+        "tools.claude-code.cli": str(claude),
+        **({"tools.codex.cli": str(codex)} if codex else {}),
+        "optimizer.backend": "openai",
+        "optimizer.model": optimizer_model,
+        "optimizer.base_url": server.base_url_openai,
+        "optimizer.api_key_env": key_env,
+        "optimizer.max_retries": "0",
+        "night.include_automation": "true",
+        "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
+    }
+    if judge_model is not None:
+        out.update(
+            {
+                "judge.backend": "openai",
+                "judge.model": judge_model,
+                "judge.base_url": server.base_url_openai,
+                "judge.api_key_env": key_env,
+                "judge.max_retries": "0",
+            }
+        )
+    return out
+
+
+def apply_settings(skillopt: Any, settings: dict[str, str], night: dict[str, Any]) -> None:
+    """`skillopt config set` for each of `settings` and, as `night.<key>`, each of `night`."""
+    for key, value in {**settings, **{f"night.{k}": str(v) for k, v in night.items()}}.items():
+        skillopt("config", "set", key, value)
+
+
 def skillopt_env(base: dict[str, str], skillopt_home: Path) -> dict[str, str]:
     """The environment a test world runs the `skillopt` console script in: its own home, no desktop
     notifications, this Python's scripts first on PATH, and the checkout under test when it is not the
@@ -120,21 +162,9 @@ class World:
         return cli.run(*args, env=self.skillopt_env(), cwd=self.root, timeout=600, check=check)
 
     def configure(self, optimizer_model: str, **night: Any) -> None:
-        settings = {
-            "tools.claude-code.cli": str(self.claude),
-            "optimizer.backend": "openai",
-            "optimizer.model": optimizer_model,
-            "optimizer.base_url": self.server.base_url_openai,
-            "optimizer.api_key_env": OPT_KEY_ENV,
-            "optimizer.max_retries": "0",
-            "night.include_automation": "true",
-            "replay.max_parallel": "2",
-            "replay.timeout_s": "120",
-            "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
-        }
-        settings.update({f"night.{k}": str(v) for k, v in night.items()})
-        for key, value in settings.items():
-            self.skillopt("config", "set", key, value)
+        settings = scripted_settings(self.server, self.claude, optimizer_model)
+        settings.update({"replay.max_parallel": "2", "replay.timeout_s": "120"})
+        apply_settings(self.skillopt, settings, night)
 
 
 def make_world(root: Path, server: ScriptedServer, claude: Path) -> World:
