@@ -38,6 +38,7 @@ from benchmarks.corpus.night_world import OPTIMIZER_MODEL, add_sessions, corpus_
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow
 from skillopt_daemon.night import mining, preferences, removals
+from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -91,15 +92,8 @@ def _install_learned_lines(w: Any) -> None:
     try:
         families, _ = mining.mine(db, rules=mining.ExcludeRules(include_automation=True))
         (fam,) = [f for f in families if f.skill_name == SKILL]
-        tasks = [
-            {
-                **r,
-                "session": r["session_id"],
-                "repo": r["project_path"],
-                "corrections": json.loads(r["corrections_json"] or "[]"),
-            }
-            for r in db.query("SELECT * FROM tasks WHERE family_id = ? AND split = 'train'", [fam.id])
-        ]
+        rows = db.query("SELECT * FROM tasks WHERE family_id = ? AND split = 'train'", [fam.id])
+        tasks = [NightTask.from_row(r, []) for r in rows]
         prov = preferences.provenance([WEAK, DOCSTRING], preferences.train_preferences(tasks), [])
         assert any(p["text"] == "no noqa, fix the code" for p in prov[0]["learned_from"]), prov
         reg = Registry(db, actor="night")
