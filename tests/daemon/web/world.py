@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from harness import cli as harness_cli
+from harness.review_home import ORIGINAL
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "daemon" / "ingest" / "sources" / "fixtures" / "real"
@@ -24,16 +25,6 @@ XSS_PROMPT = f"fix the failing test {XSS} please"
 CLAUDE_SESSION = "2e3122d3-cd5b-4103-8af6-e833e2c44eb9"
 XSS_SESSION = "7f1e0b52-4c1d-4f0a-9d55-0d7c2a9e1b33"
 
-ORIGINAL = (
-    "---\n"
-    "name: tidy-commits\n"
-    "description: Write small, well-described git commits. Use when committing changes.\n"
-    "---\n"
-    "\n"
-    "# Tidy commits\n"
-    "\n"
-    "- One logical change per commit.\n"
-)
 RULE = "- Run the tests before committing."
 EDITED = ORIGINAL + RULE + "\n"
 SECOND = EDITED + "- Mention the issue number in the subject.\n"
