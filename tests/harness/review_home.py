@@ -32,6 +32,16 @@ ORIGINAL = (
 EDITED = ORIGINAL + "- Run the tests before committing.\n"
 
 
+def _skill_folder(folder: Path, text: str, extra: dict[str, str] | None) -> Path:
+    """A skill folder with `text` as its SKILL.md and `extra` files beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_bytes(text.encode())
+    for rel, data in (extra or {}).items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(data)
+    return folder
+
+
 @dataclass
 class Env:
     ORIGINAL = ORIGINAL
@@ -54,24 +64,12 @@ class Env:
     def write_skill(
         self, name: str = "tidy-commits", text: str = ORIGINAL, extra: dict[str, str] | None = None
     ) -> Path:
-        folder = self.user_skills / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "SKILL.md").write_bytes(text.encode())
-        for rel, data in (extra or {}).items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_text(data)
-        return folder
+        return _skill_folder(self.user_skills / name, text, extra)
 
     def candidate(
         self, text: str = EDITED, name: str = "tidy-commits", extra: dict[str, str] | None = None
     ) -> Path:
-        folder = self.root / "candidates" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "SKILL.md").write_bytes(text.encode())
-        for rel, data in (extra or {}).items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_text(data)
-        return folder
+        return _skill_folder(self.root / "candidates" / name, text, extra)
 
     def run(
         self, *args: str, check: bool = False, env: dict[str, str] | None = None, **kw: Any
