@@ -8,6 +8,9 @@ take seconds and similar requests do not chain: near-identical attempts join int
 (connected components of a sparse similarity graph), then micro-clusters merge by average linkage on cosine
 distance. The weights and thresholds were tuned on the tuning half of the recorded corpus
 (`benchmarks/mining.py`, `docs/performance.md`).
+
+The vectors are numpy's alone (`tfidf.py`, `sparse.py`, `linkage.py`): the same arithmetic as
+scikit-learn's TF-IDF and scipy's average linkage, without their 200 MB in every install.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.sparse import csr_matrix, diags, hstack
-from scipy.sparse.csgraph import connected_components
-from sklearn.cluster import AgglomerativeClustering
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.preprocessing import normalize
+
+from skillopt_daemon.night.linkage import average_linkage
+from skillopt_daemon.night.sparse import Rows, connected_components, hstack, similar_pairs
+from skillopt_daemon.night.tfidf import EmptyVocabulary, Tfidf
 
 MICRO_THRESHOLD = 0.5
 FAMILY_SIMILARITY = 0.15  # lexical requests alone (the generated corpus of benchmarks/mining_corpus.py)
@@ -76,19 +78,18 @@ def normalize_prompt(text: str) -> str:
     return re.sub(r"\s+", " ", out).strip()
 
 
-def vectorize(texts: Sequence[str]) -> tuple[TfidfVectorizer, csr_matrix]:
-    vec = TfidfVectorizer(
-        ngram_range=(1, 2), sublinear_tf=True, min_df=1, stop_words="english", token_pattern=r"(?u)\b\w\w+\b"
-    )
+def vectorize(texts: Sequence[str]) -> tuple[Tfidf, Rows]:
+    """TF-IDF of words and word pairs, English stop words left out; when that leaves no term at all, the
+    stop words and one-letter words count too (a request of only "do it" still has terms)."""
+    vec = Tfidf()
     try:
-        matrix = vec.fit_transform(texts)
-    except ValueError:  # only stop words: fall back to keeping them
-        vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"(?u)\b\w+\b")
-        matrix = vec.fit_transform([t or "empty" for t in texts])
-    return vec, csr_matrix(matrix)
+        return vec, vec.fit_transform(texts)
+    except EmptyVocabulary:
+        vec = Tfidf(token_pattern=r"(?u)\b\w+\b", stop_words=None)
+        return vec, vec.fit_transform([t or "empty" for t in texts])
 
 
-def _one_hot(values: Sequence[Sequence[str]]) -> csr_matrix:
+def _one_hot(values: Sequence[Sequence[str]]) -> Rows:
     """Rows marking the values they hold (L2-normalized), each value weighted by the share of rows without it.
 
     A check every attempt runs (`pytest` in a Python shop) or the only project says nothing about which
@@ -101,16 +102,16 @@ def _one_hot(values: Sequence[Sequence[str]]) -> csr_matrix:
             rows.append(i)
             cols.append(index.setdefault(v, len(index)))
     n = len(values)
-    m = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(1, len(index))))
-    share_without = 1.0 - np.asarray(m.sum(axis=0)).ravel() / max(1, n)
-    return csr_matrix(normalize(m) @ diags(share_without))
+    m = Rows.from_triples(rows, cols, 1.0, n, max(1, len(index)))
+    share_without = 1.0 - m.column_sums() / max(1, n)
+    return m.normalized().scale_columns(share_without)
 
 
 @dataclass
 class Features:
-    matrix: csr_matrix  # rows L2-normalized: what clustering compares
-    lead: csr_matrix  # TF-IDF of the leading text alone, to name families and relate skills
-    vectorizer: TfidfVectorizer  # of the leading text
+    matrix: Rows  # rows L2-normalized: what clustering compares
+    lead: Rows  # TF-IDF of the leading text alone, to name families and relate skills
+    vectorizer: Tfidf  # of the leading text
 
 
 def features(
@@ -130,10 +131,10 @@ def features(
         blocks.append(_one_hot(checks) * weights.checks)
     if weights.project:
         blocks.append(_one_hot([[p] if p else [] for p in projects]) * weights.project)
-    return Features(csr_matrix(normalize(hstack(blocks).tocsr())), lead_m, vec)
+    return Features(hstack(blocks).normalized(), lead_m, vec)
 
 
-def _distinct_rows(matrix: csr_matrix) -> tuple[csr_matrix, np.ndarray]:
+def _distinct_rows(matrix: Rows) -> tuple[Rows, np.ndarray]:
     """The distinct non-empty rows, and for each row of `matrix` the index of its distinct row.
 
     Requests repeat (the same test run asked for every day), and two identical rows are always similar, so
@@ -141,73 +142,62 @@ def _distinct_rows(matrix: csr_matrix) -> tuple[csr_matrix, np.ndarray]:
     matrix grows with the square of the rows compared. Empty rows are similar to nothing, not even to each
     other, so each stays a distinct row of its own.
     """
-    m = csr_matrix(matrix, copy=True)
-    m.sum_duplicates()
-    m.sort_indices()
     first: dict[tuple[bytes, bytes], int] = {}
-    owner = np.empty(m.shape[0], dtype=np.int64)
+    owner = np.empty(matrix.n_rows, dtype=np.int64)
     keep: list[int] = []
-    indptr, indices, data = m.indptr, m.indices, m.data
-    for i in range(m.shape[0]):
+    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    for i in range(matrix.n_rows):
         lo, hi = indptr[i], indptr[i + 1]
         if lo == hi:
             owner[i] = len(keep)
             keep.append(i)
             continue
-        key = (indices[lo:hi].tobytes(), data[lo:hi].tobytes())
+        order = np.argsort(indices[lo:hi], kind="stable")  # the same cells stored in another order match
+        key = (indices[lo:hi][order].tobytes(), data[lo:hi][order].tobytes())
         j = first.get(key)
         if j is None:
             j = first[key] = len(keep)
             keep.append(i)
         owner[i] = j
-    return csr_matrix(m[keep]), owner
+    return matrix.take(keep), owner
 
 
-def _similarity_graph(matrix: csr_matrix, threshold: float, chunk: int = 2048) -> csr_matrix:
-    """Sparse adjacency of pairs at or above the cosine threshold (rows are L2-normalized)."""
-    n = matrix.shape[0]
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    t = matrix.T.tocsc()
-    for start in range(0, n, chunk):
-        block = csr_matrix(matrix[start : start + chunk] @ t)
-        keep = block.data >= threshold
-        kept_before = np.concatenate(([0], np.cumsum(keep)))  # pairs kept before each stored entry
-        counts = kept_before[block.indptr[1:]] - kept_before[block.indptr[:-1]]
-        rows.append(np.repeat(np.arange(start, start + block.shape[0]), counts))
-        cols.append(block.indices[keep])
-    r = np.concatenate(rows) if rows else np.array([], dtype=int)
-    c = np.concatenate(cols) if cols else np.array([], dtype=int)
-    return csr_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(n, n))
-
-
-def similar_components(matrix: csr_matrix, threshold: float) -> np.ndarray:
+def similar_components(matrix: Rows, threshold: float) -> np.ndarray:
     """A component label per row: rows joined when their cosine similarity reaches `threshold`.
 
     Rows must be L2-normalized. Identical rows are compared once (`_distinct_rows`).
     """
-    if matrix.shape[0] == 0:
+    if matrix.n_rows == 0:
         return np.array([], dtype=np.int64)
     distinct, owner = _distinct_rows(matrix)
-    _, parts = connected_components(_similarity_graph(distinct, threshold), directed=False)
+    a, b = similar_pairs(distinct, threshold)
+    parts = connected_components(distinct.n_rows, a, b)
     return np.asarray(parts[owner])
 
 
-def cluster_matrix(matrix: csr_matrix, similarity: float, micro: float = MICRO_THRESHOLD) -> np.ndarray:
+def cluster_matrix(matrix: Rows, similarity: float, micro: float = MICRO_THRESHOLD) -> np.ndarray:
     """A cluster label per row: micro-clusters of near-identical rows, merged by average linkage."""
-    if matrix.shape[0] == 0:
+    if matrix.n_rows == 0:
         return np.array([], dtype=int)
     parts = similar_components(matrix, max(micro, similarity))
     k = int(parts.max()) + 1
     if k == 1:
         return parts
-    member = csr_matrix((np.ones(len(parts)), (parts, np.arange(len(parts)))), shape=(k, len(parts)))
-    centroids = normalize(member @ matrix)
-    agg = AgglomerativeClustering(
-        n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - similarity
-    )
-    top = agg.fit_predict(centroids.toarray())
+    member = Rows.from_triples(parts, np.arange(len(parts)), 1.0, k, len(parts))
+    centroids = _centroids(member, matrix)
+    top = average_linkage(centroids, max_distance=1.0 - similarity)
     return np.asarray(top[parts])
+
+
+def _centroids(member: Rows, matrix: Rows) -> np.ndarray:
+    """Each micro-cluster's summed rows, L2-normalized, dense (one row per micro-cluster)."""
+    out = np.zeros((member.n_rows, matrix.n_cols))
+    cluster_of_row = np.empty(matrix.n_rows, dtype=np.int64)
+    cluster_of_row[member.indices] = member.row_of_entry()
+    np.add.at(out, (cluster_of_row[matrix.row_of_entry()], matrix.indices), matrix.data)
+    norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+    norms[norms == 0.0] = 1.0
+    return out / norms[:, None]
 
 
 def cluster_prompts(prompts: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> list[int]:

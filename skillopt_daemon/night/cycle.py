@@ -88,7 +88,7 @@ def _budget(settings: Settings) -> NightBudget:
 
 def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
     """Ingest, mine, train: what a night does between its start and end records."""
-    # mining pulls in scikit-learn and scipy: imported when a night runs, not when this module loads.
+    # mining pulls in numpy: imported when a night runs, not when this module loads.
     from skillopt_daemon.night import mining
 
     settings, report = ctx.settings, ctx.report

@@ -22,9 +22,6 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
-from scipy.sparse import coo_matrix, csr_matrix
-from scipy.sparse.csgraph import connected_components
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.kinds import is_correction
@@ -56,6 +53,8 @@ from skillopt_daemon.night.clustering import (
 )
 from skillopt_daemon.night.exclude import ExcludeRules, exclusion
 from skillopt_daemon.night.labels import Budget, Chat, Label, Labeller, LabelReport
+from skillopt_daemon.night.sparse import Rows, connected_components
+from skillopt_daemon.night.tfidf import Tfidf
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -183,8 +182,8 @@ def build_families(
 
 def _family(
     members: list[Attempt],
-    prompts: Any,
-    vec: TfidfVectorizer,
+    prompts: Rows,
+    vec: Tfidf,
     *,
     previous: Mapping[str, str] | None,
     test_share: float,
@@ -200,13 +199,13 @@ def _family(
     return fam
 
 
-def _family_name(attempts: Sequence[Attempt], prompts: Any, vec: TfidfVectorizer) -> str:
+def _family_name(attempts: Sequence[Attempt], prompts: Rows, vec: Tfidf) -> str:
     """The model's canonical intent most members share; without labels, the requests' top terms."""
     intents = Counter(a.intent for a in attempts if a.intent)
     if intents:
         return intents.most_common(1)[0][0]
-    terms = np.array(vec.get_feature_names_out())
-    centroid = np.asarray(prompts.mean(axis=0)).ravel()
+    terms = vec.terms
+    centroid = prompts.mean()
     top = [str(terms[i]) for i in centroid.argsort()[::-1][:4] if centroid[i] > 0]
     return " / ".join(top) if top else "tasks"
 
@@ -236,16 +235,16 @@ def _family_rubric(attempts: Iterable[Attempt]) -> list[str]:
 
 
 def _family_skill(
-    attempts: Sequence[Attempt], prompts: Any, skill_matrix: Any, skill_names: list[str]
+    attempts: Sequence[Attempt], prompts: Rows, skill_matrix: Rows | None, skill_names: list[str]
 ) -> str | None:
     used = Counter(s for a in attempts for s in a.skills_used)
     if used:
         return used.most_common(1)[0][0]
     if skill_matrix is None or not skill_names:
         return None
-    centroid = np.asarray(prompts.mean(axis=0)).ravel()
+    centroid = prompts.mean()
     norm = float(np.linalg.norm(centroid)) or 1.0
-    sims = np.asarray(skill_matrix @ (centroid / norm)).ravel()
+    sims = skill_matrix.dot(centroid / norm)
     best = int(sims.argmax())
     return skill_names[best] if sims[best] >= 0.2 else None
 
@@ -267,7 +266,7 @@ def attempt_role(a: Attempt) -> str:
     return PLAIN
 
 
-def _split_groups(fam: Family, sub: csr_matrix) -> list[list[int]]:
+def _split_groups(fam: Family, sub: Rows) -> list[list[int]]:
     """Attempts that share a session or are near-duplicates, as groups of indexes, in time order."""
     n = len(fam.attempts)
     # Near-duplicates (compared once per distinct request, `similar_components`), plus one link from each
@@ -282,8 +281,7 @@ def _split_groups(fam: Family, sub: csr_matrix) -> list[list[int]]:
             if first != i:
                 rows.append(first)
                 cols.append(i)
-    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-    _, component = connected_components(graph, directed=False)
+    component = connected_components(n, np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))
     groups: dict[int, list[int]] = defaultdict(list)
     for i in range(n):  # attempts are in time order, so groups are ordered by their first attempt
         groups[int(component[i])].append(i)
@@ -292,7 +290,7 @@ def _split_groups(fam: Family, sub: csr_matrix) -> list[list[int]]:
 
 def _assign_splits(
     fam: Family,
-    sub: csr_matrix,
+    sub: Rows,
     *,
     previous: Mapping[str, str] | None = None,
     test_share: float = 0.2,

@@ -84,7 +84,7 @@ class NightContext:
 
 def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
     """The registered skills' names and descriptions (mining's view of what is installed)."""
-    # mining pulls in scikit-learn and scipy: imported when a night runs, not when this module loads.
+    # mining pulls in numpy: imported when a night runs, not when this module loads.
     from skillopt_daemon.night import mining
 
     return mining.installed_skills(db)

@@ -48,8 +48,8 @@ if sys.version_info >= (3, 14):
     from compression.zstd import ZstdError
     from compression.zstd import decompress as _unzstd
 else:
-    from zstandard import ZstdError
-    from zstandard import decompress as _unzstd
+    from backports.zstd import ZstdError
+    from backports.zstd import decompress as _unzstd
 
 DATABASE_NAME = "openclaw-agent.sqlite"
 # OpenClaw refuses events above 4 MiB; a row claiming more is not trusted with memory.

@@ -17,9 +17,10 @@ from benchmarks.mining import _fill_store, _home
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import mining
 from skillopt_daemon.night.clustering import similar_components
+from skillopt_daemon.night.sparse import Rows
 
 
-def _every_pair(matrix: csr_matrix, threshold: float) -> np.ndarray:
+def _every_pair(matrix: Rows, threshold: float) -> np.ndarray:
     dense = matrix.toarray()
     _, parts = connected_components(csr_matrix(dense @ dense.T >= threshold), directed=False)
     return np.asarray(parts)
@@ -31,13 +32,13 @@ def test_components_match_comparing_every_pair(threshold: float) -> None:
     base = rng.random((40, 12)) * (rng.random((40, 12)) < 0.3)
     rows = base[rng.integers(0, 40, size=300)]  # many repeats
     rows[rng.integers(0, 300, size=20)] = 0.0  # requests with no words left
-    matrix = csr_matrix(normalize(rows))
+    matrix = Rows.from_dense(normalize(rows))
     found = similar_components(matrix, threshold)
     assert adjusted_rand_score(_every_pair(matrix, threshold), found) == 1.0
 
 
 def test_empty_rows_stay_alone() -> None:
-    matrix = csr_matrix(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [1.0, 0.0]]))
+    matrix = Rows.from_dense(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [1.0, 0.0]]))
     labels = similar_components(matrix, 0.5)
     assert labels[0] != labels[1]
     assert labels[2] == labels[3]
