@@ -23,7 +23,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
-from skillopt_daemon.night import seeding
+from skillopt_daemon.night import planning, seeding
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
@@ -292,34 +292,12 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
     return outcome
 
 
-def _new_items(tasks: list[NightTask], carried: Carried | None) -> int:
-    """Validation groups the carried evidence has not measured yet (what tonight can add to it)."""
-    groups = {t.group_key for t in tasks if t.split == "val"}
-    if carried is None:
-        return len(groups)
-    ev = carried.pending.evidence
-    seen = {ev.cluster_of(i) for i in ev.pairs} | set(ev.pairs)
-    return len(groups - seen)
-
-
-def _planned_replays(tasks: list[NightTask], cfg: GateConfig, new_items: int, holding: bool) -> int:
-    """The most replays tonight's training of these tasks can use: train rollouts (none when a carried
-    candidate holds the budget), the baseline, and every new validation item replayed to the gate's cap."""
-    n_train = sum(1 for t in tasks if t.split == "train")
-    n_val = sum(1 for t in tasks if t.split == "val")
-    return (0 if holding else n_train) + n_val + 2 * cfg.repeats * new_items
-
-
-# Tokens one replay is planned at before the night has measured any (a Claude Code run of a few turns).
-TOKENS_PER_REPLAY = 60_000
-
-
 def budget_wait(ctx: NightContext, planned: int) -> str | None:
     """Why the night's remaining budget cannot finish this plan, or None: a target is started only when the
     budget left can decide it (a half-measured candidate is evidence wasted)."""
     budget = ctx.budget
     left = budget.max_replays - budget.replays
-    per = budget.tokens / budget.replays if budget.replays else TOKENS_PER_REPLAY
+    per = budget.tokens / budget.replays if budget.replays else planning.TOKENS_PER_REPLAY
     tokens_left = budget.max_tokens - budget.tokens
     if planned > left:
         return f"needs up to {planned} replays and the night has {left} left (night.max_replays)"
@@ -360,24 +338,42 @@ def _train_and_propose(
     if carried is not None and carried.pending.incumbent_hash != incumbent.content_hash:
         carried = None  # measured against a version that is no longer the incumbent
     took_back = retracted(ctx.registry)
+    n_tasks = len(tasks)  # the family's, even when tonight replays part of it
 
     def may_reopen(candidate_hash: str) -> bool:
         found = took_back.get(candidate_hash)
-        return found is not None and not blocks(found, len(tasks))
+        return found is not None and not blocks(found, n_tasks)
 
     ledger = StoreLedger(ctx.db, target, may_reopen)
     gate = env_gate(
         ctx.settings, ledger.confidence(incumbent.content_hash, ctx.settings.night.gate_confidence)
     )
-    fresh = _new_items(tasks, carried)
+    fresh = len(planning.new_groups(tasks, carried))
+    holding = carried is not None
+    planned = planning.planned_replays(tasks, gate, fresh, holding)
+    parted = ""
+    if budget_wait(ctx, planned) and planned > planning.affordable_replays(ctx.budget, whole_night=True):
+        # Larger than any night's budget: waiting would wait forever. Replay the part that fits tonight.
+        part = planning.fit_tonight(tasks, gate, carried, planning.affordable_replays(ctx.budget))
+        if part is not None:
+            groups = {t.group_key for t in tasks if t.split == "val"}
+            tonight = {t.group_key for t in part if t.split == "val"}
+            parted = (
+                f"its plan ({planned} replays) is larger than a whole night's budget: tonight replays "
+                f"{len(tonight)} of its {len(groups)} validation groups, later nights the other "
+                f"{len(groups - tonight)} (the evidence adds up)"
+            )
+            tasks = part
+            fresh = len(planning.new_groups(tasks, carried))
+            planned = planning.planned_replays(tasks, gate, fresh, holding)
     n_val = len({t.group_key for t in tasks if t.split == "val"})
     plan = plan_gate(n_val, gate)
-    base = SkillOutcome(name, "pending", tasks=len(tasks), new=new, family=family, gate_plan=plan.to_dict())
+    gate_plan = {**plan.to_dict(), "parted": parted} if parted else plan.to_dict()
+    base = SkillOutcome(name, "pending", tasks=len(tasks), new=new, family=family, gate_plan=gate_plan)
     if carried is not None and not fresh:
         base.reason = f"waiting for new sessions of this work: {carried.pending.reason}"
         base.needs = _needs_text(carried.pending.evidence.to_dict(), gate)
         return base
-    planned = _planned_replays(tasks, gate, fresh, carried is not None)
     if ctx.tracker is not None:
         ctx.tracker.plan(planned)
     wait = budget_wait(ctx, planned)
@@ -404,6 +400,8 @@ def _train_and_propose(
         if drafted.rejected:
             return _screened(base, drafted)
     ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}; {plan.reason}")
+    if parted:
+        ctx.say(f"{name}: {parted}")
     try:
         result = _train(
             ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried, screen
@@ -425,7 +423,7 @@ def _train_and_propose(
         candidate=summary.get("best_val"),
         new=new,
         family=family,
-        gate_plan=plan.to_dict(),
+        gate_plan=gate_plan,
     )
     best = result.best_skill
     screened = _screened_tonight(result.run_dir)
@@ -433,6 +431,8 @@ def _train_and_propose(
         if result.pending is not None:
             outcome.status = "pending"
             outcome.reason = f"evidence kept for the next nights: {result.pending.reason}"
+            if parted:
+                outcome.reason += f"; {parted}"
             outcome.needs = _needs_text(result.pending.evidence.to_dict(), gate)
             if screened:
                 outcome.reason += f"; {screened[0]['reason']}"
@@ -470,7 +470,7 @@ def _train_and_propose(
         outcome.screen = {"network_blocked": sorted(phoned)}
         return outcome
     again = took_back.get(best.content_hash)
-    if again is not None and blocks(again, len(tasks)):
+    if again is not None and blocks(again, n_tasks):
         outcome.status = "retracted"
         outcome.reason = f"{again.describe()}; not proposed again until its tasks grow"
         return outcome

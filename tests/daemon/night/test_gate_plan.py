@@ -13,12 +13,12 @@ from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.mining import Family
+from skillopt_daemon.night.planning import affordable_replays, fit_tonight, planned_replays
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import (
     NightContext,
     TaskLoader,
-    _planned_replays,
     _replay_tasks,
     budget_wait,
     env_gate,
@@ -87,9 +87,42 @@ def test_the_nightly_gate_is_the_anytime_gate_at_the_shipped_defaults() -> None:
 
 def test_a_target_waits_when_the_budget_left_cannot_finish_its_plan(tmp_path: Path) -> None:
     gate = env_gate(Settings())
-    planned = _planned_replays(_rows(train=2, val=5), gate, new_items=5, holding=False)
+    planned = planned_replays(_rows(train=2, val=5), gate, new_items=5, holding=False)
     assert planned == 2 + 5 + 2 * 3 * 5
     ctx = _context(tmp_path, [], max_replays=30)
     why = budget_wait(ctx, planned)
     assert why is not None and "needs up to 37 replays and the night has 30 left" in why
     assert budget_wait(_context(tmp_path, [], max_replays=40), planned) is None
+
+
+def _groups(train: int, val: int) -> list[NightTask]:
+    rows = [NightTask(id=f"t{i}", prompt="fix lint", split="train", group=f"gt{i}") for i in range(train)]
+    return rows + [NightTask(id=f"v{i}", prompt="fix lint", split="val", group=f"gv{i}") for i in range(val)]
+
+
+def test_a_family_larger_than_any_night_is_replayed_in_parts() -> None:
+    """At the agent login's caps (60 replays) a family with ten validation groups plans 72: it would wait
+    every night. Tonight takes its training tasks and the groups that fit, in order; the rest wait for
+    later nights, whose evidence adds to tonight's."""
+    gate = env_gate(Settings())
+    tasks = _groups(train=2, val=10)
+    assert planned_replays(tasks, gate, new_items=10, holding=False) == 72
+    part = fit_tonight(tasks, gate, None, affordable=60)
+    assert part is not None
+    assert [t.id for t in part] == ["t0", "t1"] + [f"v{i}" for i in range(8)]  # 2 + 8 + 2*3*8 = 58
+    assert planned_replays(part, gate, new_items=8, holding=False) <= 60
+
+
+def test_a_part_too_small_to_decide_waits_for_a_whole_night() -> None:
+    gate = env_gate(Settings())
+    tasks = _groups(train=2, val=10)
+    assert fit_tonight(tasks, gate, None, affordable=23) is None  # 3 groups: the gate needs 4
+    assert fit_tonight(tasks, gate, None, affordable=30) is not None
+
+
+def test_affordable_replays_count_every_cap() -> None:
+    budget = NightBudget(max_tokens=4_000_000, max_cost_usd=100.0, max_wall_s=3600.0, max_replays=60)
+    assert affordable_replays(budget) == 60
+    budget.replays, budget.tokens = 10, 1_000_000  # 100k tokens a replay so far
+    assert affordable_replays(budget) == 30  # 3M tokens left
+    assert affordable_replays(budget, whole_night=True) == 40
