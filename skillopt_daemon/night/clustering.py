@@ -152,8 +152,8 @@ def _distinct_rows(matrix: Rows) -> tuple[Rows, np.ndarray]:
             owner[i] = len(keep)
             keep.append(i)
             continue
-        order = np.argsort(indices[lo:hi], kind="stable")  # the same cells stored in another order match
-        key = (indices[lo:hi][order].tobytes(), data[lo:hi][order].tobytes())
+        # Identical requests give identical rows, their cells in the same order (`tfidf.Tfidf`, `sparse`).
+        key = (indices[lo:hi].tobytes(), data[lo:hi].tobytes())
         j = first.get(key)
         if j is None:
             j = first[key] = len(keep)

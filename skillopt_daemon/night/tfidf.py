@@ -14,7 +14,8 @@ for one transform.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -75,53 +76,47 @@ class Tfidf:
 
         Raises EmptyVocabulary when no text holds a term.
         """
-        first_seen: dict[str, int] = {}  # each term's place of first appearance across all texts
-        rows, cols, counts = [], [], []
-        for i, text in enumerate(texts):
-            seen: dict[int, int] = {}
-            for term in self.terms_of(text):
-                j = first_seen.setdefault(term, len(first_seen))
-                seen[j] = seen.get(j, 0) + 1
-            for j in sorted(seen):  # a row's entries in order of the terms' first appearance
-                rows.append(i)
-                cols.append(j)
-                counts.append(seen[j])
+        # Each term's place of first appearance across all texts; a row's entries go in that order.
+        first_seen: defaultdict[str, int] = defaultdict()
+        first_seen.default_factory = first_seen.__len__
+        counts = self._count(texts, first_seen.__getitem__)
         if not first_seen:
             raise EmptyVocabulary("empty vocabulary: the texts hold only stop words")
         alphabetical = sorted(first_seen)
         self.vocabulary = {term: k for k, term in enumerate(alphabetical)}
         to_column = np.empty(len(first_seen), dtype=np.int64)
-        for term, j in first_seen.items():
-            to_column[j] = self.vocabulary[term]
-        n = len(texts)
-        r = np.asarray(rows, dtype=np.int64)
-        indptr = np.concatenate(([0], np.cumsum(np.bincount(r, minlength=n)))).astype(np.int64)
-        matrix = Rows(
-            indptr, to_column[np.asarray(cols, dtype=np.int64)], np.asarray(counts, float), len(alphabetical)
-        )
-        df = np.bincount(matrix.indices, minlength=matrix.n_cols).astype(np.float64) + 1.0
-        self.idf = np.log(np.full_like(df, n + 1.0) / df) + 1.0
-        return self._weigh(matrix)
+        to_column[list(first_seen.values())] = [self.vocabulary[t] for t in first_seen]
+        counts = Rows(counts.indptr, to_column[counts.indices], counts.data, len(alphabetical))
+        df = np.bincount(counts.indices, minlength=counts.n_cols).astype(np.float64) + 1.0
+        self.idf = np.log(np.full_like(df, len(texts) + 1.0) / df) + 1.0
+        return self._weigh(counts)
 
     def transform(self, texts: Sequence[str]) -> Rows:
         """Weigh `texts` by the fitted terms (terms not fitted are ignored)."""
-        rows, cols, counts = [], [], []
-        for i, text in enumerate(texts):
-            seen: dict[int, int] = {}
-            for term in self.terms_of(text):
-                j = self.vocabulary.get(term)
-                if j is not None:
-                    seen[j] = seen.get(j, 0) + 1
-            for j in sorted(seen):
-                rows.append(i)
-                cols.append(j)
-                counts.append(seen[j])
-        r = np.asarray(rows, dtype=np.int64)
-        indptr = np.concatenate(([0], np.cumsum(np.bincount(r, minlength=len(texts))))).astype(np.int64)
-        matrix = Rows(
-            indptr, np.asarray(cols, dtype=np.int64), np.asarray(counts, float), len(self.vocabulary)
-        )
-        return self._weigh(matrix)
+        known = self.vocabulary
+        counts = self._count(texts, known.__getitem__, known.__contains__)
+        return self._weigh(Rows(counts.indptr, counts.indices, counts.data, len(known)))
+
+    def _count(
+        self,
+        texts: Sequence[str],
+        index: Callable[[str], int],
+        keep: Callable[[str], bool] | None = None,
+    ) -> Rows:
+        """How often each term occurs in each text, a row's entries sorted by `index` (columns not final)."""
+        cols: list[int] = []
+        values: list[int] = []
+        lengths: list[int] = []
+        for text in texts:
+            terms = self.terms_of(text)
+            found = Counter([index(t) for t in terms if keep is None or keep(t)])
+            row = sorted(found.items())
+            cols.extend(k for k, _ in row)
+            values.extend(v for _, v in row)
+            lengths.append(len(row))
+        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        return Rows(indptr, np.asarray(cols, dtype=np.int64), np.asarray(values, dtype=np.float64), 0)
 
     def _weigh(self, counts: Rows) -> Rows:
         tf = np.log(counts.data) + 1.0
