@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from skillopt_daemon.ingest.kinds import Kind, is_ack, message_kinds
@@ -28,6 +29,14 @@ _TEST_CMD = re.compile(
     r"(?:python3?\s+|bash\s+|sh\s+|node\s+|\./)\S*(?:test|check|verify|lint|validate)\S*)",
     re.IGNORECASE,
 )
+
+
+@lru_cache(maxsize=65536)
+def _is_check(command: str) -> bool:
+    """Whether a command runs tests or a build. The first line only: a heredoc that writes a test file
+    mentions pytest without running it. Cached: mining asks it of every run of every attempt, many times."""
+    lines = command.strip().splitlines()
+    return bool(lines) and bool(_TEST_CMD.search(lines[0]))
 
 
 @dataclass
@@ -47,9 +56,7 @@ class CommandRun:
 
     @property
     def is_check(self) -> bool:
-        # The first line only: a heredoc that writes a test file mentions pytest without running it.
-        lines = self.command.strip().splitlines()
-        return bool(lines) and bool(_TEST_CMD.search(lines[0]))
+        return _is_check(self.command)
 
 
 @dataclass

@@ -529,7 +529,7 @@ def _task_row(fam: Family, a: Attempt) -> dict[str, Any]:
         "started_at": a.started_at,
         "split": fam.splits.get(a.key, "train"),
         "split_group": fam.groups.get(a.key, a.key),
-        "role": fam.roles.get(a.key, attempt_role(a)),
+        "role": fam.roles.get(a.key) or attempt_role(a),  # computed only for an attempt without a role
         "outcome": a.outcome,
         "accepted": a.accepted,
         "abrupt_end": a.abrupt_end,
