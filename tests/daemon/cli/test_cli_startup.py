@@ -1,7 +1,8 @@
 """The commands people type start without the heavy parts of skillopt: `skillopt --version`, `status`,
 `diff` and `approve` never import the mining stack (numpy, scikit-learn, scipy), the benchmarks' packages,
 the model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer, and never look for
-plugins (which reads every installed package's metadata); `diff` does not even read the settings.
+plugins (which reads every installed package's metadata); `diff` does not even read the settings. The
+review commands run without the cyclic garbage collector, every other command with it.
 
 Checked by what a real process has imported, not by a stopwatch: `benchmarks/cli_latency.py` measures the
 time (docs/performance.md).
@@ -48,7 +49,8 @@ SETTINGS = ("pydantic_settings", "skillopt_daemon.core.config")
 
 def loaded_after(args: list[str], env: dict[str, str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
     """The heavy modules a real `skillopt ARGS` process had imported when it finished (with "plugins"
-    when it loaded the plugin manager, which looks for every installed package's entry points)."""
+    when it loaded the plugin manager, which looks for every installed package's entry points, and
+    "gc disabled" when it ran without the cyclic garbage collector)."""
     code = (
         "import json, sys\n"
         "argv = json.loads(sys.argv[1])\n"
@@ -62,6 +64,8 @@ def loaded_after(args: list[str], env: dict[str, str], heavy: tuple[str, ...] = 
         "found = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)\n"
         "plugins = sys.modules.get('skillopt_lib.plugins')\n"
         "found += ['plugins'] if plugins is not None and plugins._state is not None else []\n"
+        "import gc\n"
+        "found += [] if gc.isenabled() else ['gc disabled']\n"
         "sys.__stderr__.write('LOADED=' + json.dumps(found) + '\\n')\n"
     )
     proc = subprocess.run(
@@ -99,6 +103,10 @@ def test_the_commands_people_type_do_not_import_the_heavy_modules(
     cli.run("propose", "release-notes", str(candidate), env=env, check=True)
     status = cli.run("status", "--json", env=env, check=True)
     proposal = json.loads(status.stdout)["pending"]["items"][0]["short_id"]
-    for args in (["--version"], ["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
-        assert loaded_after(args, env) == [], f"skillopt {' '.join(args)}"
-    assert loaded_after(["diff", proposal], env, HEAVY + SETTINGS) == []
+    quiet = ["gc disabled"]
+    assert loaded_after(["--version"], env) == []
+    for args in (["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
+        assert loaded_after(args, env) == quiet, f"skillopt {' '.join(args)}"
+    assert loaded_after(["diff", proposal], env, HEAVY + SETTINGS) == quiet
+    # every other command keeps the collector
+    assert loaded_after(["skills", "list"], env) == []
