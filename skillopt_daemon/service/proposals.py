@@ -25,7 +25,8 @@ from typing import Any
 
 from skillopt_daemon.core.timeutil import humanize_age
 from skillopt_daemon.night import preferences
-from skillopt_daemon.registry import Event, Evidence, Registry, Version
+from skillopt_daemon.registry import Event, Registry, Version
+from skillopt_daemon.registry.models import evidence_figures
 from skillopt_lib.errors import SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
@@ -175,7 +176,7 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
 
 def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
     """A proposal as the proposals lists show it (status, the dashboard, `diff --json`)."""
-    ev = Evidence.model_validate(v.evidence)
+    new_skill, score_change, confidence = evidence_figures(v.evidence)
     t = tier(v.evidence)
     return {
         "id": v.id,
@@ -185,11 +186,11 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "label": v.label,
         "origin": v.origin,
         "state": v.state,
-        "new": ev.new_skill or not v.parent_id,
+        "new": new_skill or not v.parent_id,
         "parent": reg.get_version(v.parent_id).label if v.parent_id else None,
         "summary": _summary(reg, v),
-        "score_change": ev.score_change(),
-        "confidence": ev.confidence,
+        "score_change": score_change,
+        "confidence": confidence,
         "tier": t["tier"],
         "proven": t["proven"],
         "tier_label": t["label"],

@@ -1,8 +1,10 @@
 """The commands people type start without the heavy parts of skillopt: `skillopt --version`, `status`,
 `diff` and `approve` never import the mining stack (numpy, scikit-learn, scipy), the benchmarks' packages,
 the model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer, and never look for
-plugins (which reads every installed package's metadata); `diff` does not even read the settings. The
-review commands run without the cyclic garbage collector, every other command with it.
+plugins (which reads every installed package's metadata). None of them parses YAML, compiles the secret
+patterns or loads the skill edits' models; `diff` does not even read the settings or build the evidence
+model, and `status` without a daemon's lock file imports no lock library. The review commands run without
+the cyclic garbage collector, every other command with it.
 
 Checked by what a real process has imported, not by a stopwatch: `benchmarks/cli_latency.py` measures the
 time (docs/performance.md).
@@ -35,6 +37,12 @@ HEAVY = (
     "apscheduler",
     "skillopt_lib.trainer",
     "skillopt_daemon.night.mining",
+    # the skill format's frontmatter and the training config's YAML: parsed by what reads them
+    "yaml",
+    # the secret patterns: compiled by what masks or redacts a text
+    "skillopt_lib.secrets",
+    # skill edits (their models and patterns): imported by what measures or applies edits
+    "skillopt_lib.edits",
 )
 
 
@@ -43,8 +51,16 @@ SKILL = (
 )
 
 
-# What `diff` needs no more of: it reads two versions from the store and prints them.
-SETTINGS = ("pydantic_settings", "skillopt_daemon.core.config")
+# What `diff` needs no more of: it reads two versions from the store and prints them (no table either).
+# `approve` reads the settings, for where each tool's skills live, and needs no more of the last two.
+SETTINGS = (
+    "pydantic_settings",
+    "skillopt_daemon.core.config",
+    "skillopt_daemon.registry.evidence",
+    "rich.table",
+)
+# What `status` needs only when a daemon ever ran here (its lock file exists).
+LOCKS = ("filelock",)
 
 
 def loaded_after(args: list[str], env: dict[str, str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
@@ -108,5 +124,7 @@ def test_the_commands_people_type_do_not_import_the_heavy_modules(
     for args in (["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
         assert loaded_after(args, env) == quiet, f"skillopt {' '.join(args)}"
     assert loaded_after(["diff", proposal], env, HEAVY + SETTINGS) == quiet
+    assert loaded_after(["approve", proposal, "--dry-run"], env, HEAVY + SETTINGS[2:]) == quiet
+    assert loaded_after(["status"], env, HEAVY + LOCKS) == quiet
     # every other command keeps the collector
     assert loaded_after(["skills", "list"], env) == []
