@@ -2,9 +2,9 @@
 `diff` and `approve` never import the mining stack (numpy, scikit-learn, scipy), the benchmarks' packages,
 the model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer, and never look for
 plugins (which reads every installed package's metadata). None of them parses YAML, compiles the secret
-patterns or loads the skill edits' models; `diff` does not even read the settings or build the evidence
-model, and `status` without a daemon's lock file imports no lock library. The review commands run without
-the cyclic garbage collector, every other command with it.
+patterns or loads the skill edits' models; `diff`, and `approve` where no setting names a tool's home, do
+not even read the settings or build the evidence model; `status` without a daemon's lock file imports no
+lock library. The review commands run without the cyclic garbage collector, every other command with it.
 
 Checked by what a real process has imported, not by a stopwatch: `benchmarks/cli_latency.py` measures the
 time (docs/performance.md).
@@ -51,8 +51,8 @@ SKILL = (
 )
 
 
-# What `diff` needs no more of: it reads two versions from the store and prints them (no table either).
-# `approve` reads the settings, for where each tool's skills live, and needs no more of the last two.
+# What `diff` needs no more of: it reads two versions from the store and prints them. Nor does `approve`
+# when nothing sets a tool's home (`core/tool_homes.py`); neither prints a table.
 SETTINGS = (
     "pydantic_settings",
     "skillopt_daemon.core.config",
@@ -124,7 +124,21 @@ def test_the_commands_people_type_do_not_import_the_heavy_modules(
     for args in (["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
         assert loaded_after(args, env) == quiet, f"skillopt {' '.join(args)}"
     assert loaded_after(["diff", proposal], env, HEAVY + SETTINGS) == quiet
-    assert loaded_after(["approve", proposal, "--dry-run"], env, HEAVY + SETTINGS[2:]) == quiet
+    assert loaded_after(["approve", proposal, "--dry-run"], env, HEAVY + SETTINGS) == quiet
     assert loaded_after(["status"], env, HEAVY + LOCKS) == quiet
     # every other command keeps the collector
     assert loaded_after(["skills", "list"], env) == []
+
+
+def test_approve_reads_the_settings_when_they_name_a_tool_home(env: dict[str, str], tmp_path: Path) -> None:
+    cli.run("skills", "import", "--tool", "claude-code", env=env, check=True)
+    candidate = tmp_path / "candidate"
+    candidate.mkdir()
+    (candidate / "SKILL.md").write_text(SKILL + "\nName every breaking change first.\n")
+    cli.run("propose", "release-notes", str(candidate), env=env, check=True)
+    config = Path(env["SKILLOPT_HOME"]) / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[tools.claude-code]\nhome = "{tmp_path / "elsewhere"}"\n')
+    plan = cli.run("approve", "release-notes@v2", "--dry-run", env=env, check=True).stdout
+    assert str(tmp_path / "elsewhere" / "skills" / "release-notes" / "SKILL.md") in plan
+    assert "pydantic_settings" in loaded_after(["approve", "release-notes@v2", "--dry-run"], env, SETTINGS)
