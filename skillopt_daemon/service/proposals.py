@@ -242,9 +242,8 @@ def decided_items(reg: Registry, limit: int = 50) -> list[dict[str, Any]]:
         return []
     events = reg.events()
     active = {ts.active_version_id for ts in reg.targets() if ts.active_version_id}
-    items: list[dict[str, Any]] = []
+    decisions: list[tuple[Version, str, str, str]] = []
     for v in proposals:
-        item = proposal_item(reg, v)
         when = v.decided_at or v.created_at
         if v.state == "rejected":
             decision, reason = "rejected", v.decision_reason or ""
@@ -256,10 +255,15 @@ def decided_items(reg: Registry, limit: int = 50) -> list[dict[str, Any]]:
                 reason = f"{said} ({back.message})" if said else back.message
             else:
                 decision, reason = "approved", _approval_reason(v, events)
+        decisions.append((v, decision, when, reason))
+    decisions.sort(key=lambda d: str(d[2]), reverse=True)
+    # Only the shown ones are described: an item reads two versions and diffs them (`status` shows five).
+    items: list[dict[str, Any]] = []
+    for v, decision, when, reason in decisions[:limit]:
+        item = proposal_item(reg, v)
         item.update(decision=decision, decided_at=when, decided=humanize_age(when), reason=reason)
         items.append(item)
-    items.sort(key=lambda i: str(i["decided_at"]), reverse=True)
-    return items[:limit]
+    return items
 
 
 # ------------------------------------------------------------------------------------------------ diff
