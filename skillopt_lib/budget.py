@@ -16,12 +16,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from skillopt_lib.edits import Edit, apply_edits, count_tokens, lost_tokens
 from skillopt_lib.skill import SkillBundle
+
+if TYPE_CHECKING:
+    from skillopt_lib.edits import Edit
+
+# The edits module (its models and patterns) is imported by the functions that measure or apply edits: the
+# learning rate is part of every config model, which `skillopt status` loads and which measures nothing.
 
 Schedule = Literal["constant", "linear", "cosine", "step"]
 
@@ -93,6 +98,8 @@ def fit_budget(edits: Sequence[Edit], budget: StepBudget) -> tuple[list[Edit], l
 
 def skill_tokens(bundle: SkillBundle) -> int:
     """A skill's size in the learning rate's token units: every text file, front matter included."""
+    from skillopt_lib.edits import count_tokens
+
     return sum(count_tokens(text) for text in bundle.text_files().values())
 
 
@@ -105,6 +112,8 @@ def size_problem(
     (a too-large seed skill can still be trained down). Losing more than half of the incumbent's tokens needs
     `allow_large_deletions`.
     """
+    from skillopt_lib.edits import lost_tokens
+
     size, before = skill_tokens(candidate), skill_tokens(incumbent)
     if size > max_skill_tokens and size > before:
         return f"the skill would have {size} tokens, over max_skill_tokens={max_skill_tokens}"
@@ -121,6 +130,8 @@ def fit_skill_size(
     incumbent: SkillBundle, edits: Sequence[Edit], max_skill_tokens: int, allow_large_deletions: bool
 ) -> tuple[list[Edit], list[tuple[Edit, str]]]:
     """Keep edits, in their ranked order, while the edited skill stays within the size limits."""
+    from skillopt_lib.edits import apply_edits
+
     kept: list[Edit] = []
     dropped: list[tuple[Edit, str]] = []
     for edit in edits:

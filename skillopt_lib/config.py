@@ -15,10 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from skillopt_lib import secrets as secret_patterns
 from skillopt_lib.budget import LearningRate
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.gate import GateConfig
@@ -114,6 +112,9 @@ class TrainConfig(_Model):
 
 
 def _parse_value(text: str) -> Any:
+    # PyYAML is imported by what reads a training config, not by every reader of settings.
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -141,6 +142,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    import yaml  # see `_parse_value`
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -201,6 +204,10 @@ MASK = "****"
 
 def _mask_values(text: str) -> str:
     """Key-shaped strings anywhere in a text masked, by the one set of patterns ingest redacts with too."""
+    # Imported here: compiling the patterns is paid by what masks a text, not by every reader of settings
+    # (`skillopt status` and `approve` load them and mask nothing).
+    from skillopt_lib import secrets as secret_patterns
+
     return secret_patterns.mask(text, MASK)[0]
 
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from skillopt_lib.errors import SkillFormatError
 
 SKILL_FILE = "SKILL.md"
@@ -91,6 +89,8 @@ class SkillDoc:
     @property
     def frontmatter(self) -> dict[str, Any]:
         """The frontmatter as a mapping; {} when missing or unparsable (validate() says why)."""
+        import yaml  # on first use: reading or diffing versions parses no frontmatter (see `_dump_head`)
+
         try:
             data = yaml.safe_load(self.frontmatter_text) if self.head else None
         except yaml.YAMLError:
@@ -132,6 +132,8 @@ class SkillDoc:
                     )
                 )
             return issues
+        import yaml  # on first use (see `_dump_head`)
+
         try:
             data = yaml.safe_load(self.frontmatter_text)
         except yaml.YAMLError as exc:
@@ -226,6 +228,10 @@ class SkillDoc:
 
 
 def _dump_head(fm: Mapping[str, Any]) -> str:
+    # PyYAML is imported where frontmatter is parsed or written, not with this module: `skillopt diff` and
+    # the proposals lists read and compare skill files without parsing their frontmatter.
+    import yaml
+
     text = yaml.safe_dump(dict(fm), sort_keys=False, allow_unicode=True, width=10_000)
     return f"---\n{text}---\n"
 

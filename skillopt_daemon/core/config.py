@@ -30,6 +30,7 @@ from pydantic_settings import (
 )
 
 from skillopt_daemon.core import paths
+from skillopt_daemon.core.tool_homes import RETIRED_REPLAY
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends import backend_names, is_backend, unknown_backend
 from skillopt_lib.config import BackendConfig, Price, masked_dump
@@ -131,10 +132,6 @@ class ReplaySettings(_Section):
     env_allowlist: list[str] = Field(
         default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME"]
     )
-
-
-# Replay settings that were Claude Code's alone, now `tools.claude-code.replay_options.<option>`.
-_RETIRED_REPLAY = {"claude_permission_mode": "permission_mode", "claude_allowed_tools": "allowed_tools"}
 
 
 class ExcludeSettings(_Section):
@@ -339,7 +336,7 @@ class Settings(BaseSettings):
         if not isinstance(data, dict) or not isinstance(data.get("replay"), dict):
             return data
         replay = dict(data["replay"])
-        moved = {new: replay.pop(old) for old, new in _RETIRED_REPLAY.items() if old in replay}
+        moved = {new: replay.pop(old) for old, new in RETIRED_REPLAY.items() if old in replay}
         if not moved:
             return data
         tools = dict(data.get("tools") or {})

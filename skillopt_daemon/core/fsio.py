@@ -117,10 +117,11 @@ def file_lock(path: Path, *, timeout: float = -1, holder: Path | None = None) ->
 
 def lock_is_held(path: Path) -> bool:
     """True while some process holds the lock on `path`; probing never blocks and never keeps it."""
-    import filelock
-
     if not path.exists():
         return False
+    # Imported past the check: no lock file (no daemon ever ran here) needs no lock library.
+    import filelock
+
     lk = _lock(path)
     try:
         lk.acquire(timeout=0)

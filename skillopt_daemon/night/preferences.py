@@ -13,6 +13,7 @@ written into the skill itself.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -25,8 +26,15 @@ if TYPE_CHECKING:
     from skillopt_daemon.night.tasks import NightTask
 
 TRAIN = "train"
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+@functools.cache
+def _term_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Latin words and CJK characters, compiled on first use: the CJK ranges take milliseconds to compile,
+    which `skillopt diff` and `status` (importing this module for `annotate_diff`) need not pay."""
+    word = re.compile(r"[^\W_]+", re.UNICODE)
+    cjk = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+    return word, cjk
 
 
 @dataclass(frozen=True)
@@ -99,8 +107,9 @@ def render(prefs: Sequence[Preference]) -> str:
 def _terms(text: str) -> set[str]:
     """Words for matching a skill line to a correction: latin words of 3+ letters, and single CJK characters
     (Chinese and Japanese have no spaces; one character carries a word's meaning often enough)."""
-    words = {w.lower() for w in _WORD.findall(text) if len(w) >= 3 and not _CJK.search(w)}
-    return words | set(_CJK.findall(text))
+    word, cjk = _term_patterns()
+    words = {w.lower() for w in word.findall(text) if len(w) >= 3 and not cjk.search(w)}
+    return words | set(cjk.findall(text))
 
 
 def terms(text: str) -> set[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import utcnow_iso
@@ -18,7 +18,6 @@ from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_daemon.registry.installs import Installs
 from skillopt_daemon.registry.models import (
     ApproveResult,
-    Evidence,
     HandEdit,
     InstallOutcome,
     Origin,
@@ -30,6 +29,9 @@ from skillopt_daemon.registry.targets import Targets
 from skillopt_daemon.registry.versions import Versions, new_id
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
+
+if TYPE_CHECKING:
+    from skillopt_daemon.registry.evidence import Evidence
 
 
 class Decisions:
@@ -54,6 +56,9 @@ class Decisions:
         note: str | None = None,
     ) -> Version:
         """Register a candidate version for review. It must be a valid skill named `skill`."""
+        # Imported here: the model (and pydantic with it) is for what proposes, not for every registry reader.
+        from skillopt_daemon.registry.evidence import Evidence
+
         if origin not in ("proposed", "trained"):
             raise ConflictError(f"a proposal's origin is 'proposed' or 'trained', not {origin!r}")
         bundle.require_valid(folder_name=skill)

@@ -2,6 +2,9 @@
 
 Each row type is built from a database row by column name (`from_row`), so a new column or a reordered
 query never shifts a value into the wrong field.
+
+`Evidence`, a pydantic model, lives in `evidence.py`, imported where evidence is validated: reading versions
+(`skillopt diff`) does not build it.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from skillopt_daemon.registry.installers.base import InstallTarget
 
@@ -29,43 +30,6 @@ TARGET_SQL = (
     "SELECT t.id, s.name AS skill, t.tool, t.scope, t.project, t.enabled, t.active_version_id, t.installed, "
     "t.baseline_backup, t.updated_at FROM targets t JOIN skills s ON s.id = t.skill_id"
 )
-
-
-class Evidence(BaseModel):
-    """Why a version was proposed. Known fields are typed; anything else a producer adds is kept.
-
-    `delta` is the candidate's score minus the baseline's on held-out tasks; `confidence` is how sure the
-    gate is that the candidate is better (0..1). The nightly cycle adds per-task outcomes under `tasks`.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    baseline_score: float | None = None
-    candidate_score: float | None = None
-    delta: float | None = None
-    confidence: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None  # the sequential gate's exact test, against `alpha`
-    alpha: float | None = None
-    task_ids: list[str | int] = []
-    gate: dict[str, Any] | None = None
-    tokens: int | None = None
-    cost_usd: float | None = None
-    # A night's new skill: drafted for a recurring task family no skill covered. `install_to` lists the
-    # targets (`TOOL:user` or `TOOL:project:PATH`) its family's sessions came from.
-    new_skill: bool = False
-    family: dict[str, Any] | None = None
-    install_to: list[str] = []
-    # For each line the proposal adds: the user corrections, sessions and failed replays behind it.
-    provenance: list[dict[str, Any]] = []
-
-    def score_change(self) -> float | None:
-        if self.delta is not None:
-            return self.delta
-        if self.baseline_score is not None and self.candidate_score is not None:
-            return self.candidate_score - self.baseline_score
-        return None
 
 
 @dataclass(frozen=True)
@@ -306,3 +270,28 @@ def new_skill_targets(evidence: Mapping[str, Any]) -> list[InstallTarget]:
     if not evidence.get("new_skill"):
         return []
     return [InstallTarget.parse(str(t)) for t in evidence.get("install_to") or []]
+
+
+def evidence_figures(evidence: Mapping[str, Any]) -> tuple[bool, float | None, float | None]:
+    """The evidence's `new_skill`, `score_change()` and `confidence`, as `Evidence.model_validate` gives them.
+
+    Stored evidence was validated when it was proposed (`Decisions.propose`) and comes back from JSON with
+    the types it went in with, so validating it again changes nothing but the types pydantic converts. The
+    figures are read as they are when they already have the model's types (a bool; floats or None); anything
+    else (an int, a string) goes through the model, which converts or refuses it exactly as before.
+    """
+    numbers = [evidence.get(k) for k in ("baseline_score", "candidate_score", "delta", "confidence")]
+    new = evidence.get("new_skill", False)
+    if type(new) is not bool or any(x is not None and type(x) is not float for x in numbers):
+        from skillopt_daemon.registry.evidence import Evidence
+
+        ev = Evidence.model_validate(evidence)
+        return ev.new_skill, ev.score_change(), ev.confidence
+    baseline, candidate, delta, confidence = numbers
+    if delta is not None:
+        change: float | None = delta
+    elif baseline is not None and candidate is not None:
+        change = candidate - baseline
+    else:
+        change = None
+    return new, change, confidence

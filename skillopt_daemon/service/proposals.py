@@ -25,7 +25,8 @@ from typing import Any
 
 from skillopt_daemon.core.timeutil import humanize_age
 from skillopt_daemon.night import preferences
-from skillopt_daemon.registry import Event, Evidence, Registry, Version
+from skillopt_daemon.registry import Event, Registry, Version
+from skillopt_daemon.registry.models import evidence_figures
 from skillopt_lib.errors import SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
@@ -175,7 +176,7 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
 
 def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
     """A proposal as the proposals lists show it (status, the dashboard, `diff --json`)."""
-    ev = Evidence.model_validate(v.evidence)
+    new_skill, score_change, confidence = evidence_figures(v.evidence)
     t = tier(v.evidence)
     return {
         "id": v.id,
@@ -185,11 +186,11 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "label": v.label,
         "origin": v.origin,
         "state": v.state,
-        "new": ev.new_skill or not v.parent_id,
+        "new": new_skill or not v.parent_id,
         "parent": reg.get_version(v.parent_id).label if v.parent_id else None,
         "summary": _summary(reg, v),
-        "score_change": ev.score_change(),
-        "confidence": ev.confidence,
+        "score_change": score_change,
+        "confidence": confidence,
         "tier": t["tier"],
         "proven": t["proven"],
         "tier_label": t["label"],
@@ -241,9 +242,8 @@ def decided_items(reg: Registry, limit: int = 50) -> list[dict[str, Any]]:
         return []
     events = reg.events()
     active = {ts.active_version_id for ts in reg.targets() if ts.active_version_id}
-    items: list[dict[str, Any]] = []
+    decisions: list[tuple[Version, str, str, str]] = []
     for v in proposals:
-        item = proposal_item(reg, v)
         when = v.decided_at or v.created_at
         if v.state == "rejected":
             decision, reason = "rejected", v.decision_reason or ""
@@ -255,10 +255,15 @@ def decided_items(reg: Registry, limit: int = 50) -> list[dict[str, Any]]:
                 reason = f"{said} ({back.message})" if said else back.message
             else:
                 decision, reason = "approved", _approval_reason(v, events)
+        decisions.append((v, decision, when, reason))
+    decisions.sort(key=lambda d: str(d[2]), reverse=True)
+    # Only the shown ones are described: an item reads two versions and diffs them (`status` shows five).
+    items: list[dict[str, Any]] = []
+    for v, decision, when, reason in decisions[:limit]:
+        item = proposal_item(reg, v)
         item.update(decision=decision, decided_at=when, decided=humanize_age(when), reason=reason)
         items.append(item)
-    items.sort(key=lambda i: str(i["decided_at"]), reverse=True)
-    return items[:limit]
+    return items
 
 
 # ------------------------------------------------------------------------------------------------ diff

@@ -15,7 +15,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from skillopt_lib.safetext import json_printable, printable
@@ -77,6 +76,10 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
 
     A cell that is already a rich `Text` (a coloured mark the caller built) is printed as it is.
     """
+    # Imported here: `diff` and `approve` print no table, and rich's tables (with their box styles) are a
+    # measurable part of their start-up.
+    from rich.table import Table
+
     table = Table(
         title=plain(title) if title is not None else None,
         title_justify="left",

@@ -28,6 +28,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.fsio import atomic_write, fsync_dir, sha256_bytes
+from skillopt_daemon.core.tool_homes import may_set_tool_home
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
 from skillopt_lib.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
@@ -371,6 +372,9 @@ class FolderInstaller:
         """The tool's own home folder: as given, else from config and the tool's variable."""
         if self._home is not None:
             return self._home
+        if not may_set_tool_home():
+            # Nothing could set another home: the settings would give the default (`core/tool_homes.py`).
+            return paths.default_tool_home(self.tool)
         # Imported here: reading the settings needs pydantic-settings, which the commands that only read the
         # store (status, diff) would otherwise pay for at start.
         from skillopt_daemon.core.config import tool_home

@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 
@@ -91,6 +93,32 @@ def test_decided_proposals_show_what_was_decided_and_why(env: Any) -> None:
     assert "the tests take an hour" in decided[approved]["reason"]
     out = env.cli("status", check=True).stdout
     assert "Recently decided" in out and "we never squash on main" in out and "the tests take an hour" in out
+
+
+def test_only_the_decisions_shown_are_described(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`status` shows the newest few decisions: those, and only those, are read and diffed, and they are
+    the first few of the whole list, newest decision first."""
+    from skillopt_daemon.registry import Registry
+    from skillopt_daemon.service import proposals
+
+    _imported(env)
+    for n in range(4):
+        env.cli("reject", _propose(env, env.ORIGINAL + f"- Rule {n}.\n"), "--reason", f"no {n}", check=True)
+    db = open_db()
+    try:
+        reg = Registry(db)
+        every = proposals.decided_items(reg)
+        described: list[str] = []
+        item = proposals.proposal_item
+        monkeypatch.setattr(proposals, "proposal_item", lambda r, v: described.append(v.id) or item(r, v))
+        newest = proposals.decided_items(reg, limit=2)
+    finally:
+        db.conn.close()
+    assert [d["reason"] for d in every] == ["no 3", "no 2", "no 1", "no 0"]
+    assert [{**d, "age": "", "decided": ""} for d in newest] == [
+        {**d, "age": "", "decided": ""} for d in every[:2]
+    ]
+    assert described == [d["id"] for d in every[:2]]
 
 
 # -- how sure the gate is -----------------------------------------------------------------------------------
