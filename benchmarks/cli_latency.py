@@ -2,7 +2,9 @@
 
 Runs `skillopt --version`, `status`, `diff ID` and `approve ID --dry-run` as new processes in a fresh
 skillopt home holding one imported skill and one proposal, `--runs` times each, interleaved with
-`git --version` so that a busy machine slows the yardstick as much as the commands. Prints the median and
+`git --version` so that a busy machine slows the yardstick as much as the commands, and with a second
+yardstick: a Python process that only imports the libraries the review commands are built on (typer,
+pydantic, rich, sqlite-utils without numpy), the floor no command on them can go below. Prints the median and
 the slowest run of each, and each command's median as a multiple of git's, in one run (ratios taken on one
 machine at one moment are what compare across machines), and the CPU time each command used.
 """
@@ -54,6 +56,20 @@ def _world(root: Path) -> tuple[dict[str, str], str]:
     return env, str(proposal)
 
 
+# The libraries the review commands are built on, imported as the commands import them (sqlite-utils without
+# numpy, `skillopt_daemon/core/store/sqlite_lib.py`; no garbage collector), and nothing else.
+LIBRARIES_ALONE = """
+import gc, importlib.abc, sys
+gc.disable()  # as the review commands run (`skillopt_daemon/entry.py`)
+class Hidden(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("numpy", "pandas"):
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Hidden())
+import typer, pydantic, rich.console, sqlite_utils
+"""
+
+
 # CPU seconds (user + system) of each run: what a busy machine inflates least, beside the wall time.
 CPU: dict[str, list[float]] = {}
 
@@ -69,6 +85,7 @@ def measure(runs: int) -> dict[str, list[float]]:
         env, proposal = _world(root)
         commands = {
             "git --version": ["git", "--version"],
+            "libraries alone": [sys.executable, "-c", LIBRARIES_ALONE],
             "skillopt --version": [_skillopt(), "--version"],
             "skillopt status": [_skillopt(), "status"],
             "skillopt diff ID": [_skillopt(), "diff", proposal],
