@@ -23,6 +23,11 @@ from skillopt_lib.gate import GateConfig, plan_gate
 TOKENS_PER_REPLAY = 60_000
 
 
+def tokens_per_replay(budget: NightBudget) -> float:
+    """What one replay costs in tokens: the night's average so far, `TOKENS_PER_REPLAY` before the first."""
+    return budget.tokens / budget.replays if budget.replays else TOKENS_PER_REPLAY
+
+
 def new_groups(tasks: list[NightTask], carried: Carried | None) -> list[str]:
     """Validation groups the carried evidence has not measured yet (what tonight can add to it), in the
     tasks' order."""
@@ -50,8 +55,7 @@ def affordable_replays(budget: NightBudget, *, whole_night: bool = False) -> int
     spent_tokens = 0 if whole_night else budget.tokens
     spent_cost = 0.0 if whole_night else budget.cost_usd
     n = budget.max_replays - spent_replays
-    per_tokens = budget.tokens / budget.replays if budget.replays else TOKENS_PER_REPLAY
-    n = min(n, int((budget.max_tokens - spent_tokens) // max(per_tokens, 1.0)))
+    n = min(n, int((budget.max_tokens - spent_tokens) // max(tokens_per_replay(budget), 1.0)))
     if budget.replays and budget.cost_usd > 0:
         n = min(n, int((budget.max_cost_usd - spent_cost) // (budget.cost_usd / budget.replays)))
     return max(n, 0)

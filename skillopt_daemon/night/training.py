@@ -297,7 +297,7 @@ def budget_wait(ctx: NightContext, planned: int) -> str | None:
     budget left can decide it (a half-measured candidate is evidence wasted)."""
     budget = ctx.budget
     left = budget.max_replays - budget.replays
-    per = budget.tokens / budget.replays if budget.replays else planning.TOKENS_PER_REPLAY
+    per = planning.tokens_per_replay(budget)
     tokens_left = budget.max_tokens - budget.tokens
     if planned > left:
         return f"needs up to {planned} replays and the night has {left} left (night.max_replays)"
