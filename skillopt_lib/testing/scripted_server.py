@@ -23,7 +23,6 @@ import gzip
 import hashlib
 import json
 import math
-import os
 import re
 import sys
 import threading
@@ -34,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from skillopt_lib.testing.prompt_cache import CacheRequestError, CacheUsage, PromptCache
 from skillopt_lib.testing.script import (
     ApiName,
     ConcreteCall,
@@ -48,6 +48,7 @@ from skillopt_lib.testing.script import (
     resolve_tool_calls,
     strip_injected,
 )
+from skillopt_lib.testing.tokens import estimate_tokens, tokens_in_chars
 
 __all__ = ["RecordedRequest", "ScriptedServer", "main"]
 
@@ -150,6 +151,7 @@ class ScriptedServer:
         host: str = "127.0.0.1",
         port: int = 0,
         models: tuple[str, ...] = ("claude-sonnet-4-6", "gpt-5.5"),
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.script = script if script is not None else Script()
         self.expected_key = expected_key
@@ -166,12 +168,9 @@ class ScriptedServer:
         self._stopping = threading.Event()
         self._idle = threading.Condition(self._lock)
         self._inflight = 0
-        # Prompt caching as the providers do it: Anthropic caches the prefix up to a block marked
-        # `cache_control` (at least `cache_min_tokens` long); OpenAI caches any repeated prefix of at least
-        # 1024 tokens, counted in steps of 128.
-        self.cache_min_tokens = 1024
-        self._anthropic_cache: set[str] = set()
-        self._openai_prefixes: list[str] = []
+        # Prompt caching as the providers do it, so clients report realistic cache reads and writes;
+        # ``clock`` (seconds) lets a test move time to check the cache's lifetimes.
+        self.prompt_cache = PromptCache(clock)
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> ScriptedServer:
@@ -398,7 +397,9 @@ class ScriptedServer:
         if method == "POST" and isinstance(rec.body, dict) and gemini is not None:
             rec.api = "gemini"
             if gemini.group(3) == "countTokens":
-                self._send_json(h, rec, 200, {"totalTokens": _tokens("\n".join(collect_strings(rec.body)))})
+                self._send_json(
+                    h, rec, 200, {"totalTokens": estimate_tokens("\n".join(collect_strings(rec.body)))}
+                )
                 return
             rec.stream = gemini.group(3) == "streamGenerateContent"
             self._answer(h, rec, "gemini")
@@ -406,7 +407,7 @@ class ScriptedServer:
         if method == "POST" and isinstance(rec.body, dict):
             if path == "/v1/messages/count_tokens":
                 rec.api = "anthropic"
-                tokens = _tokens("\n".join(collect_strings(rec.body)))
+                tokens = estimate_tokens("\n".join(collect_strings(rec.body)))
                 self._send_json(h, rec, 200, {"input_tokens": tokens})
                 return
             api = _API_ROUTES.get(path)
@@ -485,7 +486,11 @@ class ScriptedServer:
             rec.warnings = [f"tool calls left out: {reason}" for reason in skipped]
         text = step.text if (step.text or calls) else script.default_text
         reply = _Reply(conv=conv, selection=selection, text=text, calls=calls)
-        reply.cache_read, reply.cache_write = self._cache_usage(api, body)
+        try:
+            reply.cache = self._cache_usage(api, body, dict(h.headers.items()))
+        except CacheRequestError as e:
+            self._send_error(h, rec, provider, 400, str(e))
+            return
         if api == "anthropic":
             if conv.stream:
                 self._send_sse(h, rec, _anthropic_events(reply))
@@ -508,29 +513,14 @@ class ScriptedServer:
             else:
                 self._send_json(h, rec, 200, _response_object(reply, "completed"))
 
-    def _cache_usage(self, api: ApiName, body: Mapping[str, Any]) -> tuple[int, int]:
-        """(tokens read from the prompt cache, tokens written to it) for one request."""
+    def _cache_usage(self, api: ApiName, body: Mapping[str, Any], headers: Mapping[str, str]) -> CacheUsage:
+        """What the provider's prompt cache served and stored for one request (scoped to the key used)."""
+        scope = _credential_digest(headers)
         if api == "anthropic":
-            prefix = _anthropic_cached_prefix(body)
-            if prefix is None or _tokens(prefix) < self.cache_min_tokens:
-                return 0, 0
-            with self._lock:
-                if prefix in self._anthropic_cache:
-                    return _tokens(prefix), 0
-                self._anthropic_cache.add(prefix)
-            return 0, _tokens(prefix)
-        if api != "chat":
-            return 0, 0
-        text = json.dumps(body.get("messages") or [], ensure_ascii=False, sort_keys=True)
-        with self._lock:
-            common = max(
-                (len(os.path.commonprefix([text, seen])) for seen in self._openai_prefixes), default=0
-            )
-            self._openai_prefixes = [*self._openai_prefixes[-63:], text]
-        tokens = common // 4
-        if tokens < 1024:
-            return 0, 0
-        return 1024 + (tokens - 1024) // 128 * 128, 0
+            return self.prompt_cache.anthropic(body, scope)
+        if api in ("chat", "responses"):
+            return self.prompt_cache.openai(api, body, scope)
+        return CacheUsage()
 
     def _fault_active(self, selection: Selection, fault: Fault) -> bool:
         if fault.times is None:
@@ -880,9 +870,13 @@ def _parse_responses(body: Mapping[str, Any]) -> Conversation:
 # ==================================================================================================
 
 
-def _tokens(text: str) -> int:
-    """Deterministic token estimate (about four characters a token) so usage assertions are stable."""
-    return max(1, math.ceil(len(text) / 4))
+def _credential_digest(headers: Mapping[str, str]) -> str:
+    """A digest of the key a request carried: the providers keep each account's prompt cache apart."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    key = next(
+        (lower[k] for k in ("x-api-key", "api-key", "x-goog-api-key", "authorization") if lower.get(k)), ""
+    )
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
 def _chunks(text: str) -> list[str]:
@@ -895,8 +889,7 @@ class _Reply:
     selection: Selection
     text: str
     calls: list[ConcreteCall]
-    cache_read: int = 0
-    cache_write: int = 0
+    cache: CacheUsage = field(default_factory=CacheUsage)
     _digest: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -917,12 +910,12 @@ class _Reply:
 
     @property
     def input_tokens(self) -> int:
-        return _tokens(self.conv.request_text)
+        return estimate_tokens(self.conv.request_text)
 
     @property
     def output_tokens(self) -> int:
         size = len(self.text) + sum(len(c.name) + len(c.input or c.arguments_json()) for c in self.calls)
-        return max(1, math.ceil(size / 4))
+        return max(1, tokens_in_chars(size))
 
     @property
     def model(self) -> str:
@@ -939,33 +932,19 @@ def _anthropic_content(reply: _Reply) -> list[dict[str, Any]]:
     return blocks
 
 
-def _anthropic_cached_prefix(body: Mapping[str, Any]) -> str | None:
-    """The request up to its last block marked `cache_control` (tools, then system, then messages), or
-    None when nothing is marked."""
-    blocks: list[Any] = list(body.get("tools") or [])
-    system = body.get("system")
-    blocks.extend(
-        system if isinstance(system, list) else ([{"type": "text", "text": system}] if system else [])
-    )
-    for m in body.get("messages") or []:
-        content = m.get("content") if isinstance(m, Mapping) else None
-        blocks.extend(content if isinstance(content, list) else [{"type": "text", "text": content}])
-    prefix: str | None = None
-    seen: list[str] = []
-    for block in blocks:
-        seen.append(json.dumps(block, ensure_ascii=False, sort_keys=True))
-        if isinstance(block, Mapping) and block.get("cache_control"):
-            prefix = "\n".join(seen)
-    return prefix
-
-
 def _anthropic_usage(reply: _Reply) -> dict[str, Any]:
-    cached = reply.cache_read + reply.cache_write
+    """``input_tokens`` is the part after the last cache breakpoint; the cached parts are reported apart."""
+    cache = reply.cache
+    cached = cache.read + cache.write
     return {
         "input_tokens": max(1, reply.input_tokens - cached) if cached else reply.input_tokens,
         "output_tokens": reply.output_tokens,
-        "cache_creation_input_tokens": reply.cache_write,
-        "cache_read_input_tokens": reply.cache_read,
+        "cache_creation_input_tokens": cache.write,
+        "cache_read_input_tokens": cache.read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": cache.write_5m,
+            "ephemeral_1h_input_tokens": cache.write_1h,
+        },
     }
 
 
@@ -1055,12 +1034,12 @@ def _chat_tool_calls(reply: _Reply) -> list[dict[str, Any]]:
 
 
 def _chat_usage(reply: _Reply) -> dict[str, Any]:
-    prompt = max(reply.input_tokens, reply.cache_read)
+    prompt = max(reply.input_tokens, reply.cache.read)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": reply.output_tokens,
         "total_tokens": prompt + reply.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": reply.cache_read},
+        "prompt_tokens_details": {"cached_tokens": reply.cache.read},
     }
 
 
@@ -1173,7 +1152,7 @@ def _response_object(
         "top_p": None,
         "usage": {
             "input_tokens": reply.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": reply.cache.read},
             "output_tokens": reply.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": reply.input_tokens + reply.output_tokens,
