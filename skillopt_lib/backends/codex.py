@@ -225,12 +225,14 @@ class CodexBackend(CliExecBackend):
         )
         if completed is not None:
             u = completed.get("usage") or {}
-            # `input_tokens` counts the cached ones too (OpenAI's convention, and Usage's).
+            # `input_tokens` counts the cached ones too (OpenAI's convention, and Usage's). Codex also
+            # reports cache writes for providers that bill them; OpenAI reports none, so it is 0 there.
             result.usage = Usage(
                 input_tokens=int(u.get("input_tokens") or 0),
                 output_tokens=int(u.get("output_tokens") or 0),
                 calls=1,
                 cache_read_tokens=int(u.get("cached_input_tokens") or 0),
+                cache_write_tokens=int(u.get("cache_write_input_tokens") or 0),
             )
         if failure is not None:
             result.status = ExecStatus.ERROR

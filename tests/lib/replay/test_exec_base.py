@@ -118,10 +118,16 @@ def test_codex_usage_keeps_the_cached_prompt_tokens_apart() -> None:
         json.dumps(
             {
                 "type": "turn.completed",
-                "usage": {"input_tokens": 12000, "cached_input_tokens": 9000, "output_tokens": 300},
+                "usage": {
+                    "input_tokens": 12000,
+                    "cached_input_tokens": 9000,
+                    "cache_write_input_tokens": 500,
+                    "output_tokens": 300,
+                },
             }
         ),
     ]
     result = CodexBackend(cli="codex").interpret(ProcessOutcome(0, lines, "", 1.0), ExecLimits())
     assert (result.usage.input_tokens, result.usage.cache_read_tokens) == (12000, 9000)
+    assert result.usage.cache_write_tokens == 500  # reported by Codex for providers that bill writes
     assert result.usage.output_tokens == 300
