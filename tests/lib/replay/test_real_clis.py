@@ -17,7 +17,7 @@ from replay_helpers import repo_state, skill
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.backends.codex import CodexBackend
-from skillopt_lib.execution import ExecLimits, ExecStatus
+from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.testing import Fault, Match, Rule, Script, Step, bash, call, write_file
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -86,6 +86,31 @@ def test_claude_keeps_its_cached_prompt_tokens_apart(
     cached = result.usage.cache_read_tokens + result.usage.cache_write_tokens
     assert result.usage.cache_write_tokens > 0
     assert 0 < cached < result.usage.input_tokens  # input counts every prompt token, cached or not
+
+
+def test_back_to_back_claude_replays_read_most_of_their_prompt_from_the_cache(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    """Claude Code sends its system prompt and tools with every request and marks them for the cache: within
+    a replay each turn reads the turns before it, and a second replay right after the first reads the
+    shared system prompt and tools, as the real API would bill them."""
+    model_server.set_script(_script(Step(tool_calls=[bash("true")]), Step(tool_calls=[bash("echo ok")])))
+
+    def run() -> ExecResult:
+        result = replay(
+            ReplayTask(prompt="check calc"),
+            _claude(claude_cli, model_server),
+            sandbox_config,
+            limits=ExecLimits(max_turns=10, timeout_s=120),
+        )
+        assert result.status is ExecStatus.OK, (result.error, result.stderr)
+        return result
+
+    first, second = run(), run()
+    assert first.usage.calls >= 3 and first.usage.cache_read_tokens > 0  # later turns read earlier ones
+    assert first.usage.cache_write_tokens > first.usage.cache_read_tokens / 10
+    assert second.usage.cache_read_tokens > 0.8 * second.usage.input_tokens
+    assert second.usage.cache_write_tokens < first.usage.cache_write_tokens / 3
 
 
 def test_claude_writes_a_file_runs_a_test_and_passes_the_check(
@@ -218,6 +243,25 @@ def test_codex_writes_a_file_runs_a_test_and_passes_the_check(
     run = next(c for c in result.tool_calls if c.name == "command_execution")
     assert run.exit_code == 0 and "1 passed" in run.output
     assert repo_state(repo) == before
+
+
+def test_codex_turns_read_the_conversation_so_far_from_the_cache(
+    codex_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    """OpenAI caches a repeated prompt prefix on its own: every request after Codex's first re-sends the
+    instructions, tools and conversation so far, and Codex's usage counts those tokens as cached."""
+    model_server.set_script(_script(Step(tool_calls=[bash("true")]), Step(tool_calls=[bash("echo ok")])))
+    result = replay(
+        ReplayTask(prompt="check calc"),
+        _codex(codex_cli, model_server, user_home),
+        sandbox_config,
+        limits=ExecLimits(timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    requests = model_server.requests_matching(api="responses")
+    assert len(requests) >= 3
+    assert result.usage.cache_read_tokens > 0.5 * result.usage.input_tokens
+    assert result.usage.cache_read_tokens % 128 == 0  # OpenAI caches in steps of 128 tokens
 
 
 def test_codex_sandbox_refuses_a_write_outside_the_workspace(
