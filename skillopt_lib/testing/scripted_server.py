@@ -140,6 +140,8 @@ class ScriptedServer:
     ``expected_key``: when set, requests must carry it (``x-api-key`` or ``Authorization: Bearer``)
     or get a 401 in the provider's error shape, which lets tests prove a client sent its key.
     ``log_path``: also append each :class:`RecordedRequest` as a JSON line to this file.
+    ``clock``: seconds for the prompt cache's lifetimes (monotonic time by default), so a test can move
+    time instead of sleeping; see :mod:`skillopt_lib.testing.prompt_cache`.
     """
 
     def __init__(
