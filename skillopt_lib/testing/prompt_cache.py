@@ -38,7 +38,7 @@ sleeping; memory is bounded (least recently used entries go first); calls are th
 use the server's own estimate (:mod:`skillopt_lib.testing.tokens`), so cached figures never exceed the
 prompt they belong to.
 
-Not modelled: tokenisation (prefixes match on text), the 4-breakpoint TTL ordering rule, thinking blocks
+Not modelled: tokenisation (prefixes match on text), one-hour breakpoints having to come first, thinking blocks
 being dropped from earlier turns, images, changes to ``tool_choice`` or thinking settings invalidating the
 message cache, and cache writes for OpenAI (it reports none).
 """
