@@ -1,5 +1,11 @@
 """Replay overhead and throughput: `python -m benchmarks.replay [--files 1000] [--replays 8] [--tool codex]`.
 
+`python -m benchmarks.replay --tokens` instead measures what one replay sends, per CLI, old options beside
+new in one run: the same task replayed with the CLI's full prompt and the replay limits alone (before), and
+trimmed and capped relative to a recorded session of one tool call (after). The scripted agent would run 40
+commands: the cap is what stops it. Input tokens are counted from each request the scripted server received,
+as it counts them (about four characters a token), cached or not.
+
 Measures, against the scripted model server (no model cost, so the figures are skillopt's and the CLI's own):
 
 - workspace preparation and removal for a git repository of `--files` files: a detached worktree at a pinned
@@ -13,6 +19,7 @@ The real CLIs are taken from `SKILLOPT_AGENT_CLI_DIR` or `.cache/agent-clis` (se
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -36,7 +43,7 @@ from skillopt_lib.sandbox import (
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing import Script
 from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, locate_agent_clis
-from skillopt_lib.testing.scripted_server import ScriptedServer
+from skillopt_lib.testing.scripted_server import ScriptedServer, parse_request
 
 SKILL = SkillBundle.from_text("---\nname: bench\ndescription: Benchmark skill.\n---\nDo the task.\n")
 
@@ -97,15 +104,54 @@ def backend_for(tool: str, server: ScriptedServer, home: Path) -> CliExecBackend
     return ClaudeCodeBackend(cli=str(clis.claude), user_home=home, base_env=env)
 
 
+def token_figures(tmp: Path) -> None:
+    """Requests, input tokens per request and per replay, before and after, for claude and codex."""
+    from skillopt_daemon.night.replay_caps import cap_for
+    from skillopt_daemon.night.tasks import NightTask
+    from skillopt_lib.testing import Match, Rule, Step, bash
+
+    rounds = [Step(tool_calls=[bash(f"echo round {i}")]) for i in range(40)]
+    script = Script(rules=[Rule(name="t", match=Match(user="calc"), steps=rounds, done_text="Done.")])
+    recorded = NightTask(id="t", prompt="fix calc", split="val", recorded_tool_calls=1, recorded_work_s=20.0)
+    base = ExecLimits(max_turns=30, timeout_s=600)
+    print("tool        options  requests  first request  mean request  input tokens/replay  status")
+    for tool in ("claude-code", "codex"):
+        for label, trim, limits in (
+            ("before", False, base),
+            ("after", True, cap_for(recorded, base).limits(base)),
+        ):
+            with ScriptedServer(script, expected_key=DEFAULT_API_KEY) as server:
+                backend = backend_for(tool, server, tmp / f"home-{tool}-{label}")
+                backend.trim_prompt = trim
+                r = replay(
+                    ReplayTask(prompt="fix calc"), backend, SandboxConfig(root=tmp / "ws"), limits=limits
+                )
+                sizes = [
+                    math.ceil(len(parse_request(q.api, q.body).request_text) / 4)
+                    for q in server.requests
+                    if q.api in ("anthropic", "responses")
+                ]
+            asked, total = len(sizes), sum(sizes)
+            per = total / max(1, asked)
+            print(
+                f"{tool:11} {label:7} {asked:9d}  {sizes[0] if sizes else 0:13,d}  {per:12,.0f}  {total:19,d}  "
+                f"{r.status.value}"
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--replays", type=int, default=8, help="replays per parallelism level")
     ap.add_argument("--rounds", type=int, default=5, help="repetitions of the workspace timing")
     ap.add_argument("--tool", choices=("claude-code", "codex"), default="claude-code")
+    ap.add_argument("--tokens", action="store_true", help="tokens per replay before and after, per CLI")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        if args.tokens:
+            token_figures(tmp)
+            return
         repo, commit = make_repo(tmp, args.files)
         ws = time_workspaces(repo, commit, tmp / "ws", args.rounds)
         print(f"workspace for {args.files} files (create + snapshot + remove, median of {args.rounds}):")

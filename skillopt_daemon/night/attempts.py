@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from skillopt_daemon.core.timeutil import parse_iso
 from skillopt_daemon.ingest.kinds import Kind, is_ack, message_kinds
 from skillopt_daemon.night.labels import Label, Request
 
@@ -99,6 +101,12 @@ class Attempt:
     work: str = ""
     rules: list[str] = field(default_factory=list)
     one_off: bool = False
+    # What the agent spent on it, which a replay of it is capped by (`night/replay_caps.py`).
+    tool_calls: int = 0
+    """Every tool call the agent made for it (commands, edits, reads, skills), follow-ups included."""
+    work_s: float | None = None
+    """Seconds the agent worked on it: from each of the user's messages to the agent's last step before the
+    next one, summed, so the user's own pauses do not count. None when the transcript has no timestamps."""
 
     @property
     def rubric(self) -> list[str]:
@@ -226,21 +234,63 @@ def segment(
     current: Attempt | None = None
     last_role = ""
     pending_calls = 0
+    clock = _WorkClock()
     for turn in turns:
         if turn.get("is_meta"):
             continue
         msg = readings.get(id(turn))
         if msg is not None:
             last_role = "user"
+            clock.close(current)
             current = _on_user_message(session, msg, labels or {}, current, attempts)
+            clock.open(turn.get("timestamp"))
         elif turn["role"] == "assistant" and current is not None:
             last_role = "assistant" if (turn.get("text") or "").strip() else last_role
-            pending_calls = _on_calls(current, calls_by_turn.get(turn["key"], []), pending_calls)
+            turn_calls = calls_by_turn.get(turn["key"], [])
+            current.tool_calls += len(turn_calls)
+            clock.seen([turn.get("timestamp")])
+            clock.seen(c.get(k) for c in turn_calls for k in ("timestamp", "result_at"))
+            pending_calls = _on_calls(current, turn_calls, pending_calls)
+    clock.close(current)
     if current is not None:
         signals = _loads(session.get("signals_json"))
         abrupt = bool(signals.get("abrupt_end")) if isinstance(signals, dict) else False
         current.abrupt_end = abrupt or last_role == "user" or pending_calls > 0
     return attempts
+
+
+class _WorkClock:
+    """How long the agent worked after each user message: from the message to the agent's last step (a reply,
+    a tool call or its result) before the next message, credited to the attempt the message belonged to."""
+
+    def __init__(self) -> None:
+        self.start: datetime | None = None
+        self.last: datetime | None = None
+
+    @staticmethod
+    def _when(value: Any) -> datetime | None:
+        if not isinstance(value, str) or not value:
+            return None
+        try:
+            return parse_iso(value)[0]
+        except ValueError:
+            return None
+
+    def open(self, timestamp: Any) -> None:
+        self.start = self._when(timestamp)
+        self.last = None
+
+    def seen(self, timestamps: Iterable[Any]) -> None:
+        for value in timestamps:
+            when = self._when(value)
+            if when is not None and (self.last is None or when > self.last):
+                self.last = when
+
+    def close(self, attempt: Attempt | None) -> None:
+        if attempt is not None and self.start is not None and self.last is not None:
+            span = max(0.0, (self.last - self.start).total_seconds())
+            attempt.work_s = (attempt.work_s or 0.0) + span
+        self.start = self.last = None
 
 
 def _on_user_message(

@@ -536,6 +536,8 @@ def _task_row(fam: Family, a: Attempt) -> dict[str, Any]:
         "commands_json": json.dumps([c.to_dict() for c in a.commands[-20:]]),
         "corrections_json": json.dumps(a.corrections),
         "skills_used_json": json.dumps(a.skills_used),
+        "recorded_tool_calls": a.tool_calls,
+        "recorded_work_s": round(a.work_s, 1) if a.work_s is not None else None,
     }
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.night import preferences
+from skillopt_daemon.night import preferences, replay_caps
 from skillopt_daemon.night.checks import EXCLUDED, settle
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib import gaming
@@ -151,12 +151,21 @@ class ReplayEnvironment(ExecTasksEnvironment):
             id=item.id,
             check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),
         )
-        result = replay(task, agent, self.config, skill=skill, limits=self.limits)
+        # Capped relative to the session it replays (`night/replay_caps.py`); stopped by its cap, the replay
+        # is scored by what it produced, and its record says so.
+        cap = replay_caps.cap_for(night_task, self.limits or agent.limits)
+        result = replay(task, agent, self.config, skill=skill, limits=cap.limits(self.limits or agent.limits))
+        stopped = replay_caps.stopped_by(result)
         gamed = gaming.assess(result.diff, task.checks, task.prompt)
         broken = [c for c in result.checks if c.command in guards and not c.passed]
         scored = score(
-            item.id, replace(result, checks=[c for c in result.checks if c.command not in guards]), gamed
+            item.id,
+            replace(result, checks=[c for c in result.checks if c.command not in guards]),
+            gamed,
+            stopped_counts=True,
         )
+        scored.details["cap"] = cap.to_dict()
+        scored.details["hit_cap"] = stopped
         # What the replay tried to reach and was refused (host and port): a candidate whose replays try a host
         # the installed skill's replays never did is not proposed (`night/training.py`).
         scored.details["network_blocked"] = list(result.network_blocked)
@@ -168,13 +177,14 @@ class ReplayEnvironment(ExecTasksEnvironment):
                 f"`{c.command}`" for c in broken
             )
         rubric = list(item.gold.get("rubric") or [])
-        if rubric and self.judge is not None and result.finished and not gamed and not broken:
+        produced = result.finished or stopped is not None
+        if rubric and self.judge is not None and produced and not gamed and not broken:
             verdict = judge_rubric(self.judge, task.prompt, work_record(result), rubric)
             unmet = sum(1 for ok in verdict.satisfied if not ok)
             has_checks = bool(checks)
             scored.soft = (scored.soft + verdict.score) / 2 if has_checks else verdict.score
             # Without a check the judge scores the work (a run that was refused a tool still did work).
-            passed = scored.hard >= 1.0 if has_checks else result.finished
+            passed = scored.hard >= 1.0 if has_checks else produced
             scored.hard = 1.0 if passed and unmet == 0 else 0.0
             scored.usage.add(verdict.usage)
             scored.details["rubric_unmet"] = unmet
@@ -199,6 +209,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
                     "refused": scored.details.get("refused"),
                     "network_blocked": list(result.network_blocked),
                     "duration_s": round(scored.duration_s, 2),
+                    "hit_cap": stopped,
                 }
             )
         return scored

@@ -47,6 +47,11 @@ class NightTask:
     started_at: str = ""
     corrections: list[str] = field(default_factory=list)
     """This task's own corrections; the optimizer reads them only for train tasks (`preferences`)."""
+    recorded_tool_calls: int | None = None
+    """The tool calls the agent made for it in the user's session; None when mined before they were kept."""
+    recorded_work_s: float | None = None
+    """The seconds the agent worked on it in the user's session; None when unknown. With the tool calls,
+    what a replay of it is capped by (`night/replay_caps.py`)."""
 
     @property
     def group_key(self) -> str:
@@ -74,6 +79,8 @@ class NightTask:
             session=t["session_id"] or "",
             started_at=t["started_at"] or "",
             corrections=json.loads(t.get("corrections_json") or "[]"),
+            recorded_tool_calls=t.get("recorded_tool_calls"),
+            recorded_work_s=t.get("recorded_work_s"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,4 +103,6 @@ class NightTask:
             "session": self.session,
             "started_at": self.started_at,
             "corrections": list(self.corrections),
+            "recorded_tool_calls": self.recorded_tool_calls,
+            "recorded_work_s": self.recorded_work_s,
         }

@@ -25,6 +25,19 @@ from skillopt_lib.process import ProcessOutcome, excerpt, parse_json_lines
 
 # Pinned in the test harness; the range is what this parser was checked against.
 DEFAULT_ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
+
+# What a run leaves out of Claude Code's requests, which it resends on every model call, through the CLI's
+# documented options (`trim_prompt`, on by default). Nothing the agent works on a task with is touched:
+# Bash, Read, Edit, Write, Glob, Grep, the task list, sub-agents and the Skill tool stay.
+# - MCP servers: none (`--strict-mcp-config` with an empty `--mcp-config`), so a project's `.mcp.json`
+#   neither starts servers in the workspace nor adds their tools to every request.
+NO_MCP_SERVERS = '{"mcpServers":{}}'
+# - Scheduling: a scheduled prompt lives in the session ("session-only, dies when Claude exits", the CLI
+#   answers), and a `-p` run's session ends with its answer, so nothing scheduled ever runs.
+SESSION_ONLY_TOOLS = ("CronCreate", "CronDelete", "CronList", "ScheduleWakeup")
+# - The web, when the run's network is confined (`ExecLimits.confine`): the confinement refuses WebFetch,
+#   and WebSearch runs at the provider, which would bring the agent the web the confinement keeps from it.
+WEB_TOOLS = ("WebFetch", "WebSearch")
 _EXIT_CODE_RE = re.compile(r"^Exit code (\d+)")
 
 
@@ -65,11 +78,21 @@ class ClaudeCodeBackend(CliExecBackend):
         *,
         permission_mode: str = "acceptEdits",
         allowed_tools: tuple[str, ...] | None = None,
+        trim_prompt: bool = True,
         **kwargs: Any,
     ) -> None:
+        """`trim_prompt`: leave out of every request what a replay cannot use (MCP servers, scheduling
+        tools, and the web tools when the network is confined); False sends the CLI's full set."""
         super().__init__(**kwargs)
         self.permission_mode = permission_mode
         self.allowed_tools = tuple(allowed_tools) if allowed_tools is not None else DEFAULT_ALLOWED_TOOLS
+        self.trim_prompt = trim_prompt
+
+    def left_out(self, limits: ExecLimits) -> tuple[str, ...]:
+        """The built-in tools a run with `limits` leaves out of the model's tool list (see `trim_prompt`)."""
+        if not self.trim_prompt:
+            return ()
+        return SESSION_ONLY_TOOLS + (WEB_TOOLS if limits.confine is not None else ())
 
     def login(self) -> str | None:
         """Claude Code signs in with a subscription login (`.credentials.json`, or the system keychain, which
@@ -136,8 +159,11 @@ class ClaudeCodeBackend(CliExecBackend):
             # Explicitly none (the CLI as a chat model): offer the model no tool at all, rather than
             # offering them and denying each call after the model spent a turn on it.
             argv += ["--tools", ""]
-        if limits.denied_tools:
-            argv += ["--disallowedTools", ",".join(limits.denied_tools)]
+        denied = list(dict.fromkeys([*limits.denied_tools, *self.left_out(limits)]))
+        if denied:
+            argv += ["--disallowedTools", ",".join(denied)]
+        if self.trim_prompt:
+            argv += ["--strict-mcp-config", "--mcp-config", NO_MCP_SERVERS]
         if limits.max_turns:
             argv += ["--max-turns", str(limits.max_turns)]
         if limits.model:

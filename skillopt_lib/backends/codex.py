@@ -63,10 +63,24 @@ class CodexBackend(CliExecBackend):
         "OPENAI_ORG_ID",
     )
 
-    def __init__(self, *, sandbox: str = "workspace-write", **kwargs: Any) -> None:
+    def __init__(self, *, sandbox: str = "workspace-write", trim_prompt: bool = True, **kwargs: Any) -> None:
+        """`trim_prompt`: leave out of every request what a replay cannot use (`trimming`); False sends
+        Codex's full set."""
         super().__init__(**kwargs)
         self.sandbox = sandbox
+        self.trim_prompt = trim_prompt
         self._provider_env: tuple[str, ...] = ()
+
+    def trimming(self, limits: ExecLimits) -> list[str]:
+        """The `-c` overrides (documented config keys) that keep out of Codex's requests what a replay cannot
+        use; nothing the agent works with (shell, apply_patch, skills) is touched. `web_search="disabled"`
+        when the run's network is confined: Codex's web search runs at the provider, which would bring the
+        agent the web the confinement keeps from it. The isolated home names no MCP server
+        (`prepare_home`); a project's own `.codex/config.toml` still can, and `-c` cannot override it (it
+        overrides the user's layer, which the project's comes after)."""
+        if not self.trim_prompt or limits.confine is None:
+            return []
+        return ["-c", 'web_search="disabled"']
 
     def user_config(self) -> dict[str, Any]:
         path = self.user_home / "config.toml"
@@ -126,7 +140,7 @@ class CodexBackend(CliExecBackend):
 
     def build_argv(self, exe: str, prompt: str, limits: ExecLimits, cwd: Path) -> list[str]:
         argv = [exe, "exec", "--json", "--skip-git-repo-check", "-s", self.sandbox]
-        argv += ["-c", 'approval_policy="never"']
+        argv += ["-c", 'approval_policy="never"', *self.trimming(limits)]
         if limits.model:
             argv += ["-m", limits.model]
         argv.append(prompt)

@@ -155,13 +155,26 @@ class ExecTasksEnvironment:
         return score(item.id, result, found)
 
 
-def score(item_id: str, result: ExecResult, gamed: Sequence[gaming.Finding] = ()) -> ItemResult:
+STOPPED = (ExecStatus.MAX_TURNS, ExecStatus.TIMEOUT)
+
+
+def score(
+    item_id: str,
+    result: ExecResult,
+    gamed: Sequence[gaming.Finding] = (),
+    *,
+    stopped_counts: bool = False,
+) -> ItemResult:
     """Hard: finished and every check passed. Soft: fraction of checks passed (the status when none).
     Work that games the checks (`gamed`, from `skillopt_lib.gaming.assess`) scores 0 and says why.
     A run whose only trouble was a refused tool call finished: when it has checks its work is scored by them
-    and the refusal recorded; with no check, finishing is all there is to score, and a refusal is not that."""
+    and the refusal recorded; with no check, finishing is all there is to score, and a refusal is not that.
+    With `stopped_counts`, a run stopped at its turn or time limit is scored by what it produced, like a
+    finished one: for callers whose limits are sized to the task (the night's caps), where running out is
+    what the work cost, not a crash."""
     n_checks = len(result.checks)
-    ok = result.finished if n_checks else result.ok
+    produced = result.finished or (stopped_counts and result.status in STOPPED)
+    ok = produced if n_checks else result.ok
     n = len(result.checks)
     passed = sum(1 for c in result.checks if c.passed)
     if n:

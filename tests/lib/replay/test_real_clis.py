@@ -316,3 +316,77 @@ def test_codex_max_turns(
         limits=ExecLimits(max_turns=2, timeout_s=120),
     )
     assert result.status is ExecStatus.MAX_TURNS
+
+
+# ------------------------------------------------------------------------------- what a replay resends
+
+WORK_TOOLS = {"Bash", "Read", "Edit", "Write", "Glob", "Grep", "Skill", "Agent", "TaskCreate"}
+
+
+def _tool_names(body: dict[str, object]) -> set[str]:
+    tools = body.get("tools")
+    assert isinstance(tools, list)
+    return {str(t.get("name") or t.get("type")) for t in tools if isinstance(t, dict)}
+
+
+def test_claude_replay_requests_leave_out_what_the_replay_cannot_use(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    """A confined replay's requests carry no web or scheduling tools (the confinement refuses the web, and a
+    scheduled prompt dies with the `-p` session), and still every tool the agent works with and the skill."""
+    model_server.set_script(_script(Step(tool_calls=[bash("true")])))
+    result = replay(
+        ReplayTask(prompt="check calc"),
+        _claude(claude_cli, model_server),
+        sandbox_config,
+        skill=skill(),
+        limits=ExecLimits(max_turns=5, timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    asked = [r for r in model_server.requests if r.api == "anthropic"]
+    assert asked
+    for request in asked:
+        names = _tool_names(request.body)
+        assert not names & {"WebFetch", "WebSearch", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup"}
+        assert names >= WORK_TOOLS, WORK_TOOLS - names
+    assert "demo" in asked[0].text()  # the candidate skill is still offered
+
+
+def test_claude_untrimmed_sends_the_full_tool_set(
+    claude_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    """`trim_prompt = false` sends what the CLI sends by default: the comparison the trimming is measured by."""
+    model_server.set_script(_script())
+    result = replay(
+        ReplayTask(prompt="check calc"),
+        _claude(claude_cli, model_server, trim_prompt=False),
+        sandbox_config,
+        limits=ExecLimits(max_turns=5, timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    names = _tool_names(next(r for r in model_server.requests if r.api == "anthropic").body)
+    assert {"WebFetch", "WebSearch", "CronCreate"} <= names
+
+
+@pytest.mark.parametrize("trim", [True, False])
+def test_codex_replay_requests_leave_out_web_search(
+    trim: bool, codex_cli: Path, model_server: ScriptedServer, sandbox_config: SandboxConfig, user_home: Path
+) -> None:
+    """Codex's confined replay sends no web search tool and keeps its shell, its patch tool and the skill;
+    untrimmed, it offers web search."""
+    model_server.set_script(_script(Step(tool_calls=[bash("true")])))
+    backend = _codex(codex_cli, model_server, user_home)
+    backend.trim_prompt = trim
+    result = replay(
+        ReplayTask(prompt="check calc"),
+        backend,
+        sandbox_config,
+        skill=skill(),
+        limits=ExecLimits(max_turns=5, timeout_s=120),
+    )
+    assert result.status is ExecStatus.OK, (result.error, result.stderr)
+    asked = [r for r in model_server.requests if r.api == "responses"]
+    names = _tool_names(asked[0].body)
+    assert {"exec_command", "apply_patch"} <= names
+    assert "demo" in asked[0].text()
+    assert ("web_search" in names) is not trim
