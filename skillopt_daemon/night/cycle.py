@@ -98,7 +98,7 @@ def _budget(db: sqlite_utils.Database, settings: Settings, model: NightModel) ->
     return budget
 
 
-def _stopped(report: CycleReport, budget: NightBudget) -> None:
+def record_stop(report: CycleReport, budget: NightBudget) -> None:
     """A night a cap stopped says so: status `budget`, and which cap, what was spent and the setting to
     raise as its reason (what `sleep history`, `status` and the report show)."""
     stopped = budget.stopped()
@@ -203,7 +203,7 @@ def run_cycle(
         try:
             _steps(ctx, skill=skill, ingest_first=ingest_first)
         except NightBudgetExceeded:
-            report.status = "budget"  # which cap, and the setting to raise: `_stopped`
+            report.status = "budget"  # which cap, and the setting to raise: `record_stop`
         except SkillOptError as exc:
             report.status = "failed"
             report.error = exc.message
@@ -214,7 +214,7 @@ def run_cycle(
         finally:
             tracker.stop()
             report.spend = budget.to_dict()
-            _stopped(report, budget)
+            record_stop(report, budget)
             report.finished_at = utcnow_iso()
             report.conclude()
             runs.record_end(db, report)
