@@ -86,6 +86,11 @@ def learning_nights(
                     "outcomes": {s["skill"]: s["status"] for s in report["skills"]},
                     "replays": report["spend"]["replays"],
                     "tokens": report["spend"]["tokens"],
+                    # The input-equivalent tokens above, and the raw counts they weigh.
+                    "raw_tokens": {
+                        k: report["spend"].get(f"{k}_tokens")
+                        for k in ("fresh", "cache_write", "cache_read", "output")
+                    },
                     "wall_s": round(wall, 1),
                 }
             )
@@ -155,7 +160,9 @@ def main() -> None:
         )
         print(
             f"replays {spend['replays']}, model calls: agent {calls['agent']}, optimizer+judge "
-            f"{calls['optimizer/judge']}; tokens {spend['tokens']:,}, cost as the CLI reports it ${spend['cost_usd']:.2f}; "
+            f"{calls['optimizer/judge']}; tokens {spend['tokens']:,} input-equivalent (fresh "
+            f"{spend.get('fresh_tokens', 0):,}, cache writes {spend.get('cache_write_tokens', 0):,}, cache reads "
+            f"{spend.get('cache_read_tokens', 0):,}, output {spend.get('output_tokens', 0):,}), cost as the CLI reports it ${spend['cost_usd']:.2f}; "
             f"wall time {wall:.1f} s "
             f"({wall / max(spend['replays'], 1):.2f} s per replay)"
         )

@@ -39,6 +39,18 @@ class Usage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    @property
+    def fresh_tokens(self) -> int:
+        """Prompt tokens neither read from nor written to the prompt cache."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+    def input_equivalent(self, read_ratio: float) -> float:
+        """Tokens at what they cost, in uncached input tokens: fresh input, cache writes and output count
+        one each, a cache read `read_ratio` of one (`backends.base.cache_read_ratio`: 0.1 for Anthropic).
+        A replay whose prompt is mostly read from the cache counts a fraction of its raw size, as it is
+        billed; the night's token caps count this unit."""
+        return self.input_tokens - self.cache_read_tokens * (1.0 - read_ratio) + self.output_tokens
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "input_tokens": self.input_tokens,

@@ -4,7 +4,9 @@ With no optimizer configured the night would spend on the agent CLI the user is 
 usage, not an API key). That is asked before the first night spends anything: at `skillopt install` for
 Claude Code or Codex, at the Claude Code plugin's `/skillopt-setup`, or at the first `skillopt status`. A
 terminal gets a yes/no question; anything else (a hook, a pipe, an agent running the command) gets one line
-saying how to answer. The answer is `optimizer.consent` in the config file, so it is asked only once.
+saying how to answer. The question names what a night is counted against (the plan, or the key it is billed
+to) and the cap that stops it, with the setting that changes it; the answer defaults to no. The answer is
+`optimizer.consent` in the config file, so it is asked only once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def ask(model: NightModel) -> str | None:
             soft_wrap=True,
         )
         return None
-    yes = typer.confirm(f"{model.question()} Use it?", default=True, err=True)
+    # No is the default: spending on the user's login is theirs to choose, never Enter's.
+    yes = typer.confirm(f"{model.question()} Use it?", default=False, err=True)
     answer = "yes" if yes else "no"
     from skillopt_daemon.cli.config_cmd import set_cmd
 

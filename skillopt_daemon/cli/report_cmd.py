@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from skillopt_daemon.cli.output import console, print_json, print_table
+from skillopt_lib.usage import format_cost
 
 
 def _pct(rate: float | None) -> str:
@@ -30,7 +31,7 @@ def _rows(items: list[dict[str, Any]]) -> list[list[Any]]:
                 f"{fig['corrected_before']}/{fig['sessions_before']} ({_pct(fig['rate_before'])})",
                 f"{fig['recurred_after']}/{fig['sessions_after']} ({_pct(fig['rate_after'])})",
                 o["rule"]["tokens"],
-                f"${o['rule']['cost_usd']:.4f}",
+                format_cost(o["rule"]["cost_usd"]),
             ]
         )
     return rows
@@ -83,4 +84,6 @@ def register(app: typer.Typer) -> None:
         if data["pending"]:
             console.print(f"{len(data['pending'])} learned rule(s) wait for review: skillopt status")
         spend = data["spend"]
-        console.print(f"spent on installed rules: {spend['tokens']} tokens, ${spend['cost_usd']:.4f}")
+        priced = ", ".join(spend.get("priced_by") or [])
+        money = format_cost(spend["cost_usd"]) + (f" ({priced})" if priced else "")
+        console.print(f"spent on installed rules: {spend['tokens']:,} tokens, {money}")

@@ -6,6 +6,7 @@ The command keeps the name users know; in the code the cycle is "night" (`skillo
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -83,17 +84,29 @@ def run(
                     for s in report.skills
                 ],
             )
-        sp = report.spend
-        console.print(
-            f"spent {sp.get('tokens', 0):,} tokens, {format_cost(sp.get('cost_usd', 0))}, "
-            f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s",
-            markup=False,
-        )
+        console.print(spend_line(report.spend), markup=False)
         if report.proposals:
             console.print("Review with `skillopt status` and `skillopt diff ID`.")
     if report.failure:
         err_console.print(f"[red]error:[/] {literal(report.failure)}")
         raise typer.Exit(1)
+
+
+def spend_line(sp: dict[str, Any]) -> str:
+    """What a night spent: tokens at what they cost (with the cache reads among the raw counts), money as an
+    estimate with what priced it, replays and time."""
+    priced = ", ".join(sp.get("priced_by") or [])
+    money = format_cost(sp.get("cost_usd", 0)) + (f" ({priced})" if priced else "")
+    raw = (
+        f" (fresh {sp.get('fresh_tokens', 0):,}, cache writes {sp.get('cache_write_tokens', 0):,}, "
+        f"cache reads {sp.get('cache_read_tokens', 0):,}, output {sp.get('output_tokens', 0):,})"
+        if "cache_read_tokens" in sp
+        else ""
+    )
+    return (
+        f"spent {sp.get('tokens', 0):,} tokens at what they cost{raw}, {money}, "
+        f"{sp.get('replays', 0)} replays, {sp.get('wall_s', 0):.1f} s"
+    )
 
 
 @night_app.command("history")

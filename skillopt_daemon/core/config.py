@@ -170,21 +170,29 @@ class NightSettings(_Section):
         default="17 3 * * *", description="cron expression, local time (a sixth leading field sets seconds)"
     )
     misfire_grace_s: int = 6 * 3600
-    # Sized from benchmarks/night.py: 20 tasks replayed through Claude Code used about 2.4M tokens.
-    max_tokens: int = 5_000_000
-    max_cost_usd: float = 20.0
+    # Sized from benchmarks/night.py: 20 tasks replayed through Claude Code used about 2.4M tokens. Token caps
+    # count tokens at what they cost, in uncached input tokens (a cache read at its price ratio, a tenth on
+    # Anthropic's models): see "Budget" in docs/nightly.md.
+    max_tokens: int = Field(
+        default=5_000_000,
+        description="input-equivalent tokens per night (cache reads count at their price, a tenth on Anthropic)",
+    )
+    max_cost_usd: float = Field(
+        default=20.0,
+        description="estimated dollars per night (not applied on a subscription login unless you set it)",
+    )
     max_wall_s: float = 3 * 3600
     max_replays: int = 200
     # The caps of a night on the embedded default (the user's agent login as the optimizer, usually a
-    # subscription): sized in docs/nightly.md from the nights corpus, about 68k tokens per replay, so one
-    # 8-session family (50 replays, 3.4M tokens) fits and a night cannot use up a plan.
+    # subscription): sized in docs/nightly.md from the nights corpus, about 68k raw tokens per replay (about
+    # 30k at what they cost), so one 8-session family (50 replays) fits and a night cannot use up a plan.
     login_max_replays: int = Field(
         default=60, ge=1, description="replays per night when the optimizer is your agent login by default"
     )
     login_max_tokens: int = Field(
         default=4_000_000,
         ge=1,
-        description="tokens per night when the optimizer is your agent login by default",
+        description="input-equivalent tokens per night when the optimizer is your agent login by default",
     )
     min_tasks: int = 4
     auto_approve: list[str] = Field(

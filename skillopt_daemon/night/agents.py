@@ -7,12 +7,14 @@ says what stops replays from running before a night spends anything.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import BackendSettings, OptimizerSettings, Settings, tool_home
+from skillopt_daemon.night import replay_cost
 from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib import keys
 from skillopt_lib.agents import BUILTIN_TOOLS, TOOLS, AgentTool, spec
@@ -113,6 +115,10 @@ def _words(tool: AgentTool) -> str:
     return spec(tool).title or tool.value
 
 
+# The sign-ins that spend a subscription plan's usage, not money (`login()` of the Claude Code and Codex exec
+# backends); any other (a key, a cloud provider, a tool that cannot tell) is billed per token.
+PLAN_LOGINS = frozenset({"your Claude Code login", "your Codex login"})
+
 SET_BACKEND = "`skillopt config set optimizer.backend openai` (plus optimizer.model and an API key variable)"
 SAY_YES = "skillopt config set optimizer.consent yes"
 
@@ -134,6 +140,17 @@ class NightModel:
     problem: str | None
     max_replays: int
     max_tokens: int
+    # The money cap that applies, or None: a night on a subscription login is not billed per token, so only
+    # its replays and tokens are capped (unless the user set night.max_cost_usd themselves).
+    max_cost_usd: float | None = None
+    # The setting behind each cap ("replays", "tokens", "cost"): the login's caps on the embedded default.
+    cap_settings: Mapping[str, str] = field(
+        default_factory=lambda: {
+            "replays": "night.max_replays",
+            "tokens": "night.max_tokens",
+            "cost": "night.max_cost_usd",
+        }
+    )
 
     @property
     def usable(self) -> bool:
@@ -153,21 +170,52 @@ class NightModel:
             return f"{self.backend} ({self.login or 'your ' + _words(self.tool) + ' login'}, {model})"
         return f"{self.backend} ({model})"
 
+    @property
+    def on_plan(self) -> bool:
+        """Whether the night spends a subscription plan's usage rather than money (the embedded default on a
+        plan login, not a key)."""
+        return self.source == "default" and self.login in PLAN_LOGINS
+
+    def binding(self, per_replay: tuple[float, float] | None = None) -> str:
+        """The cap that stops a night first ("replays", "tokens" or "cost"): the one that affords the fewest
+        replays at `per_replay` (tokens, dollars; the defaults of `replay_cost` when not given)."""
+        tokens, usd = per_replay or (replay_cost.TOKENS_PER_REPLAY, replay_cost.USD_PER_REPLAY)
+        room = {"replays": float(self.max_replays), "tokens": self.max_tokens / max(tokens, 1.0)}
+        if self.max_cost_usd is not None and usd > 0:
+            room["cost"] = self.max_cost_usd / usd
+        return min(room, key=lambda cap: (room[cap], cap != "cost"))
+
+    def caps_text(self, per_replay: tuple[float, float] | None = None) -> str:
+        """The caps in the user's terms, the binding one first with the setting that changes it: "$20.00 a
+        night, est. (night.max_cost_usd); also at most 200 replays and 5,000,000 tokens"."""
+        names = self.cap_settings
+        usage = (
+            f"{self.max_replays} replays and {self.max_tokens:,} tokens a night "
+            f"({names['replays']}, {names['tokens']})"
+        )
+        if self.max_cost_usd is None:
+            return usage + "; no money cap, since a plan is not billed per token"
+        money = f"${self.max_cost_usd:,.2f} a night, est. ({names['cost']})"
+        if self.binding(per_replay) == "cost":
+            return f"{money}; also at most {usage}"
+        return f"{usage}; also at most {money}"
+
     def line(self) -> str:
-        """One sentence for status, the dashboard and `sleep run`: the model, and the most a night may use."""
-        caps = f"at most {self.max_replays} replays and {self.max_tokens:,} tokens a night"
+        """One sentence for status, the dashboard and `sleep run`: the model, and the cap that binds."""
         if self.problem is not None:
             return f"the night's model: {self.describe()}, not used: {self.problem}"
-        return f"the night's model: {self.describe()}; {caps}"
+        return f"the night's model: {self.describe()}; a night stops at {self.caps_text()}"
 
     def question(self) -> str:
-        """What the user is asked, once, before the first night spends anything on their login."""
+        """What the user is asked, once, before the first night spends anything on their login: what it is
+        counted against, and the cap that will stop a night, with its setting."""
         assert self.tool is not None
         who = _words(self.tool)
+        paid = f"counted against your {who} plan" if self.on_plan else f"billed to {self.login}"
         return (
             f"No optimizer is configured. skillopt can use {who}, which you are signed in to "
-            f"({self.login}), as the nightly optimizer ({self.backend}): at most {self.max_replays} replays "
-            f"and {self.max_tokens:,} tokens a night, counted against your {who} plan."
+            f"({self.login}), as the nightly optimizer ({self.backend}), {paid}: a night stops at "
+            f"{self.caps_text()}."
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,6 +230,11 @@ class NightModel:
             "usable": self.usable,
             "max_replays": self.max_replays,
             "max_tokens": self.max_tokens,
+            "max_cost_usd": self.max_cost_usd,
+            "on_plan": self.on_plan,
+            "binding": self.binding(),
+            "cap_settings": dict(self.cap_settings),
+            "caps": self.caps_text(),
             "line": self.line(),
         }
 
@@ -196,9 +249,27 @@ def night_model(settings: Settings, prefer: Sequence[AgentTool] = ()) -> NightMo
     if opt.backend:
         tool = next((t for t, b in LOGIN_CHAT.items() if b == opt.backend), None)
         return NightModel(
-            opt.backend, opt.model, "configured", tool, None, None, None, night.max_replays, night.max_tokens
+            opt.backend,
+            opt.model,
+            "configured",
+            tool,
+            None,
+            None,
+            None,
+            night.max_replays,
+            night.max_tokens,
+            night.max_cost_usd,
         )
     caps = (min(night.max_replays, night.login_max_replays), min(night.max_tokens, night.login_max_tokens))
+    names = {
+        "replays": "night.login_max_replays"
+        if night.login_max_replays <= night.max_replays
+        else "night.max_replays",
+        "tokens": "night.login_max_tokens"
+        if night.login_max_tokens <= night.max_tokens
+        else "night.max_tokens",
+        "cost": "night.max_cost_usd",
+    }
     order = [t for t in [*prefer, *LOGIN_CHAT] if t in LOGIN_CHAT and settings.tool(t).enabled]
     why: list[str] = []
     for tool in dict.fromkeys(order):
@@ -225,14 +296,19 @@ def night_model(settings: Settings, prefer: Sequence[AgentTool] = ()) -> NightMo
                 f"no optimizer backend is configured, and you said no to using your {_words(tool)} "
                 f"login, so nights train nothing: set one with {SET_BACKEND}, or `{SAY_YES}`"
             )
-        return NightModel(LOGIN_CHAT[tool], "", "default", tool, login, consent, problem, *caps)
+        money = (
+            None
+            if login in PLAN_LOGINS and "max_cost_usd" not in night.model_fields_set
+            else night.max_cost_usd
+        )
+        return NightModel(LOGIN_CHAT[tool], "", "default", tool, login, consent, problem, *caps, money, names)
     found = "; ".join(why) or "no agent tool with a login is enabled"
     problem = (
         f"no optimizer backend is configured and no signed-in Claude Code or Codex CLI was found to use "
         f"instead ({found}): set one with {SET_BACKEND}, or use your agent login with "
         "`skillopt config set optimizer.backend claude-code-chat` (or codex-chat)"
     )
-    return NightModel("", "", "none", None, None, opt.consent, problem, *caps)
+    return NightModel("", "", "none", None, None, opt.consent, problem, *caps, night.max_cost_usd, names)
 
 
 def tools_by_sessions(db: Any) -> list[AgentTool]:
@@ -258,7 +334,11 @@ def with_night_model(settings: Settings, model: NightModel) -> Settings:
     if model.source != "default" or not model.usable:
         return settings
     night = settings.night.model_copy(
-        update={"max_replays": model.max_replays, "max_tokens": model.max_tokens}
+        update={
+            "max_replays": model.max_replays,
+            "max_tokens": model.max_tokens,
+            "max_cost_usd": math.inf if model.max_cost_usd is None else model.max_cost_usd,
+        }
     )
     optimizer = OptimizerSettings(backend=model.backend, consent=settings.optimizer.consent)
     return settings.model_copy(update={"optimizer": optimizer, "night": night})

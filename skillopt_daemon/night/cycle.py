@@ -32,8 +32,14 @@ from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow, utcnow_iso
-from skillopt_daemon.night import runs
-from skillopt_daemon.night.agents import mining_chat, night_model, tools_by_sessions, with_night_model
+from skillopt_daemon.night import replay_cost, runs
+from skillopt_daemon.night.agents import (
+    NightModel,
+    mining_chat,
+    night_model,
+    tools_by_sessions,
+    with_night_model,
+)
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.lock import night_lock
 from skillopt_daemon.night.progress import NightProgress
@@ -76,14 +82,31 @@ def _begin(db: sqlite_utils.Database, trigger: str, dry_run: bool, say: Progress
     return report
 
 
-def _budget(settings: Settings) -> NightBudget:
+def _budget(db: sqlite_utils.Database, settings: Settings, model: NightModel) -> NightBudget:
+    """The night's caps (the login's on the embedded default, with no money cap on a plan), the setting
+    behind each, and what a replay cost on the last nights (planned with before tonight's first)."""
     night = settings.night
-    return NightBudget(
+    budget = NightBudget(
         max_tokens=night.max_tokens,
         max_cost_usd=night.max_cost_usd,
         max_wall_s=night.max_wall_s,
         max_replays=night.max_replays,
     )
+    if model.source == "default" and model.usable:
+        budget.settings.update(model.cap_settings)
+    budget.past = replay_cost.load_past(db)
+    return budget
+
+
+def record_stop(report: CycleReport, budget: NightBudget) -> None:
+    """A night a cap stopped says so: status `budget`, and which cap, what was spent and the setting to
+    raise as its reason (what `sleep history`, `status` and the report show)."""
+    stopped = budget.stopped()
+    if stopped is None or report.status not in ("completed", "budget"):
+        return
+    report.status = "budget"
+    report.stopped = stopped
+    report.reason = stopped["note"]
 
 
 def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
@@ -166,7 +189,7 @@ def run_cycle(
         model = night_model(settings, tools_by_sessions(db))
         settings = with_night_model(settings, model)
         report.model = model.to_dict()
-        budget = _budget(settings)
+        budget = _budget(db, settings, model)
         tracker = NightProgress(report.run_id, report.started_at, budget, say).start()
         ctx = NightContext(
             db=db,
@@ -179,9 +202,8 @@ def run_cycle(
         )
         try:
             _steps(ctx, skill=skill, ingest_first=ingest_first)
-        except NightBudgetExceeded as exc:
-            report.status = "budget"
-            report.error = exc.message
+        except NightBudgetExceeded:
+            report.status = "budget"  # which cap, and the setting to raise: `record_stop`
         except SkillOptError as exc:
             report.status = "failed"
             report.error = exc.message
@@ -192,6 +214,7 @@ def run_cycle(
         finally:
             tracker.stop()
             report.spend = budget.to_dict()
+            record_stop(report, budget)
             report.finished_at = utcnow_iso()
             report.conclude()
             runs.record_end(db, report)

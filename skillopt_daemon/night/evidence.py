@@ -127,6 +127,8 @@ def evidence(
         "gate": gate,
         "tokens": tokens,
         "cost_usd": round(cost, 6),
+        # What priced the money figures (an estimate): the chat models, and the CLI's own figure for replays.
+        "priced_by": sorted(budget.priced_by),
         "tasks": per_task_runs(env, incumbent, best, tasks),
         "test": summary.get("test"),
         "tool": tool.value,

@@ -133,6 +133,7 @@ class Rule:
     tokens: int
     cost_usd: float
     active: bool = False
+    priced_by: list[str] = field(default_factory=list)  # what priced `cost_usd`, an estimate
 
 
 @dataclass
@@ -323,6 +324,7 @@ def learned_rules(db: sqlite_utils.Database, attempts: Sequence[Attempt] | None 
                     tokens=int((v.evidence.get("tokens") or 0) / per_line),
                     cost_usd=float(v.evidence.get("cost_usd") or 0.0) / per_line,
                     active=v.id in active,
+                    priced_by=[str(p) for p in v.evidence.get("priced_by") or []],
                 )
             )
     return out
@@ -707,6 +709,7 @@ def summary(outcomes: Sequence[Outcome], funnels: Mapping[str, Mapping[str, int]
         "spend": {
             "tokens": sum(o.rule.tokens for o, _d in installed),
             "cost_usd": round(sum(o.rule.cost_usd for o, _d in installed), 6),
+            "priced_by": sorted({p for o, _d in installed for p in o.rule.priced_by}),
         },
     }
 

@@ -14,18 +14,19 @@ as one from all of it at once.
 
 from __future__ import annotations
 
+import math
+
+from skillopt_daemon.night import replay_cost
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.pending import Carried
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import GateConfig, plan_gate
 
-# Tokens one replay is planned at before the night has measured any (a Claude Code run of a few turns).
-TOKENS_PER_REPLAY = 60_000
 
-
-def tokens_per_replay(budget: NightBudget) -> float:
-    """What one replay costs in tokens: the night's average so far, `TOKENS_PER_REPLAY` before the first."""
-    return budget.tokens / budget.replays if budget.replays else TOKENS_PER_REPLAY
+def tokens_per_replay(budget: NightBudget, tool: str | None = None) -> float:
+    """What one replay costs in input-equivalent tokens (`replay_cost.tokens_per_replay`: tonight's
+    average, the last nights' for the tool, or the default before any)."""
+    return replay_cost.tokens_per_replay(budget, tool)
 
 
 def new_groups(tasks: list[NightTask], carried: Carried | None) -> list[str]:
@@ -47,17 +48,18 @@ def planned_replays(tasks: list[NightTask], cfg: GateConfig, new_items: int, hol
     return (0 if holding else n_train) + n_val + 2 * cfg.repeats * new_items
 
 
-def affordable_replays(budget: NightBudget, *, whole_night: bool = False) -> int:
+def affordable_replays(budget: NightBudget, *, whole_night: bool = False, tool: str | None = None) -> int:
     """How many replays the night can still pay for (`whole_night`: a night that has spent nothing), by
-    every cap: replays, tokens and money at what a replay has cost so far tonight (or `TOKENS_PER_REPLAY`
-    before the first)."""
+    every cap: replays, tokens and money, at what a replay of `tool` costs (`replay_cost`: tonight's
+    average, the last nights', or the defaults before the first)."""
     spent_replays = 0 if whole_night else budget.replays
     spent_tokens = 0 if whole_night else budget.tokens
     spent_cost = 0.0 if whole_night else budget.cost_usd
     n = budget.max_replays - spent_replays
-    n = min(n, int((budget.max_tokens - spent_tokens) // max(tokens_per_replay(budget), 1.0)))
-    if budget.replays and budget.cost_usd > 0:
-        n = min(n, int((budget.max_cost_usd - spent_cost) // (budget.cost_usd / budget.replays)))
+    n = min(n, int((budget.max_tokens - spent_tokens) // max(tokens_per_replay(budget, tool), 1.0)))
+    usd = replay_cost.usd_per_replay(budget, tool)
+    if usd > 0 and not math.isinf(budget.max_cost_usd):
+        n = min(n, int((budget.max_cost_usd - spent_cost) // usd))
     return max(n, 0)
 
 

@@ -92,6 +92,7 @@ class NightProgress:
             replays_done=self._budget.replays,
             tokens=self._budget.tokens,
             cost_usd=round(self._budget.cost_usd, 6),
+            priced_by=sorted(self._budget.priced_by),
         )
         return state
 

@@ -35,6 +35,10 @@ class SkillOutcome:
     # The candidate screen's verdict when it found something (`skillopt_lib.screen.ScreenResult.to_dict`):
     # the lines and why, for a `screened` outcome (nothing proposed) or a proposal shown with its warnings.
     screen: dict[str, Any] | None = None
+    # What its plan was projected to cost before it started (`training.Projection.to_dict`): replays,
+    # input-equivalent tokens, dollars, the user's corrections it holds; for a `waited` one, when it is
+    # expected to run.
+    projected: dict[str, Any] | None = None
 
 
 def trained_nothing(skills: list[dict[str, Any]]) -> bool:
@@ -67,6 +71,9 @@ class CycleReport:
     reason: str = ""
     # The model the night's optimizer used or would have used, and the night's caps (`agents.NightModel`).
     model: dict[str, Any] = field(default_factory=dict)
+    # The cap that stopped the night, when one did (`NightBudget.stopped`): cap, setting, spent, the command
+    # that raises it, and a note saying all of it.
+    stopped: dict[str, Any] | None = None
     # Things the night set aside and the user should know (damaged pending evidence, ...).
     warnings: list[str] = field(default_factory=list)
     # What became of the installed rules (`night/outcomes.py`): verdicts, attempts sent back to train,

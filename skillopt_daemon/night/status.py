@@ -73,7 +73,8 @@ def _running_lines(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
     elif done is not None:
         text += f"; {done} replays so far"
     if prog.get("cost_usd"):
-        text += f"; {format_cost(prog['cost_usd'])} so far"
+        priced = ", ".join(prog.get("priced_by") or [])
+        text += f"; {format_cost(prog['cost_usd'])}" + (f" ({priced})" if priced else "") + " so far"
     return [text]
 
 
@@ -97,6 +98,8 @@ def _last_lines(
     text = f"last night: {last['status']} ({humanize_age(last['started_at'])})"
     if data["last"]["proposals"]:
         text += f", {len(data['last']['proposals'])} proposal(s)"
+    stopped = summary.get("stopped")
+    data["last"]["stopped"] = stopped
     if last["status"] == "failed" and data["missing"]:
         # What stopped it leads, in full; the night's own error repeats it at length.
         data["attention"] = f"last night trained nothing: {data['missing'][0]}"
@@ -104,6 +107,9 @@ def _last_lines(
         text += ", nothing trained"
     elif last.get("error"):
         text += f": {last['error']}"
+    elif isinstance(stopped, dict) and stopped.get("note"):
+        # Which cap stopped it, what was spent, and the command that raises that cap.
+        text += f": {stopped['note']}"
     lines.append(text)
     for s in data["last"]["skills"]:
         if _undrafted_family(s, family_names):
@@ -115,6 +121,9 @@ def _last_lines(
             line = f"{what} {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
             if s.get("needs"):
                 line += f"; needs {s['needs']}"
+            expected = (s.get("projected") or {}).get("expected")
+            if s.get("status") == "waited" and expected:
+                line += f"; expected to run {expected}"
             lines.append(line)
         elif s.get("status") == "skipped":
             lines.append(f"{s['skill']}: {s.get('reason') or 'skipped'}")

@@ -12,6 +12,7 @@ never leaves half of one.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -23,7 +24,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
-from skillopt_daemon.night import planning, seeding
+from skillopt_daemon.night import planning, replay_cost, seeding
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
@@ -145,27 +146,130 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
         return
     open_backends(ctx)
     waited = _waited_last_night(ctx.db)
-    jobs: list[tuple[str, list[Family], bool]] = [(n, f, False) for n, f in targets.items()]
-    jobs += [(f.name, [f], True) for f in new]
-
-    def priority(job: tuple[str, list[Family], bool]) -> tuple[int, int, int]:
-        name, fams, is_new = job
-        key = new_skill_target(fams[0].id) if is_new else name
-        corrected = any(a.corrections for f in fams for a in f.attempts)
-        return (key not in waited, not corrected, -sum(len(f.attempts) for f in fams))
-
+    jobs = [_pick(ctx, n, f, False) for n, f in targets.items()]
+    jobs += [_pick(ctx, f.name, [f], True) for f in new]
+    ordered = sorted(jobs, key=lambda job: job.priority(waited))
     taken = set(mining_installed(ctx.db)) | ctx.registry.names_on_disk(
         ctx.settings.enabled_tools(), {p for f in new for p in f.projects}
     )
-    for index, (name, fams, is_new) in enumerate(sorted(jobs, key=priority), 1):
+    for index, job in enumerate(ordered, 1):
+        name, fams = job.name, job.fams
         if ctx.tracker is not None:
-            ctx.tracker.skill(name, index=index, total=len(jobs), family=name if is_new else None)
-        if is_new:
-            outcome = train_new(ctx, fams[0], taken)
+            ctx.tracker.skill(name, index=index, total=len(jobs), family=name if job.is_new else None)
+        if job.is_new:
+            outcome = train_new(ctx, fams[0], taken, job.picked)
             taken.add(outcome.skill)
         else:
-            outcome = train_one(ctx, name, fams)
+            outcome = train_one(ctx, name, fams, job.picked)
+        if job.projection is not None:
+            outcome.projected = {**job.projection.to_dict(), **(outcome.projected or {})}
         report.skills.append(outcome)
+    expected_runs(ctx.budget, [s for s in report.skills if s.status == "waited"])
+
+
+Picked = tuple[AgentTool, list[NightTask]] | SkillOutcome
+
+
+@dataclass
+class Projection:
+    """What a target's plan is projected to cost before it starts, and the corrections it holds: what
+    orders the night's targets when it cannot afford them all."""
+
+    replays: int
+    tokens: int  # input-equivalent
+    usd: float  # estimated
+    corrections: int
+
+    @property
+    def value(self) -> float:
+        """The user's corrections per projected dollar (at the default price per replay when its replays
+        report no cost): the night takes first the work that teaches most for what it costs."""
+        usd = self.usd if self.usd > 0 else self.replays * replay_cost.USD_PER_REPLAY
+        return self.corrections / usd if usd > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "replays": self.replays,
+            "tokens": self.tokens,
+            "cost_usd": round(self.usd, 4),
+            "corrections": self.corrections,
+            "corrections_per_usd": round(self.value, 3),
+        }
+
+
+@dataclass
+class Job:
+    """One target of the night (an installed skill, or a family for a new skill), its replayable tasks as
+    picked once, and what its plan is projected to cost."""
+
+    name: str
+    fams: list[Family]
+    is_new: bool
+    picked: Picked
+    projection: Projection | None = None
+
+    @property
+    def target(self) -> str:
+        return new_skill_target(self.fams[0].id) if self.is_new else self.name
+
+    def priority(self, waited: set[str]) -> tuple[bool, float, int]:
+        """Targets that waited for budget last night first, then the most corrections per projected dollar,
+        then the larger ones (they decide sooner)."""
+        value = self.projection.value if self.projection is not None else 0.0
+        return (self.target not in waited, -value, -sum(len(f.attempts) for f in self.fams))
+
+
+def _pick(ctx: NightContext, name: str, fams: list[Family], is_new: bool) -> Job:
+    """A target's replayable tasks, and its plan's projected cost (None when it has too few tasks)."""
+    if is_new:
+        fam = fams[0]
+
+        def load(db: sqlite_utils.Database, _name: str, tool: str) -> list[NightTask]:
+            return tasks_for_families(db, [fam.id], tool)
+
+        picked = _replay_tasks(ctx, name, fams, load)
+    else:
+        picked = _replay_tasks(ctx, name, fams, tasks_for_skill)
+    job = Job(name, fams, is_new, picked)
+    if not isinstance(picked, SkillOutcome):
+        tool, tasks = picked
+        carried = load_pending(ctx.db, job.target, ctx.report.warnings)
+        corrections = sum(len(a.corrections) for f in fams for a in f.attempts)
+        job.projection = project(ctx, tasks, tool, carried, corrections)
+    return job
+
+
+def project(
+    ctx: NightContext, tasks: list[NightTask], tool: AgentTool, carried: Carried | None, corrections: int = 0
+) -> Projection:
+    """The replays, tokens and dollars a target's whole plan needs, at what a replay of its tool costs
+    (`replay_cost`: tonight's average, the last nights', or the defaults)."""
+    gate = env_gate(ctx.settings)
+    fresh = len(planning.new_groups(tasks, carried))
+    replays = (
+        planning.planned_replays(tasks, gate, fresh, carried is not None) if fresh or carried is None else 0
+    )
+    per_tokens = replay_cost.tokens_per_replay(ctx.budget, tool.value)
+    per_usd = replay_cost.usd_per_replay(ctx.budget, tool.value)
+    return Projection(replays, int(replays * per_tokens), replays * per_usd, corrections)
+
+
+def expected_runs(budget: NightBudget, waiting: list[SkillOutcome]) -> None:
+    """When each target that waited tonight is expected to run: they go first the next nights, in the order
+    they waited, so one runs once the nights' caps have paid for it and those before it ("next night", "in
+    about 3 nights"). Written into each outcome's `projected`."""
+    done = {"replays": 0.0, "tokens": 0.0, "cost_usd": 0.0}
+    caps = {
+        "replays": float(budget.max_replays),
+        "tokens": float(budget.max_tokens),
+        "cost_usd": budget.max_cost_usd,
+    }
+    for outcome in waiting:
+        plan = outcome.projected or {}
+        for key in done:
+            done[key] += float(plan.get(key) or 0)
+        nights = max(math.ceil(done[k] / caps[k]) if 0 < caps[k] < math.inf else 1 for k in done)
+        outcome.projected = {**plan, "expected": "next night" if nights <= 1 else f"in about {nights} nights"}
 
 
 def nothing_to_do_reason(ctx: NightContext, families: list[Family], skipped: list[SkillOutcome]) -> str:
@@ -236,13 +340,14 @@ def open_backends(ctx: NightContext) -> None:
     ctx.judge = BudgetedChat(judge, ctx.budget)
 
 
-def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
+def train_one(ctx: NightContext, name: str, fams: list[Family], picked: Picked | None = None) -> SkillOutcome:
     """Train one installed skill on replays of its tasks; a gated, leak-free winner becomes a proposal."""
     if not ctx.dry_run:
         # Train from what the agent reads: a hand edit at any target becomes the active version first.
         for edit in ctx.registry.record_hand_edits(name):
             ctx.say(f"{name} was edited by hand at {edit.target}; training from the edited version")
-    picked = _replay_tasks(ctx, name, fams, tasks_for_skill)
+    if picked is None:
+        picked = _replay_tasks(ctx, name, fams, tasks_for_skill)
     if isinstance(picked, SkillOutcome):
         return picked
     tool, tasks = picked
@@ -261,16 +366,20 @@ def train_one(ctx: NightContext, name: str, fams: list[Family]) -> SkillOutcome:
     return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None)
 
 
-def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
+def train_new(ctx: NightContext, fam: Family, taken: set[str], picked: Picked | None = None) -> SkillOutcome:
     """Draft a new skill for a family no skill covers, train it from the draft, and propose it as new.
 
     A family whose candidate is still gathering evidence keeps its draft: the next night measures the same
-    pair, and the family's error budget is one (`night/ledger.py`), however often it is re-drafted."""
+    pair, and the family's error budget is one (`night/ledger.py`), however often it is re-drafted.
+
+    A family the night's budget left cannot finish waits before its draft: it spends nothing, not even the
+    optimizer's call that would draft it."""
 
     def family_tasks(db: sqlite_utils.Database, _name: str, tool: str) -> list[NightTask]:
         return tasks_for_families(db, [fam.id], tool)
 
-    picked = _replay_tasks(ctx, fam.name, [fam], family_tasks)
+    if picked is None:
+        picked = _replay_tasks(ctx, fam.name, [fam], family_tasks)
     if isinstance(picked, SkillOutcome):
         picked.family, picked.new = fam.id, True
         return picked
@@ -281,6 +390,17 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
     if carried is not None and carried.incumbent is not None:
         draft = carried.incumbent
     else:
+        _tasks, planned, _parted = tonight_plan(ctx, tasks, env_gate(ctx.settings), carried, tool)
+        wait = budget_wait(ctx, planned, tool.value)
+        if wait:
+            return SkillOutcome(
+                fam.name,
+                "waited",
+                f"{wait}; it goes first next night",
+                tasks=len(tasks),
+                family=fam.id,
+                new=True,
+            )
         try:
             draft, note = seeding.draft(ctx.chat(), fam, taken)
         except NightBudgetExceeded as exc:
@@ -292,29 +412,62 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str]) -> SkillOutcome:
     return outcome
 
 
-def budget_wait(ctx: NightContext, planned: int) -> str | None:
-    """Why the night's remaining budget cannot finish this plan, or None: a target is started only when the
-    budget left can decide it (a half-measured candidate is evidence wasted)."""
+def budget_wait(ctx: NightContext, planned: int, tool: str | None = None) -> str | None:
+    """Why the night's remaining budget cannot finish this plan, or None: a target is started only when
+    what is left under every cap (replays, input-equivalent tokens, money) can decide it, at what a replay
+    of `tool` costs (`replay_cost`; before tonight's first replay, the last nights' or the defaults). A
+    half-measured candidate is evidence wasted. Each reason names the setting that raises its cap."""
     budget = ctx.budget
+    names = budget.settings
     left = budget.max_replays - budget.replays
-    per = planning.tokens_per_replay(budget)
-    tokens_left = budget.max_tokens - budget.tokens
     if planned > left:
-        return f"needs up to {planned} replays and the night has {left} left (night.max_replays)"
+        return f"needs up to {planned} replays and the night has {left} left ({names['replays']})"
+    per = planning.tokens_per_replay(budget, tool)
+    tokens_left = budget.max_tokens - budget.tokens
     if planned * per > tokens_left:
         return (
             f"needs about {int(planned * per):,} tokens for {planned} replays and the night has "
-            f"{max(tokens_left, 0):,} left (night.max_tokens)"
+            f"{max(tokens_left, 0):,} left ({names['tokens']})"
         )
-    if budget.replays:
-        cost = planned * budget.cost_usd / budget.replays
+    usd = replay_cost.usd_per_replay(budget, tool)
+    if usd > 0 and not math.isinf(budget.max_cost_usd):
+        cost = planned * usd
         money_left = budget.max_cost_usd - budget.cost_usd
         if cost > money_left:
             return (
                 f"needs about {format_cost(cost)} for {planned} replays and the night has "
-                f"{format_cost(max(money_left, 0.0))} left (night.max_cost_usd)"
+                f"{format_cost(max(money_left, 0.0))} left ({names['cost']})"
             )
     return None
+
+
+def tonight_plan(
+    ctx: NightContext, tasks: list[NightTask], gate: GateConfig, carried: Carried | None, tool: AgentTool
+) -> tuple[list[NightTask], int, str]:
+    """The tasks tonight replays, the replays they plan, and, for a family larger than any whole night's
+    budget, the note saying it is replayed in parts (empty otherwise)."""
+    fresh = len(planning.new_groups(tasks, carried))
+    holding = carried is not None
+    planned = planning.planned_replays(tasks, gate, fresh, holding)
+    parted = ""
+    whole = planning.affordable_replays(ctx.budget, whole_night=True, tool=tool.value)
+    if budget_wait(ctx, planned, tool.value) and planned > whole:
+        # Larger than any night's budget: waiting would wait forever. Replay the part that fits tonight.
+        part = planning.fit_tonight(
+            tasks, gate, carried, planning.affordable_replays(ctx.budget, tool=tool.value)
+        )
+        if part is not None:
+            groups = {t.group_key for t in tasks if t.split == "val"}
+            tonight = {t.group_key for t in part if t.split == "val"}
+            parted = (
+                f"its plan ({planned} replays) is larger than a whole night's budget: tonight replays "
+                f"{len(tonight)} of its {len(groups)} validation groups, later nights the other "
+                f"{len(groups - tonight)} (the evidence adds up)"
+            )
+            tasks = part
+            fresh = len(planning.new_groups(tasks, carried))
+            planned = planning.planned_replays(tasks, gate, fresh, holding)
+    return tasks, planned, parted
 
 
 def _train_and_propose(
@@ -348,24 +501,8 @@ def _train_and_propose(
     gate = env_gate(
         ctx.settings, ledger.confidence(incumbent.content_hash, ctx.settings.night.gate_confidence)
     )
+    tasks, planned, parted = tonight_plan(ctx, tasks, gate, carried, tool)
     fresh = len(planning.new_groups(tasks, carried))
-    holding = carried is not None
-    planned = planning.planned_replays(tasks, gate, fresh, holding)
-    parted = ""
-    if budget_wait(ctx, planned) and planned > planning.affordable_replays(ctx.budget, whole_night=True):
-        # Larger than any night's budget: waiting would wait forever. Replay the part that fits tonight.
-        part = planning.fit_tonight(tasks, gate, carried, planning.affordable_replays(ctx.budget))
-        if part is not None:
-            groups = {t.group_key for t in tasks if t.split == "val"}
-            tonight = {t.group_key for t in part if t.split == "val"}
-            parted = (
-                f"its plan ({planned} replays) is larger than a whole night's budget: tonight replays "
-                f"{len(tonight)} of its {len(groups)} validation groups, later nights the other "
-                f"{len(groups - tonight)} (the evidence adds up)"
-            )
-            tasks = part
-            fresh = len(planning.new_groups(tasks, carried))
-            planned = planning.planned_replays(tasks, gate, fresh, holding)
     n_val = len({t.group_key for t in tasks if t.split == "val"})
     plan = plan_gate(n_val, gate)
     gate_plan = {**plan.to_dict(), "parted": parted} if parted else plan.to_dict()
@@ -376,7 +513,7 @@ def _train_and_propose(
         return base
     if ctx.tracker is not None:
         ctx.tracker.plan(planned)
-    wait = budget_wait(ctx, planned)
+    wait = budget_wait(ctx, planned, tool.value)
     if wait:
         base.status, base.reason = "waited", f"{wait}; it goes first next night"
         return base

@@ -212,6 +212,18 @@ def price_of(model: str, overrides: Mapping[str, Any] | None = None) -> ModelPri
     )
 
 
+def cache_read_ratio(model: str, overrides: Mapping[str, Any] | None = None) -> float:
+    """What one token read from the prompt cache costs next to an uncached input token, from the price
+    table: 0.1 for Anthropic's models, the model's cached-input price over its input price for OpenAI's
+    (0.1 for gpt-5, 0.25 for gpt-4.1). Budgets count a cache read at this fraction of a token (`Usage.
+    input_equivalent`). An unpriced model counts it as Anthropic does when its name says Claude, else at 1
+    (nothing is assumed cheaper than it is known to be)."""
+    price = price_of(model, overrides)
+    if price.input > 0:
+        return price.cache_read / price.input
+    return 0.1 if model.startswith("claude") else 1.0
+
+
 def price_for(model: str, overrides: Mapping[str, Any] | None = None) -> tuple[float, float]:
     """(input, output) USD per million tokens; unknown models (local servers) cost 0."""
     price = price_of(model, overrides)

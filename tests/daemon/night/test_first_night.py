@@ -71,7 +71,12 @@ def test_with_no_optimizer_the_night_uses_the_signed_in_cli_only_after_a_yes(
     unasked = night_model(settings_for(tmp_path, str(claude_path)))
     assert (unasked.backend, unasked.source, unasked.asks) == ("claude-code-chat", "default", True)
     assert "`skillopt config set optimizer.consent yes`" in (unasked.problem or "")
-    assert "at most 60 replays and 4,000,000 tokens a night" in unasked.question()
+    # A plan login: what binds is the plan's usage, replays and tokens, with the settings that change them.
+    asked = unasked.question()
+    assert "counted against your Claude Code plan" in asked
+    assert "a night stops at 60 replays and 4,000,000 tokens a night" in asked
+    assert "(night.login_max_replays, night.login_max_tokens)" in asked
+    assert "no money cap" in asked and "max_cost_usd" not in asked
     # Until the user answers, the night runs with no optimizer: nothing is spent on their login.
     assert with_night_model(settings_for(tmp_path, str(claude_path)), unasked).optimizer.backend == ""
 
@@ -81,9 +86,11 @@ def test_with_no_optimizer_the_night_uses_the_signed_in_cli_only_after_a_yes(
     night = with_night_model(yes, model)
     assert night.optimizer.backend == "claude-code-chat"
     assert (night.night.max_replays, night.night.max_tokens) == (60, 4_000_000)
+    assert night.night.max_cost_usd == float("inf")  # a plan is not billed per token
     assert model.line() == (
-        "the night's model: claude-code-chat (your Claude Code login, its default model); "
-        "at most 60 replays and 4,000,000 tokens a night"
+        "the night's model: claude-code-chat (your Claude Code login, its default model); a night stops at "
+        "60 replays and 4,000,000 tokens a night (night.login_max_replays, night.login_max_tokens); no "
+        "money cap, since a plan is not billed per token"
     )
 
     no = night_model(settings_for(tmp_path, str(claude_path), consent="no"))
@@ -96,6 +103,31 @@ def test_api_key_users_keep_their_route_and_their_caps(tmp_path: Path, claude_pa
     model = night_model(s)
     assert (model.backend, model.source, model.usable) == ("openai", "configured", True)
     assert with_night_model(s, model) is s and (model.max_replays, model.max_tokens) == (200, 5_000_000)
+    # What binds an API-key night is money ($20 at about $0.40 a replay: 50 replays, before 200 or 5M tokens).
+    assert model.binding() == "cost"
+    assert "a night stops at $20.00 a night, est. (night.max_cost_usd)" in model.line()
+
+
+def test_a_login_by_key_is_asked_about_the_money_cap(
+    tmp_path: Path, claude_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code signed in with an Anthropic key bills that key per token: the question says so and names
+    the money cap and its setting, not just the plan-like replay and token caps."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    model = night_model(settings_for(tmp_path, str(claude_path), login=False))
+    assert model.asks and not model.on_plan and model.max_cost_usd == 20.0
+    asked = model.question()
+    assert "billed to an Anthropic key in the environment" in asked
+    assert "a night stops at $20.00 a night, est. (night.max_cost_usd)" in asked
+    assert "also at most 60 replays and 4,000,000 tokens" in asked
+
+
+def test_a_money_cap_the_user_set_applies_on_a_plan_too(tmp_path: Path, claude_path: Path) -> None:
+    s = settings_for(tmp_path, str(claude_path), consent="yes")
+    s.night.max_cost_usd = 5.0
+    model = night_model(s)
+    assert model.max_cost_usd == 5.0 and with_night_model(s, model).night.max_cost_usd == 5.0
+    assert "$5.00 a night, est. (night.max_cost_usd)" in model.line()
 
 
 def test_a_missing_or_signed_out_cli_says_exactly_what_to_set(tmp_path: Path, claude_path: Path) -> None:
@@ -169,6 +201,7 @@ def at_a_terminal(env: dict[str, str], *args: str, answer: str) -> str:
 def test_the_first_status_at_a_terminal_asks_once_and_remembers(env: dict[str, str]) -> None:
     shown = at_a_terminal(env, "status", answer="n")
     assert "skillopt can use Claude Code, which you are signed in to" in shown and "Use it?" in shown
+    assert "[y/N]" in shown  # spending on the user's login is never the default
     assert "nights will train nothing until an optimizer is set" in shown
     assert run(env, "config", "get", "optimizer.consent").stdout.strip() == "no"
     again = at_a_terminal(env, "status", answer="y")

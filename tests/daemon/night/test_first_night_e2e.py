@@ -120,7 +120,9 @@ def test_a_new_user_says_yes_and_gets_a_proposal_or_says_no_and_nothing_is_spent
         installed = w.skillopt("install", "claude-code")
         # Not a terminal: the install says what it would use and how to answer.
         assert "skillopt config set optimizer.consent yes" in installed.stderr
-        assert "at most 60 replays and 4,000,000 tokens a night" in installed.stderr
+        assert "a night stops at 60 replays and 4,000,000 tokens a night" in " ".join(
+            installed.stderr.split()
+        )
         record_sessions(w, TEAMS)
         before = json.loads(w.skillopt("status", "--json").stdout)["nightly"]
         assert before["last"] is None and before["model"]["backend"] == "claude-code-chat"
