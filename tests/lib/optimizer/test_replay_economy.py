@@ -57,7 +57,9 @@ def _pending(pairs: dict[str, list[list[float]]]) -> PairedEvidence:
 
 def test_a_hopeless_candidate_is_ended_and_a_promising_one_waits() -> None:
     hopeless = {"0": [[0.0, 1.0]], "1": [[0.0, 1.0]], "2": [[1.0, 0.0]]}
-    measured_nothing_new = Gate(ANYTIME).decide_paired(SimArms([], [], random.Random(0)), [], _pending(hopeless))
+    measured_nothing_new = Gate(ANYTIME).decide_paired(
+        SimArms([], [], random.Random(0)), [], _pending(hopeless)
+    )
     # Two better and one worse: the mean is positive, but the cautious bet lost half its wealth on the
     # worse item and it would need about ten more improved items: ended, not carried for ten nights.
     assert sequential_decision(_pending(hopeless), ANYTIME).pending
