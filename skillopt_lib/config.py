@@ -103,7 +103,23 @@ class TrainConfig(_Model):
     )
     prices: dict[str, Price] = Field(default_factory=dict, description="model name -> USD per million tokens")
     initial_skill: Path | None = None
-    evaluate_test: bool = True
+    evaluate_test: bool | Literal["if-accepted"] = Field(
+        default=True,
+        description="evaluate the initial and best skills on the test split at the end (`if-accepted`: only "
+        "when the gate accepted an edit, so a run that changed nothing pays for no test replays)",
+    )
+    baseline: bool = Field(
+        default=True,
+        description="measure the initial skill on the validation split before training; the sequential "
+        "gate measures the incumbent beside every candidate anyway, so without it the figure comes from "
+        "the gate's pairs (the night's choice: a replay per validation item saved)",
+    )
+    use_recorded: bool = Field(
+        default=False,
+        description="take an environment's recorded result for a train item instead of a rollout when it "
+        "has one (`Environment.recorded`): a session whose user corrected the work already shows the "
+        "failure the optimizer learns from",
+    )
     hold_pending: bool = Field(
         default=False,
         description="while a carried candidate is still pending, train no new candidate in this run (its "

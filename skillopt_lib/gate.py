@@ -143,8 +143,22 @@ class GateConfig(BaseModel):
     def anytime(cls, **overrides: Any) -> GateConfig:
         """The gate for evidence gathered over an open-ended number of sessions (the nightly cycle's): the
         sequential gate with the anytime-valid e-value test, false accepts at most 5% (`proven`) and a
-        lower tier at 10% (`likely`), 2 pairs per item and a third only where the skills disagree."""
-        return cls(**{"kind": "sequential", "test": "e-value", "likely_confidence": 0.9, **overrides})
+        lower tier at 10% (`likely`), one pair per item.
+
+        One pair, because a replay is what a night pays for: the test's unit of evidence is the item (repeats
+        of one item are strongly correlated with a near-deterministic agent), so a second and third pair of
+        the same item buy little evidence at the price of a new item. `docs/performance.md` measures the
+        trade with `benchmarks/gate.py`."""
+        return cls(
+            **{
+                "kind": "sequential",
+                "test": "e-value",
+                "likely_confidence": 0.9,
+                "first_pairs": 1,
+                "repeats": 1,
+                **overrides,
+            }
+        )
 
     def candidate_share(self, index: int) -> float:
         """The share of the error rate of the `index`-th (0-based) candidate tested against one incumbent.
@@ -878,6 +892,30 @@ def sequential_decision(
     )
 
 
+def futility(decision: GateDecision) -> str | None:
+    """Why a pending e-value decision is hopeless, or None while it may still be decided.
+
+    A candidate stays pending while its mean difference is positive but its evidence is short of the lower
+    tier. One that would need more *new* items, every one of them improved, than it has been measured on so
+    far (and more than three) has had its evidence point elsewhere: an item that got worse costs the
+    cautious bet half its wealth, and every tie bets nothing. Kept, it would block new candidates for its
+    skill (a carried candidate holds the training) for as many nights as it needs items. Ending it is always
+    safe for the error rate (rejecting never accepts anything) and frees the skill to learn something else.
+    """
+    stats = decision.stats
+    if not decision.pending or stats.get("test") != "e-value":
+        return None
+    n = int(stats.get("n") or 0)
+    more = int(stats.get("more_items_needed") or 0)
+    if more <= max(n, 3):
+        return None
+    return (
+        f"hopeless: it would need about {more} more improved item(s), more than the {n} it was measured on "
+        f"({stats.get('improved_items', 0)} better, {stats.get('worsened_items', 0)} worse); ended so that "
+        "its skill can learn something else"
+    )
+
+
 def no_loss(decision: GateDecision) -> tuple[bool, str]:
     """Does the candidate lose nothing against the incumbent? The gate's question turned around, for an edit
     that only takes something out (a rule's removal): it need not prove it is better, only not be worse.
@@ -955,6 +993,7 @@ class Gate:
         *,
         exclude: Collection[str] = (),
         clusters: Mapping[str, str] | None = None,
+        chunk_pairs: int = 0,
     ) -> GateDecision:
         """One session of the sequential gate: measure `items`, then decide on all the evidence.
 
@@ -965,6 +1004,15 @@ class Gate:
         group of near-duplicates) are not measured again. Items in `exclude` (a test split) are neither
         measured nor counted. The decision carries the updated evidence; when it is pending, keep it for the
         next session.
+
+        `chunk_pairs` > 0 asks `measure` for that many pairs at a time and adds each chunk to `evidence` as
+        it returns: when `measure` raises (a night's cap reached mid-way), every pair measured before it is
+        already in the caller's `evidence` object, so nothing paid for is lost. With the e-value test that
+        partial evidence is as valid as any (the test holds at any stopping time).
+
+        With the e-value test, a candidate left pending that could only be decided by more new improved items
+        than it has items so far is ended as hopeless (`futility`): it would hold its skill's training for
+        many nights on evidence that has not pointed its way.
         """
         ev = evidence if evidence is not None else PairedEvidence()
         anytime = self.cfg.test == "e-value"
@@ -986,22 +1034,31 @@ class Gate:
 
         def run(requests: list[Request]) -> None:
             nonlocal runs
-            if not requests:
-                return
-            scores = measure(requests)
-            if len(scores) != len(requests):
-                raise ValueError(f"measure returned {len(scores)} scores for {len(requests)} requests")
-            runs += len(requests)
-            for k in range(0, len(requests), 2):
-                item, first_arm = requests[k]
-                a, b = float(scores[k]), float(scores[k + 1])
-                ev.pairs.setdefault(item, []).append([a, b] if first_arm == "incumbent" else [b, a])
+            step = 2 * chunk_pairs if chunk_pairs > 0 else max(len(requests), 1)
+            for start in range(0, len(requests), step):
+                chunk = requests[start : start + step]
+                scores = measure(chunk)
+                if len(scores) != len(chunk):
+                    raise ValueError(f"measure returned {len(scores)} scores for {len(chunk)} requests")
+                runs += len(chunk)
+                for k in range(0, len(chunk), 2):
+                    item, first_arm = chunk[k]
+                    a, b = float(scores[k]), float(scores[k + 1])
+                    ev.pairs.setdefault(item, []).append([a, b] if first_arm == "incumbent" else [b, a])
 
         first = min(self.cfg.first_pairs, self.cfg.repeats)
-        run(_interleave(new, first, ev.sessions) + _interleave(again, self.cfg.repeats, ev.sessions))
-        discordant = [i for i in new if any(a != b for a, b in ev.pairs[i])]
-        if self.cfg.repeats > first:
-            run(_interleave(discordant, self.cfg.repeats - first, ev.sessions + 1))
+        started = ev.sessions
+        # Counted before measuring, so evidence cut short by an exception still says this session added to it.
         if new or again or not anytime:
             ev.sessions += 1
-        return sequential_decision(ev, self.cfg, exclude, runs)
+        run(_interleave(new, first, started) + _interleave(again, self.cfg.repeats, started))
+        discordant = [i for i in new if any(a != b for a, b in ev.pairs[i])]
+        if self.cfg.repeats > first:
+            run(_interleave(discordant, self.cfg.repeats - first, started + 1))
+        decision = sequential_decision(ev, self.cfg, exclude, runs)
+        hopeless = futility(decision) if anytime else None
+        if hopeless is not None:
+            decision.stats["outcome"] = "rejected"
+            decision.stats["futile"] = True
+            return GateDecision(False, "sequential", hopeless, decision.stats, "rejected", ev, None)
+        return decision

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -44,7 +44,7 @@ from skillopt_lib.edits import (
     set_protected_region,
 )
 from skillopt_lib.envs import load_env
-from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split
+from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split, recorded_result
 from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_lib.executor import Executor, LocalExecutor, make_executor
 from skillopt_lib.gate import (
@@ -263,6 +263,8 @@ class Trainer:
         # The candidate screen (untrusted-text defence): a candidate it rejects is never replayed.
         self.screen = screen
         self._carried = pending
+        # A candidate whose gate session a raised error cut short, with the pairs measured before it.
+        self.interrupted: PendingCandidate | None = None
         # Which candidates were tested against which incumbent: the e-value gate shares one error rate
         # between them. A caller that runs again on the same incumbent (the nightly cycle) passes its own.
         self.ledger: GateLedger = ledger if ledger is not None else MemoryLedger()
@@ -368,6 +370,19 @@ class Trainer:
         ):
             out[item_index].append(res)
         return out
+
+    def _train_rollout(
+        self, skill: SkillBundle, items: Sequence[Item], *, initial: bool
+    ) -> list[tuple[Item, ItemResult]]:
+        """The step's rollout of the incumbent on its train batch. With `use_recorded`, while the incumbent
+        is still the skill the run started from, what the environment has on record is read instead of
+        replayed (`recorded_result`); an accepted edit makes a skill no record shows."""
+        recorded = {}
+        if self.cfg.use_recorded and initial:
+            recorded = {item.id: r for item in items if (r := recorded_result(self.env, item)) is not None}
+        todo = [item for item in items if item.id not in recorded]
+        runs = dict(zip((i.id for i in todo), (rs[0] for rs in self._rollout(skill, todo, 1)), strict=True))
+        return [(item, recorded.get(item.id) or runs[item.id]) for item in items]
 
     def _scores(self, runs: list[list[ItemResult]], items: Sequence[Item]) -> ScoreTable:
         return {
@@ -499,6 +514,25 @@ class Trainer:
 
     def _baseline(self, state: RunState) -> None:
         skill = bundle_from_json(state.incumbent)
+        if not self.cfg.baseline and self.cfg.gate.kind == "sequential":
+            # The gate measures the incumbent beside each candidate: the initial figure comes from its pairs
+            # (`_decide`), and no replay is spent on a figure alone.
+            state.phase = "step"
+            self._history(
+                state,
+                {
+                    "kind": "baseline",
+                    "step": 0,
+                    "val": {"score": None, "n": 0, "repeats": 0, "from": "gate"},
+                    "skill_hash": skill.content_hash,
+                },
+            )
+            self.files.write_skill("best_skill", skill)
+            if self._carried is not None:
+                self._continue_pending(state, self._carried)
+            self._checkpoint(state)
+            self._emit("baseline_done", val=None)
+            return
         # The sequential gate measures the incumbent again beside each candidate; its baseline is a figure
         # for the report, so one run per item is enough.
         repeats = 1 if self.cfg.gate.kind == "sequential" else self.gate.repeats
@@ -551,13 +585,8 @@ class Trainer:
                 return
             evidence.share = share  # the ledger's word, not the file's
         test_ids = {item.id for item in self.test_items}
-        decision = self.gate.decide_paired(
-            self._measure_pairs(pending.skill, incumbent),
-            [item.id for item in self.val_items],
-            evidence,
-            exclude=test_ids,
-            clusters=self._clusters(),
-        )
+        decision = self._gate_pairs(state, pending.skill, incumbent, evidence, exclude=test_ids)
+        self._initial_from_gate(state, decision)
         record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
         if decision.accepted:
             cand_scores, _ = evidence.tables(test_ids)
@@ -606,8 +635,8 @@ class Trainer:
 
         # 1. rollout
         items = self._batch(epoch, batch_index)
-        runs = self._rollout(incumbent, items, 1)
-        pairs = [(item, rs[0]) for item, rs in zip(items, runs, strict=True)]
+        initial = bundle_from_json(state.initial).content_hash == incumbent.content_hash
+        pairs = self._train_rollout(incumbent, items, initial=initial)
         train_hard = sum(r.hard for _, r in pairs) / len(pairs)
         train_soft = sum(r.soft for _, r in pairs) / len(pairs)
         self._emit("rollout_done", step=step + 1, train=train_hard)
@@ -783,12 +812,8 @@ class Trainer:
                         False, "sequential", "this candidate was already tested against this skill"
                     )
                 evidence.share = share
-            decision = self.gate.decide_paired(
-                self._measure_pairs(candidate, incumbent),
-                [item.id for item in self.val_items],
-                evidence,
-                clusters=self._clusters(),
-            )
+            decision = self._gate_pairs(state, candidate, incumbent, evidence)
+            self._initial_from_gate(state, decision)
             if not decision.pending:
                 self.ledger.decided(incumbent.content_hash, candidate.content_hash, str(decision.outcome))
             assert decision.evidence is not None
@@ -804,6 +829,50 @@ class Trainer:
             state.incumbent_val = mean_score(inc_scores)
         state.candidate_scores = cand_scores
         return decision
+
+    def _gate_pairs(
+        self,
+        state: RunState,
+        candidate: SkillBundle,
+        incumbent: SkillBundle,
+        evidence: PairedEvidence,
+        exclude: Collection[str] = (),
+    ) -> GateDecision:
+        """The sequential gate's session for `candidate`, measured a few pairs at a time.
+
+        When a replay raises (a budget's cap reached mid-way, `BackendUnavailable`), the pairs already
+        measured are kept as this candidate's pending evidence and checkpointed before the error goes on:
+        they were paid for, and with the e-value test they are valid evidence for a later run to extend
+        (`interrupted` holds them for a caller that catches the error)."""
+        try:
+            return self.gate.decide_paired(
+                self._measure_pairs(candidate, incumbent),
+                [item.id for item in self.val_items],
+                evidence,
+                exclude=exclude,
+                clusters=self._clusters(),
+                chunk_pairs=max(1, self.cfg.concurrency),
+            )
+        except BaseException:
+            if self.cfg.gate.test == "e-value" and evidence.pairs:
+                self.interrupted = PendingCandidate(
+                    candidate,
+                    incumbent.content_hash,
+                    evidence,
+                    f"interrupted after {len(evidence.pairs)} measured item(s); the evidence is kept",
+                )
+                state.pending = self.interrupted.to_dict()
+                self._checkpoint(state)
+            raise
+
+    def _initial_from_gate(self, state: RunState, decision: GateDecision) -> None:
+        """Without a baseline rollout, the initial skill's figure is its arm of the gate's first pairs."""
+        if state.initial_val is None and decision.evidence is not None and decision.evidence.pairs:
+            _cand, inc = decision.evidence.tables()
+            state.initial_val = mean_score(inc)
+            state.incumbent_val = (
+                state.incumbent_val if state.incumbent_val is not None else state.initial_val
+            )
 
     def _keep_pending(
         self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle, decision: GateDecision
@@ -958,7 +1027,10 @@ class Trainer:
         initial = bundle_from_json(state.initial)
         self.files.write_skill("best_skill", best)
         test: dict[str, Any] = {}
-        if self.cfg.evaluate_test and self.test_items and not state.test:
+        wanted = self.cfg.evaluate_test is True or (
+            self.cfg.evaluate_test == "if-accepted" and state.accepted_steps > 0
+        )
+        if wanted and self.test_items and not state.test:
             self._emit("test_start", n=len(self.test_items))
             for label, skill in (("initial", initial), ("best", best)):
                 ev = self.evaluate(skill, "test")
@@ -982,8 +1054,9 @@ class Trainer:
             "gate": self.cfg.gate.kind,
             # The weakest tier among the accepted decisions that made the best skill.
             "tier": ("likely" if "likely" in state.tiers else "proven") if state.accepted_steps else None,
-            "initial_val": round(float(state.initial_val or 0.0), 6),
-            "best_val": round(float(state.incumbent_val or 0.0), 6),
+            # None when nothing measured the validation split (no baseline rollout and no gate session).
+            "initial_val": None if state.initial_val is None else round(float(state.initial_val), 6),
+            "best_val": None if state.incumbent_val is None else round(float(state.incumbent_val), 6),
             "test": state.test or {},
             "best_skill_hash": best.content_hash,
             "warnings": list(state.warnings or []),

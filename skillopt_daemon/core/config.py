@@ -224,8 +224,8 @@ class NightSettings(_Section):
     gate_repeats: int = Field(
         default=_NIGHT_GATE.repeats,
         ge=1,
-        description="replays per validation task and skill at the gate (sequential: the cap; 2 pairs first, "
-        "a third only where the skills disagree)",
+        description="replays per validation task and skill at the gate (sequential: the cap; one pair "
+        "first, more only where the skills disagree)",
     )
     gate_confidence: float = Field(
         default=_NIGHT_GATE.confidence,

@@ -19,6 +19,7 @@ import math
 from skillopt_daemon.night import replay_cost
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.pending import Carried
+from skillopt_daemon.night.recorded import corrected_train
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import GateConfig, plan_gate
 
@@ -41,11 +42,14 @@ def new_groups(tasks: list[NightTask], carried: Carried | None) -> list[str]:
 
 
 def planned_replays(tasks: list[NightTask], cfg: GateConfig, new_items: int, holding: bool) -> int:
-    """The most replays tonight's training of these tasks can use: train rollouts (none when a carried
-    candidate holds the budget), the baseline, and every new validation item replayed to the gate's cap."""
-    n_train = sum(1 for t in tasks if t.split == "train")
-    n_val = sum(1 for t in tasks if t.split == "val")
-    return (0 if holding else n_train) + n_val + 2 * cfg.repeats * new_items
+    """The most replays tonight's training of these tasks can use: train rollouts of the tasks whose
+    failure is not already on record (none when a carried candidate holds the budget), every new
+    validation item (one per group: the gate counts a group once) replayed to the gate's cap in both arms,
+    and the test split for the initial and the best skill when a candidate wins. No baseline: the gate's
+    pairs measure the installed skill (`train_config`)."""
+    n_train = sum(1 for t in tasks if t.split == "train" and not corrected_train(t))
+    n_test = sum(1 for t in tasks if t.split == "test")
+    return (0 if holding else n_train) + 2 * cfg.repeats * new_items + 2 * n_test
 
 
 def affordable_replays(budget: NightBudget, *, whole_night: bool = False, tool: str | None = None) -> int:
@@ -77,13 +81,9 @@ def fit_tonight(
     fresh_set = set(fresh)
     kept = [t for t in tasks if not (t.split == "val" and t.group_key in fresh_set)]
     used = planned_replays(kept, cfg, 0, holding)
-    by_group: dict[str, list[NightTask]] = {}
-    for t in tasks:
-        if t.split == "val" and t.group_key in fresh_set:
-            by_group.setdefault(t.group_key, []).append(t)
     taken: set[str] = set()
     for group in fresh:
-        cost = len(by_group[group]) + 2 * cfg.repeats
+        cost = 2 * cfg.repeats
         if used + cost > affordable:
             break
         used += cost

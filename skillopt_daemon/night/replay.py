@@ -35,6 +35,7 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.night import preferences, replay_caps
 from skillopt_daemon.night.checks import EXCLUDED, settle
+from skillopt_daemon.night.recorded import corrected_train as corrected_recorded
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib import gaming
 from skillopt_lib.backends.base import ChatBackend
@@ -105,6 +106,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
         env_allowlist: Sequence[str] | None = None,
         keep: bool = False,
         agents: Mapping[str, ExecBackend] | None = None,
+        recorded: Mapping[str, str] | None = None,
     ) -> None:
         kwargs: dict[str, Any] = {}
         if env_allowlist is not None:
@@ -121,6 +123,9 @@ class ReplayEnvironment(ExecTasksEnvironment):
             **kwargs,
         )
         self.judge = judge
+        # The recorded work of corrected train tasks (`night/recorded.py`), by task id: read, not replayed.
+        self.recorded_work = dict(recorded or {})
+        self.seed_hash = seed_skill.content_hash
         # One exec backend per tool: each task replays with the tool it was done with (its `tool`).
         self.agents = dict(agents or {})
         self._lock = threading.Lock()
@@ -214,6 +219,30 @@ class ReplayEnvironment(ExecTasksEnvironment):
             )
         return scored
 
+    def recorded(self, item: Item) -> ItemResult | None:
+        """A corrected train task's outcome as its session recorded it (the trainer reads it instead of a
+        replay, `TrainConfig.use_recorded`): failed, the agent's recorded work as the trajectory, and the
+        user's corrections as their stated preferences, like a replay's. None for any other task."""
+        night_task = self.night_tasks.get(item.id)
+        work = self.recorded_work.get(item.id)
+        if night_task is None or work is None or not corrected_recorded(night_task):
+            return None
+        scored = ItemResult(
+            item.id,
+            0.0,
+            0.0,
+            feedback="Not replayed: the recorded session shows this work, and the user corrected it "
+            "(their words are below).",
+            trajectory=work,
+            details={"status": "recorded"},
+        )
+        self._teach(night_task, None, scored)
+        with self._lock:
+            self.observed[(self.seed_hash, item.id)].append(
+                {"hard": 0.0, "soft": 0.0, "status": "recorded", "gaming": [], "guards_broken": []}
+            )
+        return scored
+
     def runs_of(self, skill_hash: str) -> list[list[dict[str, Any]]]:
         """Every recorded replay of `skill_hash`, per item (any split)."""
         with self._lock:
@@ -225,12 +254,13 @@ class ReplayEnvironment(ExecTasksEnvironment):
             found = Counter(why for runs in self.observed.values() for run in runs for why in run["gaming"])
         return [why for why, _ in found.most_common()]
 
-    def _teach(self, task: NightTask, result: ExecResult, scored: ItemResult) -> None:
-        """What the optimizer may learn from this replay: a train task's corrections, failed checks' output."""
+    def _teach(self, task: NightTask, result: ExecResult | None, scored: ItemResult) -> None:
+        """What the optimizer may learn from this replay (or record, `result` None): a train task's
+        corrections, failed checks' output."""
         prefs = preferences.for_optimizer(task)
         if prefs:
             scored.details["user_preferences"] = [p.to_dict() for p in prefs]
-        if task.split == preferences.TRAIN:
+        if task.split == preferences.TRAIN and result is not None:
             failed = [c for c in result.checks if not c.passed]
             if failed:
                 scored.details["failed_checks"] = [

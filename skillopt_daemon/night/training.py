@@ -30,6 +30,7 @@ from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudg
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.ledger import StoreLedger, new_skill_target
 from skillopt_daemon.night.pending import Carried, load_pending, store_pending
+from skillopt_daemon.night.recorded import recorded_work
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.retracted import Retraction, blocks, retracted
@@ -44,7 +45,7 @@ from skillopt_lib.judge import LeakGuard
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle
-from skillopt_lib.trainer import Trainer, TrainResult
+from skillopt_lib.trainer import Trainer
 from skillopt_lib.usage import format_cost
 
 if TYPE_CHECKING:
@@ -527,6 +528,7 @@ def _train_and_propose(
         env_allowlist=ctx.settings.replay.env_allowlist,
         keep=ctx.settings.replay.keep_workspaces,
         agents=agents,
+        recorded=recorded_work(ctx.db, tasks),
     )
     run_dir = night_dir(ctx.report.run_id) / name
     # The candidate screen: the tasks' words, their sessions' tool output and their repositories' hosts.
@@ -539,12 +541,20 @@ def _train_and_propose(
     ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}; {plan.reason}")
     if parted:
         ctx.say(f"{name}: {parted}")
+    trainer = _trainer(ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried, screen)
     try:
-        result = _train(
-            ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried, screen
-        )
+        result = trainer.train()
     except NightBudgetExceeded as exc:
-        why = exc.message + "; nothing was registered"
+        kept = trainer.interrupted
+        why = exc.message + "; nothing was proposed"
+        if kept is not None and not ctx.dry_run:
+            # The pairs measured before the cap were paid for and stay valid evidence: the next night
+            # continues this candidate where tonight stopped.
+            store_pending(ctx.db, target, kept, incumbent if new else None)
+            why += (
+                f"; the {len(kept.evidence.pairs)} validation task(s) measured so far are kept as pending "
+                "evidence for the next night"
+            )
         return SkillOutcome(
             name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=new, family=family
         )
@@ -745,12 +755,17 @@ def train_config(settings: Settings, train_tasks: int, gate: GateConfig | None =
         meta_skill=False,
         patience=None,
         concurrency=max(1, settings.replay.max_parallel),
-        evaluate_test=True,
+        # What a night pays for is replays: the gate measures the installed skill beside each candidate (no
+        # separate baseline), a corrected train task's failure is read from its session, and the test split
+        # is replayed only for a candidate that won.
+        evaluate_test="if-accepted",
+        baseline=False,
+        use_recorded=True,
         hold_pending=True,
     )
 
 
-def _train(
+def _trainer(
     ctx: NightContext,
     env: ReplayEnvironment,
     agent: BudgetedAgent,
@@ -761,9 +776,9 @@ def _train(
     ledger: StoreLedger,
     carried: Carried | None,
     screen: CandidateScreen | None = None,
-) -> TrainResult:
-    """Train from the incumbent, or resume the interrupted night's checkpoint of this skill when it has one.
-    `agent` replays the tasks of the most used tool; the environment holds one agent per tool."""
+) -> Trainer:
+    """The trainer from the incumbent, or resuming the interrupted night's checkpoint of this skill when it
+    has one. `agent` replays the tasks of the most used tool; the environment holds one agent per tool."""
     cfg = train_config(ctx.settings, sum(1 for t in tasks if t.split == "train"), gate)
     resumed = ctx.report.resumed_from
     prev = night_dir(resumed) / run_dir.name if resumed else None
@@ -784,7 +799,7 @@ def _train(
             ledger=ledger,
             screen=screen,
         )
-    return trainer.train()
+    return trainer
 
 
 def _leak_guard(settings: Settings, tasks: list[NightTask]) -> LeakGuard:

@@ -88,7 +88,9 @@ class Environment(Protocol):
 
     Required: `name`, `agent_kind`, `splits`, `seed_skill`, `run`. Optional, used when present:
     `describe(item) -> str` (the task as the optimizer should read it; default: the item's `data` as JSON,
-    see `describe_item`) and `close() -> None` (release sandboxes or servers at the end of a run).
+    see `describe_item`), `close() -> None` (release sandboxes or servers at the end of a run) and
+    `recorded(item) -> ItemResult | None` (a train item's outcome already on record, read instead of a
+    rollout when `TrainConfig.use_recorded` is set: see `recorded_result`).
 
     Thread safety: `run` is called concurrently from the executor's threads (or Ray workers, which receive a
     pickled copy), and several times for the same item and skill (the paired gate repeats runs of a
@@ -152,6 +154,21 @@ class Environment(Protocol):
             `SkillOptError`.
         """
         ...
+
+
+def recorded_result(env: Environment, item: Item) -> ItemResult | None:
+    """The environment's recorded outcome of a train `item`, or None when it has none (or no `recorded`).
+
+    An environment returns one only when the record shows what a rollout would: the night's replays of a
+    session whose user corrected the agent (the failure and the user's words are on record, so replaying
+    it with the same skill would pay for what is already known). The result must read like a rollout's:
+    `hard`/`soft` scores, `feedback` and `trajectory` for the optimizer, `usage` empty (nothing was spent).
+    """
+    recorded = getattr(env, "recorded", None)
+    if not callable(recorded):
+        return None
+    result = recorded(item)
+    return result if isinstance(result, ItemResult) else None
 
 
 def describe_item(env: Environment, item: Item) -> str:

@@ -80,7 +80,7 @@ def test_a_family_with_nothing_to_judge_on_says_what_it_needs(tmp_path: Path) ->
 def test_the_nightly_gate_is_the_anytime_gate_at_the_shipped_defaults() -> None:
     gate = env_gate(Settings())
     assert gate.kind == "sequential" and gate.test == "e-value"
-    assert (gate.confidence, gate.likely_confidence, gate.repeats, gate.first_pairs) == (0.95, 0.9, 3, 2)
+    assert (gate.confidence, gate.likely_confidence, gate.repeats, gate.first_pairs) == (0.95, 0.9, 1, 1)
     plan = plan_gate(5, gate)
     assert plan.decidable and (plan.min_items, plan.min_items_proven) == (4, 5)
 
@@ -88,11 +88,24 @@ def test_the_nightly_gate_is_the_anytime_gate_at_the_shipped_defaults() -> None:
 def test_a_target_waits_when_the_budget_left_cannot_finish_its_plan(tmp_path: Path) -> None:
     gate = env_gate(Settings())
     planned = planned_replays(_rows(train=2, val=5), gate, new_items=5, holding=False)
-    assert planned == 2 + 5 + 2 * 3 * 5
-    ctx = _context(tmp_path, [], max_replays=30)
+    assert planned == 2 + 2 * 5  # train rollouts, and one pair per validation group: no baseline
+    ctx = _context(tmp_path, [], max_replays=10)
     why = budget_wait(ctx, planned)
-    assert why is not None and "needs up to 37 replays and the night has 30 left" in why
-    assert budget_wait(_context(tmp_path, [], max_replays=40), planned) is None
+    assert why is not None and "needs up to 12 replays and the night has 10 left" in why
+    assert budget_wait(_context(tmp_path, [], max_replays=12), planned) is None
+
+
+def test_a_corrected_train_task_is_read_from_its_session_not_planned_as_a_replay() -> None:
+    """The session of a corrected train task already shows the failure the optimizer learns from."""
+    gate = env_gate(Settings())
+    corrected = NightTask(id="c", prompt="fix lint", split="train", corrections=["no noqa, fix the code"])
+    plain = NightTask(id="p", prompt="fix lint", split="train")
+    val = [NightTask(id=f"v{i}", prompt="fix lint", split="val", group=f"g{i}") for i in range(4)]
+    assert planned_replays([corrected, *val], gate, new_items=4, holding=False) == 8
+    assert planned_replays([corrected, plain, *val], gate, new_items=4, holding=False) == 9
+    # A test split is replayed for the initial and the best skill when a candidate wins: planned for.
+    test = [NightTask(id="x", prompt="fix lint", split="test")]
+    assert planned_replays([corrected, *val, *test], gate, new_items=4, holding=False) == 10
 
 
 def _groups(train: int, val: int) -> list[NightTask]:
@@ -101,23 +114,23 @@ def _groups(train: int, val: int) -> list[NightTask]:
 
 
 def test_a_family_larger_than_any_night_is_replayed_in_parts() -> None:
-    """At the agent login's caps (60 replays) a family with ten validation groups plans 72: it would wait
-    every night. Tonight takes its training tasks and the groups that fit, in order; the rest wait for
-    later nights, whose evidence adds to tonight's."""
+    """A family with ten validation groups plans 22 replays: under a night of 16 it would wait every
+    night. Tonight takes its training tasks and the groups that fit, in order; the rest wait for later
+    nights, whose evidence adds to tonight's."""
     gate = env_gate(Settings())
     tasks = _groups(train=2, val=10)
-    assert planned_replays(tasks, gate, new_items=10, holding=False) == 72
-    part = fit_tonight(tasks, gate, None, affordable=60)
+    assert planned_replays(tasks, gate, new_items=10, holding=False) == 22
+    part = fit_tonight(tasks, gate, None, affordable=16)
     assert part is not None
-    assert [t.id for t in part] == ["t0", "t1"] + [f"v{i}" for i in range(8)]  # 2 + 8 + 2*3*8 = 58
-    assert planned_replays(part, gate, new_items=8, holding=False) <= 60
+    assert [t.id for t in part] == ["t0", "t1"] + [f"v{i}" for i in range(7)]  # 2 + 2*7 = 16
+    assert planned_replays(part, gate, new_items=7, holding=False) <= 16
 
 
 def test_a_part_too_small_to_decide_waits_for_a_whole_night() -> None:
     gate = env_gate(Settings())
     tasks = _groups(train=2, val=10)
-    assert fit_tonight(tasks, gate, None, affordable=23) is None  # 3 groups: the gate needs 4
-    assert fit_tonight(tasks, gate, None, affordable=30) is not None
+    assert fit_tonight(tasks, gate, None, affordable=9) is None  # 3 groups: the gate needs 4
+    assert fit_tonight(tasks, gate, None, affordable=10) is not None
 
 
 def test_affordable_replays_count_every_cap() -> None:

@@ -66,3 +66,25 @@ class CountingExecEnv:
         return ItemResult(
             item_id=item.id, hard=float(ok), soft=float(ok), feedback="ok" if ok else "miscounted"
         )
+
+
+class RecordedExecEnv(CountingExecEnv):
+    """An exec environment whose train items' failures are on record (like a night's corrected sessions):
+    `recorded` returns them, and every run says which split it ran, so a test can tell what was replayed."""
+
+    name = "recorded-exec"
+
+    def __init__(self, n: int = 6) -> None:
+        from skillopt_lib.envs.base import Item, Splits
+
+        def items(prefix: str) -> list[Item]:
+            return [Item(id=f"{prefix}-{i}", data={"task": f"{prefix}: count to {i}"}) for i in range(n)]
+
+        self._splits = Splits(train=items("train"), val=items("val"), test=[])
+
+    def recorded(self, item):  # type: ignore[no-untyped-def]
+        from skillopt_lib.envs.base import ItemResult
+
+        if not item.id.startswith("train"):
+            return None
+        return ItemResult(item_id=item.id, hard=0.0, soft=0.0, feedback="miscounted (on record)")
