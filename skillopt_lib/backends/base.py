@@ -131,7 +131,7 @@ def _openai(inp: float, out: float, cached: float) -> ModelPrice:
 
 
 #: When the prices below were checked, and where they come from.
-PRICES_AS_OF = "2026-12-01"
+PRICES_AS_OF = "2026-12-03"
 PRICES_SOURCE = (
     "the providers' public pricing pages: OpenAI API pricing, Anthropic's Claude pricing (models overview "
     "and prompt caching), DeepSeek's models and pricing page, Alibaba Cloud Model Studio (Qwen) pricing, "
@@ -158,6 +158,9 @@ PRICES: dict[str, ModelPrice] = {
     "claude-opus-4-1": _anthropic(15.0, 75.0),
     "claude-opus-4-5": _anthropic(5.0, 25.0),
     "claude-opus-4-6": _anthropic(5.0, 25.0),
+    "claude-opus-4-7": _anthropic(5.0, 25.0),
+    "claude-opus-4-8": _anthropic(5.0, 25.0),
+    "claude-opus-5-5": _anthropic(4.0, 20.0),
     "claude-sonnet-4": _anthropic(3.0, 15.0),
     "claude-haiku-4": _anthropic(1.0, 5.0),
     "claude-3-5-haiku": _anthropic(0.8, 4.0),
