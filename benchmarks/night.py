@@ -1,14 +1,18 @@
 """Nights against the scripted server, with the real `claude` CLI as the agent (and the real `codex` for the
 corpus's Codex sessions, when it is installed). Needs the pinned agent CLIs (`make agent-clis`).
 
-`python -m benchmarks.night --corpus [--kinds types,tests,…] [--sizes 4,5,6,8,12]`: a new user's first
-weeks on the nights corpus's **held-out** kinds (the tuning kinds serve the tests; these are measured only
-here), at the shipped defaults: only where the CLIs and models live, and the budget caps, are set. For each
-family size N, one world holds the first N sessions of each kind (corrections in only some, failures
-included, no skill installed); night 1; one more session of each kind arrives; night 2. Reports, by size,
+`python -m benchmarks.night --corpus [--caps api|login] [--kinds types,tests,…] [--sizes 5,6,8]`: a new user's
+first two nights, **at the shipped defaults, caps included** (only where the CLIs and models live is set; the
+scripted server caches prompts as the providers do). For each family size N, one home holds the first N
+sessions of **every** kind of the nights corpus (corrections in only some, failures included, no skill
+installed), so all kinds compete for one night's budget; night 1; one more session of each kind arrives;
+night 2. Reported for the measured kinds (default: the **held-out** ones; the tuning kinds serve the tests):
 the share of families with a correction that became proposals carrying their rule after one night and within
-two (and which tier), replays, tokens and wall time per family. Scripted models know only what they are
-shown (`benchmarks.corpus.night_world`, `tests/harness/learning_night.py`).
+two (and which tier); and for the whole home per family: replays, input-equivalent, fresh, cache-write and
+cache-read tokens, estimated dollars (replays at the CLI's own figure, optimizer and judge priced as
+`AGENT_MODEL`), replays per decided family, and replays and dollars per learned rule. `--caps login` applies
+the login default's caps (`night.login_max_*`). Scripted models know only what they are shown
+(`benchmarks.corpus.night_world`, `tests/harness/learning_night.py`).
 
 `python -m benchmarks.night --corpus --null`: the same nights with every correction removed and an agent
 that does the work right by luck half of the time whatever the skill says (`LearningNight(noise=0.5)`), so
@@ -31,16 +35,43 @@ from typing import Any
 
 from benchmarks.corpus import night_world
 from benchmarks.corpus.load import NIGHTS, read_labels
+from skillopt_daemon.core.config import NightSettings
+from skillopt_lib.backends.base import price_of
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from tests.harness.learning_night import LearningNight
 from tests.harness.night_scenario import make_world, night_script, record_sessions
 
+# The model the pinned `claude` CLI replays with when nothing names one (its requests to the scripted server
+# carry it): the list price every estimate below uses, for the optimizer and judge too, since a user on the
+# login default pays for those calls at the same model (`claude-code-chat`).
+AGENT_MODEL = "claude-opus-4-8"
+
+
+def caps_for(which: str) -> dict[str, Any]:
+    """The night's caps as shipped: `api` leaves every `night.max_*` at its default (a configured optimizer
+    with an API key); `login` applies the login default's caps (`night.login_max_*`) as the embedded default
+    does, with the scripted optimizer standing in for `claude-code-chat`."""
+    if which == "api":
+        return {}
+    night = NightSettings()
+    return {"max_replays": night.login_max_replays, "max_tokens": night.login_max_tokens}
+
 
 def learning_nights(
-    clis: ac.AgentCLIs, kinds: list[str], size: int, *, null: bool = False, added: int = 1
+    clis: ac.AgentCLIs,
+    kinds: list[str],
+    size: int,
+    *,
+    null: bool = False,
+    added: int = 1,
+    measured: list[str] | None = None,
+    caps: str = "api",
 ) -> dict[str, Any]:
-    """Night 1 on the first `size` sessions of each kind, `added` more of each, night 2."""
+    """Night 1 on the first `size` sessions of each kind in `kinds` (all in one home, competing for one
+    budget), `added` more of each, night 2, at the shipped caps (`caps_for`). Figures are reported for the
+    `measured` kinds (default: all of `kinds`)."""
+    measured = measured or list(kinds)
     rules = {k: read_labels(NIGHTS).families[k]["rule"] for k in kinds}
     script = LearningNight(
         night_world.work_kinds(kinds),
@@ -49,6 +80,8 @@ def learning_nights(
         seed=size,
     )
     codex = Path(str(clis.codex)) if clis.codex else None
+    price = price_of(AGENT_MODEL)
+    priced = {"input": price.input, "output": price.output, "cache_read": price.cache_read}
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer(script, expected_key=ac.DEFAULT_API_KEY) as srv:
         w = night_world.make_world(
             Path(tmp) / "world",
@@ -60,8 +93,10 @@ def learning_nights(
             corrections=not null,
             codex=codex,
         )
-        # Caps high enough that the figures show whole nights rather than where a cap stops them.
-        w.configure(max_cost_usd=1000, max_tokens=500_000_000, max_replays=10_000)
+        w.configure(**caps_for(caps))
+        for model in (night_world.OPTIMIZER_MODEL, night_world.JUDGE_MODEL):
+            for field, value in priced.items():
+                w.skillopt("config", "set", f"prices.{model}.{field}", str(value))
         nights = []
         for night in (1, 2):
             if night == 2:
@@ -69,8 +104,8 @@ def learning_nights(
             t0 = time.perf_counter()
             report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
             wall = time.perf_counter() - t0
-            proposals = {}
-            learned = {}
+            proposals: dict[str, str] = {}
+            learned: dict[str, str] = {}
             for s in report["skills"]:
                 if not s.get("proposal_id"):
                     continue
@@ -79,32 +114,58 @@ def learning_nights(
                 for k, rule in rules.items():
                     if any(line.startswith("+") and rule in line for line in diff.splitlines()):
                         learned[k] = s.get("tier") or "proven"
+            spend = report["spend"]
             nights.append(
                 {
                     "learned": learned,
                     "proposals": proposals,
                     "outcomes": {s["skill"]: s["status"] for s in report["skills"]},
-                    "replays": report["spend"]["replays"],
-                    "tokens": report["spend"]["tokens"],
-                    # The input-equivalent tokens above, and the raw counts they weigh.
-                    "raw_tokens": {
-                        k: report["spend"].get(f"{k}_tokens")
-                        for k in ("fresh", "cache_write", "cache_read", "output")
-                    },
+                    "status": report.get("status"),
+                    "stopped": spend.get("stopped") or spend.get("exceeded"),
+                    "replays": spend["replays"],
+                    "tokens": spend["tokens"],
+                    "fresh_tokens": spend.get("fresh_tokens", 0),
+                    "cache_write_tokens": spend.get("cache_write_tokens", 0),
+                    "cache_read_tokens": spend.get("cache_read_tokens", 0),
+                    "output_tokens": spend.get("output_tokens", 0),
+                    "cost_usd": spend.get("cost_usd", 0.0),
                     "wall_s": round(wall, 1),
                 }
             )
-    n = max(len(kinds), 1)
+        models = sorted({str((r.body or {}).get("model")) for r in srv.requests if r.api == "anthropic"})
     one, two = nights[0], nights[1]
     within = {**two["learned"], **one["learned"]}
+    n_all = max(len(kinds), 1)
+    n = max(len(measured), 1)
+
+    def total(key: str) -> float:
+        return float(one[key]) + float(two[key])
+
+    decided = {
+        k
+        for night in nights
+        for k, status in night["outcomes"].items()
+        if status not in ("pending", "waited")
+    }
     out: dict[str, Any] = {
         "size": size,
         "kinds": kinds,
+        "measured": measured,
+        "caps": caps,
+        "caps_set": caps_for(caps),
+        "priced_as": AGENT_MODEL,
+        "agent_models_seen": models,
         "null": null,
         "nights": nights,
-        "replays_per_family": (one["replays"] + two["replays"]) / n,
-        "tokens_per_family": (one["tokens"] + two["tokens"]) // n,
-        "wall_s_per_family": round((one["wall_s"] + two["wall_s"]) / n, 1),
+        # Per family of the home (every kind competed for the same budget).
+        "replays_per_family": total("replays") / n_all,
+        "tokens_per_family": int(total("tokens") // n_all),
+        "fresh_tokens_per_family": int(total("fresh_tokens") // n_all),
+        "cache_write_tokens_per_family": int(total("cache_write_tokens") // n_all),
+        "cache_read_tokens_per_family": int(total("cache_read_tokens") // n_all),
+        "usd_per_family_est": round(total("cost_usd") / n_all, 3),
+        "replays_per_decided_family": round(total("replays") / max(len(decided), 1), 1),
+        "wall_s_per_family": round((one["wall_s"] + two["wall_s"]) / n_all, 1),
     }
     if null:
         proposed = {**two["proposals"], **one["proposals"]}
@@ -112,9 +173,13 @@ def learning_nights(
         out["proven"] = sum(1 for t in proposed.values() if t == "proven")
         out["likely"] = sum(1 for t in proposed.values() if t == "likely")
     else:
-        out["rule_bearing_night_1"] = len(one["learned"]) / n
-        out["rule_bearing_within_2"] = len(within) / n
-        out["proven_within_2"] = sum(1 for t in within.values() if t == "proven") / n
+        learned_all = len(within)
+        out["rule_bearing_night_1"] = sum(1 for k in measured if k in one["learned"]) / n
+        out["rule_bearing_within_2"] = sum(1 for k in measured if k in within) / n
+        out["proven_within_2"] = sum(1 for k in measured if within.get(k) == "proven") / n
+        out["rule_bearing_within_2_all_kinds"] = learned_all / n_all
+        out["usd_per_rule_est"] = round(total("cost_usd") / learned_all, 3) if learned_all else None
+        out["replays_per_rule"] = round(total("replays") / learned_all, 1) if learned_all else None
     return out
 
 
@@ -125,18 +190,28 @@ def main() -> None:
         "--corpus", action="store_true", help="a new user's first two nights on the nights corpus"
     )
     ap.add_argument("--null", action="store_true", help="with --corpus: no corrections, a lucky agent")
-    ap.add_argument("--kinds", default="", help="comma-separated kinds (default: heldout; --null: all)")
-    ap.add_argument("--sizes", default="4,5,6,8,12", help="sessions of each kind before night 1")
+    ap.add_argument(
+        "--kinds",
+        default="",
+        help="comma-separated kinds measured (default: the held-out ones; --null: all); the home always "
+        "holds every kind of the corpus",
+    )
+    ap.add_argument("--sizes", default="5,6,8", help="sessions of each kind before night 1")
+    ap.add_argument(
+        "--caps", default="api", choices=["api", "login"], help="the shipped caps of an API key or a login"
+    )
     args = ap.parse_args()
     clis = ac.locate_agent_clis()
     if clis.claude is None:
         raise SystemExit(clis.why_missing("claude"))
     if args.corpus:
-        kinds = [k for k in args.kinds.split(",") if k] or night_world.corpus_kinds(
+        every = night_world.corpus_kinds(None)
+        measured = [k for k in args.kinds.split(",") if k] or night_world.corpus_kinds(
             None if args.null else "heldout"
         )
         for size in [int(x) for x in args.sizes.split(",") if x]:
-            print(json.dumps(learning_nights(clis, kinds, size, null=args.null)), flush=True)
+            result = learning_nights(clis, every, size, null=args.null, measured=measured, caps=args.caps)
+            print(json.dumps(result), flush=True)
         return
     with (
         tempfile.TemporaryDirectory() as tmp,
