@@ -33,10 +33,13 @@ class _Model(BaseModel):
 
 
 class Price(_Model):
-    """USD per million tokens."""
+    """USD per million tokens. Without cache prices, the built-in table's ratio of cache to input price for
+    the model applies (`backends.base.price_of`)."""
 
     input: float = 0.0
     output: float = 0.0
+    cache_read: float | None = Field(default=None, description="input read from the prompt cache")
+    cache_write: float | None = Field(default=None, description="input written to the prompt cache")
 
 
 class BackendConfig(_Model):

@@ -231,9 +231,11 @@ def test_reasoning_models_get_max_completion_tokens() -> None:
 
 
 def test_price_table_is_dated_and_opus_4_5_costs_a_third_of_opus_4() -> None:
-    assert PRICES_AS_OF == "2026-12-01" and "Anthropic" in PRICES_SOURCE and "OpenAI" in PRICES_SOURCE
+    assert PRICES_AS_OF == "2026-12-03" and "Anthropic" in PRICES_SOURCE and "OpenAI" in PRICES_SOURCE
     assert price_for("claude-opus-4-5-20251101") == (5.0, 25.0)
     assert price_for("claude-opus-4-6") == (5.0, 25.0)
+    # The pinned Claude Code replays with Opus 4.8: priced as Opus 4.5 and later, never as Opus 4 by prefix.
+    assert price_for("claude-opus-4-8") == (5.0, 25.0)
     assert price_for("claude-opus-4-1-20250805") == (15.0, 75.0)
     assert price_for("claude-opus-4-20250514") == (15.0, 75.0)
     assert price_for("claude-haiku-4-5") == (1.0, 5.0)
