@@ -31,15 +31,13 @@ def corrected_train(task: NightTask) -> bool:
 
 def recorded_work(db: sqlite_utils.Database, tasks: Iterable[NightTask]) -> dict[str, str]:
     """For each corrected train task: the agent's messages and tool calls from its request up to the
-    user's first correction, as a trajectory; tasks whose record cannot be found are left out (they are
-    replayed as before)."""
+    user's first correction, as a trajectory. A task whose record holds no agent step still gets an entry
+    saying so: the user's correction is what the optimizer learns from, and the night's plan counts no
+    replay for it (`planning.planned_replays`)."""
     out: dict[str, str] = {}
     for task in tasks:
-        if not corrected_train(task):
-            continue
-        text = _attempt_text(db, task)
-        if text:
-            out[task.id] = text
+        if corrected_train(task):
+            out[task.id] = _attempt_text(db, task) or "(the recorded session holds no step of the agent's work)"
     return out
 
 

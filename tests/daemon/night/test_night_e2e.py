@@ -96,17 +96,18 @@ def test_a_budget_too_small_for_the_plan_spends_nothing_and_says_so(sessions_hom
 
 
 def test_a_family_larger_than_the_whole_night_is_replayed_in_parts(sessions_home: World) -> None:
-    """Eight corrected sessions (3 to learn from, 5 validation groups) plan 38 replays; a night of 31 can
-    never take them all, so waiting would wait forever. The night replays the part that fits (4 groups,
-    enough for the gate to decide on) and says so; the fifth group is left for a later night."""
+    """Eight corrected sessions (3 to learn from, read from their sessions; 5 validation groups, one pair
+    each) plan 10 replays; a night of 8 can never take them all, so waiting would wait forever. The night
+    replays the part that fits (4 groups, enough for the gate to decide on) and says so; the fifth group is
+    left for a later night."""
     w = restore(sessions_home)
-    w.configure("opt-useful", max_replays=31)
+    w.configure("opt-useful", max_replays=8)
     report = _night(w)
     (outcome,) = report["skills"]
     assert outcome["status"] in ("proposed", "pending"), outcome
     assert "tonight replays 4 of its 5 validation groups" in outcome["gate_plan"]["parted"]
     assert outcome["gate_plan"]["n_items"] == 4
-    assert report["spend"]["replays"] <= 31
+    assert report["spend"]["replays"] <= 8
 
 
 def _night(w: World) -> dict:  # type: ignore[type-arg]
