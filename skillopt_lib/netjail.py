@@ -69,8 +69,8 @@ _HOME_SCAN_LIMIT = 262_144
 
 @dataclass(frozen=True)
 class NetworkPlan:
-    """What one confined process may reach: loopback ports relayed to this machine, and the hosts (exact,
-    with their subdomains, or `fnmatch` patterns) the proxy lets through."""
+    """What one confined process may reach: loopback ports relayed to this machine, and the hosts the proxy
+    lets through: exact names (with their subdomains) or patterns (`host_matches`)."""
 
     relay_ports: tuple[int, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
@@ -80,11 +80,21 @@ class NetworkPlan:
         for pattern in self.allowed_hosts:
             pat = pattern.lower()
             if any(ch in pat for ch in "*?["):
-                if fnmatch.fnmatchcase(name, pat):
+                if host_matches(name, pat):
                     return True
             elif name == pat or name.endswith("." + pat):
                 return True
         return False
+
+
+def host_matches(name: str, pattern: str) -> bool:
+    """Whether the host `name` fits `pattern`, label by label: a wildcard stays within one DNS label, so
+    `bedrock-runtime.*.amazonaws.com` is a region's endpoint and never `bedrock-runtime.x.s3.amazonaws.com`
+    (a bucket anyone can create). Both are compared lower-case, without a trailing dot."""
+    labels, wanted = name.split("."), pattern.split(".")
+    if len(labels) != len(wanted):
+        return False
+    return all(fnmatch.fnmatchcase(label, want) for label, want in zip(labels, wanted, strict=True))
 
 
 def endpoints(env: Mapping[str, str], home: Path | None = None) -> list[tuple[str, int]]:
@@ -164,6 +174,7 @@ class Jail:
         self.isolate = isolate
         self.what = what
         self._attempts: dict[str, None] = {}
+        self._forwarded: dict[str, None] = {}
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
@@ -234,9 +245,17 @@ class Jail:
         with self._lock:
             return list(self._attempts)
 
-    def _record(self, what: str) -> None:
+    @property
+    def forwarded(self) -> list[str]:
+        """What the proxy let through, in order, each once: `host:port (how)`. Every allowed request is on
+        record, so a host a pattern let through by mistake shows up in the result, not nowhere."""
         with self._lock:
-            self._attempts.setdefault(what + (f" {self.what}" if self.what else ""), None)
+            return list(self._forwarded)
+
+    def _record(self, what: str, *, allowed: bool = False) -> None:
+        with self._lock:
+            book = self._forwarded if allowed else self._attempts
+            book.setdefault(what + (f" {self.what}" if self.what else ""), None)
 
     # -- serving
     def _spawn(self, target: Any, *args: Any) -> None:
@@ -315,12 +334,8 @@ class Jail:
                 return
             request, rest = head
             method, target, host, port = _parse_request(request)
+            how = "https through the proxy" if method == "CONNECT" else f"{method.lower()} through the proxy"
             if not host or not self.plan.allows(host):
-                how = (
-                    "https through the proxy"
-                    if method == "CONNECT"
-                    else f"{method.lower()} through the proxy"
-                )
                 self._record(f"{host or target[:80]}:{port} ({how})")
                 body = b"blocked by skillopt: a replay may only reach its model endpoint\n"
                 conn.sendall(
@@ -330,6 +345,7 @@ class Jail:
                 )
                 conn.close()
                 return
+            self._record(f"{host}:{port} ({how})", allowed=True)
             upstream = _open_upstream(host, port)
             self._keep(upstream)
             if method == "CONNECT":
@@ -484,6 +500,15 @@ def confinement(
             "held to the model endpoint"
         )
     return jail, notes
+
+
+def forwarded_note(forwarded: Iterable[str]) -> str | None:
+    """The line a replay's result carries naming what its proxy let through (None when nothing was)."""
+    found = list(forwarded)
+    if not found:
+        return None
+    head = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return f"the replay's proxy let through: {head}"
 
 
 def blocked_note(attempts: Iterable[str]) -> str | None:

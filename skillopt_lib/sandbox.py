@@ -666,6 +666,9 @@ def _replay(
                 result.network_blocked += check_jail.attempts
         if jail is not None:
             result.network_blocked = [*jail.attempts, *result.network_blocked]
+            forwarded = netjail.forwarded_note(jail.forwarded)
+            if forwarded:
+                result.warnings.append(forwarded)
         blocked = netjail.blocked_note(result.network_blocked)
         if blocked:
             result.warnings.append(blocked)

@@ -223,3 +223,23 @@ def test_a_replays_agent_that_tries_to_phone_home_is_refused_and_recorded(
         limits=ExecLimits(max_turns=6, timeout_s=180),
     )
     assert open_result.network_blocked == [] and secret.got, "with network = open nothing is confined"
+
+
+def test_a_host_pattern_matches_one_label_and_every_forwarded_request_is_recorded(local_http: int) -> None:
+    """`*` in a model host stands for one DNS label: a region, never a bucket under another service."""
+    plan = NetworkPlan(allowed_hosts=("bedrock-runtime.*.amazonaws.com", "sts.*.amazonaws.com", "127.0.0.1"))
+    assert plan.allows("bedrock-runtime.us-east-1.amazonaws.com")
+    assert plan.allows("sts.eu-west-3.amazonaws.com")
+    assert not plan.allows("bedrock-runtime.attacker-drop.s3.amazonaws.com")
+    assert not plan.allows("sts.attacker.s3.amazonaws.com")
+    assert not plan.allows("bedrock-runtime.amazonaws.com")
+    with Jail(plan, isolate=False) as jail:
+        via = f"--noproxy '' -x http://127.0.0.1:{jail.proxy_port}"
+        out = _sh(
+            jail,
+            f"curl -sS -m 5 {via} http://127.0.0.1:{local_http}/; "
+            f"curl -sS -m 5 {via} -p https://bedrock-runtime.attacker-drop.s3.amazonaws.com/ 2>&1 | head -1",
+        )
+    assert "model says hi" in out.stdout, out
+    assert jail.forwarded == [f"127.0.0.1:{local_http} (get through the proxy)"]
+    assert jail.attempts == ["bedrock-runtime.attacker-drop.s3.amazonaws.com:443 (https through the proxy)"]
