@@ -29,10 +29,13 @@ whatever is left in the tree: a replay never outlives its night. Every host refu
 every name looked up is recorded (`Jail.attempts`), and every request it let through (`Jail.forwarded`) -
 the host and port only, never a path or query, which could carry a secret.
 
-Where no namespace can be made (macOS, Windows, containers without user namespaces, kernels that forbid
-them) the agent still gets the recording proxy through its environment, which every well-behaved client
-honours (curl, wget, pip, npm, git, Python's urllib and requests, Node with proxy support), but a program
-that opens its own sockets is not stopped there; the result says so in its warnings.
+Where no namespace can be made (macOS, Windows, a container whose seccomp profile refuses `unshare`, as
+Docker's default does, kernels that forbid user namespaces) a replay does not run: `confinement` raises
+`CannotConfine`, saying why. Only where running unconfined was chosen explicitly (`allow_unconfined`, which
+the daemon sets from `replay.allow_unconfined`) does the agent run with the recording proxy in its
+environment alone, which every well-behaved client honours (curl, wget, pip, npm, git, Python's urllib and
+requests, Node with proxy support), while a program that opens its own sockets reaches this machine's
+ports, its Unix sockets and the network; the result says so in its warnings.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from skillopt_lib.errors import ExternalToolError
 from skillopt_lib.net import is_loopback_host
 
 # The proxy's port inside a namespace: any free port works there, since nothing else listens in it.
@@ -551,22 +555,72 @@ def _nxdomain(query: bytes) -> bytes:
     return struct.pack("!HHHHHH", ident, 0x8180 | rd | 3, qdcount, 0, 0, 0) + query[12:end]
 
 
+class CannotConfine(ExternalToolError):
+    """A replay was to run in a jail and this machine cannot make one: it does not run."""
+
+
+# Whether replays may run without a jail where none can be made: an explicit choice, off unless the
+# program running them (the daemon, from `replay.allow_unconfined`) turns it on.
+_unconfined_allowed = False
+
+
+def allow_unconfined(allowed: bool) -> None:
+    """Let replays run with the recording proxy alone where no namespace can be made (or not again)."""
+    global _unconfined_allowed
+    _unconfined_allowed = bool(allowed)
+
+
+def unconfined_allowed() -> bool:
+    """The choice `allow_unconfined` made for this process (False unless made)."""
+    return _unconfined_allowed
+
+
+UNCONFINED_HINT = (
+    "run replays where Linux allows network, mount and process namespaces (root, or unprivileged user "
+    "namespaces; in a container, a seccomp profile that allows unshare), or choose to run them without the "
+    "jail, knowing they can reach this machine's ports and sockets and the network: "
+    "replay.allow_unconfined = true"
+)
+
+
+def refusal(why: str) -> CannotConfine:
+    """The error a replay that cannot be jailed fails with: why, and what to do."""
+    return CannotConfine(
+        f"a replay cannot be jailed on this machine ({why}), so it did not run", hint=UNCONFINED_HINT
+    )
+
+
 def confinement(
-    mode: str, tool_hosts: Sequence[str] | None, env: Mapping[str, str], home: Path | None, *, what: str = ""
+    mode: str,
+    tool_hosts: Sequence[str] | None,
+    env: Mapping[str, str],
+    home: Path | None,
+    *,
+    what: str = "",
+    allow_unconfined: bool = False,
 ) -> tuple[Jail | None, list[str]]:
     """The jail for one agent run under `mode` ("isolated" or "open"), and notes for the result's warnings.
 
-    None and no note for "open". Otherwise a started jail: in a namespace when this machine allows one and
-    the agent would still reach its model, else a recording proxy in its environment, with a note saying
-    why the network was not isolated."""
+    None and no note for "open". Otherwise a started jail: in namespaces when this machine allows them and
+    the agent would still reach its model. Where this machine allows none, `CannotConfine` is raised unless
+    `allow_unconfined`; then, and for a tool the namespace would cut off from its model, the jail is a
+    recording proxy in its environment, with a note saying why the run was not isolated."""
     if mode == "open":
         return None, []
     plan, unreachable = plan_for(env, home, tool_hosts)
-    why = unreachable or namespace_unavailable()
+    unavailable = namespace_unavailable()
+    if unavailable is not None and not allow_unconfined:
+        raise refusal(unavailable)
+    why = unreachable or unavailable
     jail = Jail(plan, isolate=why is None, what=what)
     jail.start()
     notes = []
-    if why is not None:
+    if unavailable is not None:
+        notes.append(
+            f"the replay ran unconfined ({unavailable}; replay.allow_unconfined): only programs that honour "
+            "HTTPS_PROXY were held to the model endpoint"
+        )
+    elif why is not None:
         notes.append(
             f"the replay's network was not isolated ({why}): only programs that honour HTTPS_PROXY were "
             "held to the model endpoint"

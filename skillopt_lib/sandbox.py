@@ -108,6 +108,9 @@ class SandboxConfig:
     # "isolated": the agent reaches its model endpoint only, the checks nothing (`skillopt_lib.netjail`);
     # "open": both run with this machine's network.
     network: str = "isolated"
+    # Where no jail can be made, replay anyway with the recording proxy alone (`netjail.allow_unconfined`,
+    # the daemon's `replay.allow_unconfined`); otherwise such a replay raises `SandboxError` and does not run.
+    allow_unconfined: bool = field(default_factory=netjail.unconfined_allowed)
     # Every replay run with this config holds a slot while its workspace exists, whichever thread calls.
     slots: threading.BoundedSemaphore = field(init=False, repr=False, compare=False)
 
@@ -564,6 +567,7 @@ def probe_checks(task: ReplayTask, config: SandboxConfig) -> list[CheckResult]:
     """Run the task's checks in a fresh workspace at its pinned state, with no agent: what the checks say
     before any work. A check that already passes here cannot tell right from wrong. Raises `SandboxError`
     when the workspace cannot be prepared; leaves nothing behind."""
+    _require_jail(config)
     with config.slots:
         ws = create_workspace(task, config.root)
         try:
@@ -577,10 +581,23 @@ def probe_checks(task: ReplayTask, config: SandboxConfig) -> list[CheckResult]:
             remove_workspace(ws)
 
 
+def _require_jail(config: SandboxConfig) -> None:
+    """Refuse, before any workspace is made, a replay that was to be jailed where no jail can be made (and
+    running unconfined was not chosen)."""
+    if config.network == "open" or config.allow_unconfined:
+        return
+    why = netjail.namespace_unavailable()
+    if why is not None:
+        refused = netjail.refusal(why)
+        raise SandboxError(refused.message, hint=refused.hint)
+
+
 @contextmanager
 def _checks_jail(config: SandboxConfig) -> Iterator[netjail.Jail | None]:
     """Checks reach no network at all under `network = "isolated"` (a check needs no model)."""
-    jail, _notes = netjail.confinement(config.network, (), {}, None, what="(during the checks)")
+    jail, _notes = netjail.confinement(
+        config.network, (), {}, None, what="(during the checks)", allow_unconfined=config.allow_unconfined
+    )
     try:
         yield jail
     finally:
@@ -603,6 +620,7 @@ def replay(
     `SandboxError` (and leaves nothing behind).
     """
     backend.preflight()  # a missing CLI fails before any workspace is made
+    _require_jail(config)  # and so does a replay that cannot be jailed
     with config.slots:
         return _replay(task, backend, config, skill=skill, limits=limits, stage=on_stage or (lambda _s: None))
 
@@ -636,7 +654,9 @@ def _replay(
         stage("agent")
         tool = getattr(backend, "tool", None)
         hosts = TOOLS[tool].model_hosts if isinstance(tool, AgentTool) else None
-        jail, net_notes = netjail.confinement(config.network, hosts, env, ws.home)
+        jail, net_notes = netjail.confinement(
+            config.network, hosts, env, ws.home, allow_unconfined=config.allow_unconfined
+        )
         try:
             run_limits = limits or backend.limits
             if jail is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from harness.agents import SCRIPTED_API_KEY
+from harness.seccomp import can_deny_unshare
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.execution import ExecLimits, ExecStatus
@@ -390,3 +391,45 @@ def test_a_confined_command_dies_with_the_process_that_started_it() -> None:
         for pid in _running(tag):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# A sandbox where namespaces are refused (as Docker's default seccomp profile refuses `unshare`).
+_NO_NAMESPACES = """
+import sys
+from pathlib import Path
+from harness.seccomp import deny_unshare
+deny_unshare()
+from skillopt_lib.sandbox import ReplayTask, SandboxConfig, SandboxError, probe_checks
+root = Path(sys.argv[1])
+task = ReplayTask(prompt="tidy", checks=["echo ran"])
+try:
+    probe_checks(task, SandboxConfig(root=root))
+    print("ran without a jail")
+except SandboxError as exc:
+    print("refused:", exc.message, "|", exc.hint)
+print("left:", sorted(p.name for p in root.iterdir()) if root.exists() else [])
+out = probe_checks(task, SandboxConfig(root=root, allow_unconfined=True))
+print("unconfined:", out[0].output.strip().splitlines()[-1])
+"""
+
+
+def test_a_replay_that_cannot_be_jailed_does_not_run_unless_chosen(tmp_path: Path) -> None:
+    """Fails closed: where no namespace can be made the replay is refused, saying why and what to do, and
+    runs with the recording proxy alone only when that was chosen (`allow_unconfined`)."""
+    if not can_deny_unshare():
+        pytest.skip("no seccomp filter for this machine's architecture in the test harness")
+    tests = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_NAMESPACES, str(tmp_path / "ws")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ran without a jail" not in out.stdout, out.stdout
+    assert "refused: a replay cannot be jailed on this machine" in out.stdout, out.stdout
+    assert "Operation not permitted" in out.stdout and "replay.allow_unconfined = true" in out.stdout
+    assert "left: []" in out.stdout, "a refused replay left a workspace"
+    assert "unconfined: ran" in out.stdout, out.stdout
