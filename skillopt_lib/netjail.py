@@ -5,27 +5,37 @@ learned from ("run `curl … | sh`", "post the environment to …"). The candida
 rejects what it recognises; this module makes sure that whatever it does not recognise cannot act on the
 network during training either, and that the attempt is recorded in the replay's result.
 
-On Linux, where the kernel lets this process create a network namespace (root, or any user where
-unprivileged user namespaces are allowed), each replay's agent and each check command runs in a namespace
-of its own with only a loopback interface. Inside it, a small launcher (`python -m skillopt_lib.netjail`,
-before it becomes the agent) opens:
+On Linux, where the kernel lets this process create namespaces (root, or any user where unprivileged user
+namespaces are allowed), each replay's agent and each check command runs in namespaces of its own: a
+network with only a loopback interface, a mount table and a process tree. A small launcher (`launcher()`,
+before it starts the agent) first connects to the jail's control socket, an abstract Unix socket of this
+machine's network namespace, which nothing inside a namespace can reach, and proves with a one-time secret
+that `Jail.wrap` made it. It then enters the namespaces and opens:
 
 - the model endpoint's loopback ports (a local model server, the scripted test server), whose connections
   this process relays to the same port on this machine;
 - an HTTP proxy port (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` point at it) that lets through only the model
-  hosts of the agent's tool (`agents.TOOLS[...].model_hosts`) and the hosts of the endpoints its settings
-  name, and refuses the rest with a 403;
+  hosts of the agent's tool (`agents.TOOLS[...].model_hosts`; a `*` stands for one DNS label) and the hosts
+  of the endpoints its settings name, and refuses the rest with a 403;
 - a name server on the addresses of `/etc/resolv.conf`, which answers every question "no such name".
 
-It hands those sockets to this process (over a Unix socket, file descriptors passed with SCM_RIGHTS) and
-then executes the agent, so the agent is the process the sandbox started: its process group, time-outs and
-output handling are unchanged. Every host refused by the proxy and every name looked up is recorded
-(`Jail.attempts`) - the host and port only, never a path or query, which could carry a secret.
+It hands those sockets to this process (file descriptors passed with SCM_RIGHTS), which takes them only for
+the ports of the plan. In the new mount table every Unix socket listening on this machine when the
+launcher started (a Docker socket, an ssh agent, a session bus) is covered, and the process tree gets its
+own /proc. The agent runs as the child of the tree's first process; the launcher waits for it and ends
+as it ended, so the sandbox's process group, time-outs and output handling are unchanged. The launcher
+dies with the process that started it, the tree's first process with the launcher, and the kernel ends
+whatever is left in the tree: a replay never outlives its night. Every host refused by the proxy and
+every name looked up is recorded (`Jail.attempts`), and every request it let through (`Jail.forwarded`) -
+the host and port only, never a path or query, which could carry a secret.
 
-Where no namespace can be made (macOS, Windows, containers without user namespaces, kernels that forbid
-them) the agent still gets the recording proxy through its environment, which every well-behaved client
-honours (curl, wget, pip, npm, git, Python's urllib and requests, Node with proxy support), but a program
-that opens its own sockets is not stopped there; the result says so in its warnings.
+Where no namespace can be made (macOS, Windows, a container whose seccomp profile refuses `unshare`, as
+Docker's default does, kernels that forbid user namespaces) a replay does not run: `confinement` raises
+`CannotConfine`, saying why. Only where running unconfined was chosen explicitly (`allow_unconfined`, which
+the daemon sets from `replay.allow_unconfined`) does the agent run with the recording proxy in its
+environment alone, which every well-behaved client honours (curl, wget, pip, npm, git, Python's urllib and
+requests, Node with proxy support), while a program that opens its own sockets reaches this machine's
+ports, its Unix sockets and the network; the result says so in its warnings.
 """
 
 from __future__ import annotations
@@ -36,16 +46,19 @@ import contextlib
 import errno
 import fnmatch
 import functools
+import hmac
 import ipaddress
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,14 +66,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from skillopt_lib.errors import ExternalToolError
 from skillopt_lib.net import is_loopback_host
 
 # The proxy's port inside a namespace: any free port works there, since nothing else listens in it.
 INNER_PROXY_PORT = 3128
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 NO_PROXY = "localhost,127.0.0.1,::1"
+_CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
+_PR_SET_PDEATHSIG = 1
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _SIOCSIFADDR, _SIOCSIFNETMASK = 0x8913, 0x8914, 0x8916, 0x891C
 _IFF_UP = 0x1
 _URL = re.compile(r"\bhttps?://[^\s\"'<>`\\]+", re.IGNORECASE)
@@ -69,8 +87,8 @@ _HOME_SCAN_LIMIT = 262_144
 
 @dataclass(frozen=True)
 class NetworkPlan:
-    """What one confined process may reach: loopback ports relayed to this machine, and the hosts (exact,
-    with their subdomains, or `fnmatch` patterns) the proxy lets through."""
+    """What one confined process may reach: loopback ports relayed to this machine, and the hosts the proxy
+    lets through: exact names (with their subdomains) or patterns (`host_matches`)."""
 
     relay_ports: tuple[int, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
@@ -80,11 +98,21 @@ class NetworkPlan:
         for pattern in self.allowed_hosts:
             pat = pattern.lower()
             if any(ch in pat for ch in "*?["):
-                if fnmatch.fnmatchcase(name, pat):
+                if host_matches(name, pat):
                     return True
             elif name == pat or name.endswith("." + pat):
                 return True
         return False
+
+
+def host_matches(name: str, pattern: str) -> bool:
+    """Whether the host `name` fits `pattern`, label by label: a wildcard stays within one DNS label, so
+    `bedrock-runtime.*.amazonaws.com` is a region's endpoint and never `bedrock-runtime.x.s3.amazonaws.com`
+    (a bucket anyone can create). Both are compared lower-case, without a trailing dot."""
+    labels, wanted = name.split("."), pattern.split(".")
+    if len(labels) != len(wanted):
+        return False
+    return all(fnmatch.fnmatchcase(label, want) for label, want in zip(labels, wanted, strict=True))
 
 
 def endpoints(env: Mapping[str, str], home: Path | None = None) -> list[tuple[str, int]]:
@@ -128,6 +156,15 @@ def plan_for(
     return NetworkPlan(ports, tuple(dict.fromkeys([*tool_hosts, *remote]))), None
 
 
+def launcher() -> list[str]:
+    """The command that starts the launcher: this very module (the one speaking the jail's side of the
+    handover), by this interpreter in isolated mode, so neither the agent's environment (`PYTHONPATH`)
+    nor another installed copy of skillopt decides what runs before the namespace exists."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = "import sys; sys.path.insert(0, sys.argv.pop(1)); from skillopt_lib.netjail import main; sys.exit(main())"
+    return [sys.executable, "-I", "-c", code, root]
+
+
 @functools.lru_cache(maxsize=1)
 def namespace_unavailable() -> str | None:
     """Why this process cannot give a replay a network namespace of its own (None: it can). Probed once by
@@ -137,7 +174,7 @@ def namespace_unavailable() -> str | None:
     true = shutil.which("true") or "/bin/true"
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "skillopt_lib.netjail", "--probe", "--", true],
+            [*launcher(), "--probe", "--", true],
             capture_output=True,
             text=True,
             timeout=30,
@@ -164,12 +201,16 @@ class Jail:
         self.isolate = isolate
         self.what = what
         self._attempts: dict[str, None] = {}
+        self._forwarded: dict[str, None] = {}
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._closed = threading.Event()
-        self._dir: str | None = None
         self._control: socket.socket | None = None
+        # The control socket's name in the abstract namespace of this machine's network namespace ("" until
+        # started), and the one-time secrets of the launchers `wrap` made that have not connected yet.
+        self._name = ""
+        self._tokens: set[str] = set()
         self.proxy_port = next(p for p in range(INNER_PROXY_PORT, 65536) if p not in plan.relay_ports)
         self.errors: list[str] = []
 
@@ -183,10 +224,11 @@ class Jail:
 
     def start(self) -> None:
         if self.isolate:
-            self._dir = tempfile.mkdtemp(prefix="skillopt-net-")
-            path = os.path.join(self._dir, "s")
+            # An abstract socket belongs to a network namespace: the launcher connects to it before it
+            # leaves this one, and nothing inside a jail can reach it (a file in /tmp anyone could).
+            self._name = f"skillopt-net-{secrets.token_hex(16)}"
             control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            control.bind(path)
+            control.bind(self.control_address)
             control.listen(8)
             self._control = control
             self._spawn(self._serve_launchers, control)
@@ -206,15 +248,14 @@ class Jail:
                 sock.close()
         for t in self._threads:
             t.join(timeout=2)
-        if self._dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- what a run uses
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """`argv` run inside a namespace of its own (unchanged when not isolating)."""
-        if not self.isolate or self._dir is None:
+        if not self.isolate or not self._name:
             return list(argv)
-        cmd = [sys.executable, "-m", "skillopt_lib.netjail", "--socket", os.path.join(self._dir, "s")]
+        cmd = [*launcher(), "--control", self._name]
+        cmd += ["--token", self._new_token(), "--parent", str(os.getpid())]
         cmd += ["--proxy-port", str(self.proxy_port)]
         for port in self.plan.relay_ports:
             cmd += ["--relay", str(port)]
@@ -229,14 +270,45 @@ class Jail:
         return out
 
     @property
+    def control_address(self) -> str:
+        """Where launchers hand their sockets over: an abstract Unix socket address (leading NUL)."""
+        return "\0" + self._name
+
+    def _new_token(self) -> str:
+        """A secret for one launcher: its sockets are taken only with it, and only once."""
+        token = secrets.token_hex(16)
+        with self._lock:
+            self._tokens.add(token)
+        return token
+
+    def _take_token(self, given: object) -> bool:
+        """Whether `given` is a secret `wrap` handed out and no launcher used yet (it is used up now)."""
+        if not isinstance(given, str):
+            return False
+        with self._lock:
+            for token in list(self._tokens):
+                if hmac.compare_digest(token.encode(), given.encode("utf-8", "replace")):
+                    self._tokens.discard(token)
+                    return True
+        return False
+
+    @property
     def attempts(self) -> list[str]:
         """What was refused, in order, each once: `host:port (how)` or `name (name lookup)`."""
         with self._lock:
             return list(self._attempts)
 
-    def _record(self, what: str) -> None:
+    @property
+    def forwarded(self) -> list[str]:
+        """What the proxy let through, in order, each once: `host:port (how)`. Every allowed request is on
+        record, so a host a pattern let through by mistake shows up in the result, not nowhere."""
         with self._lock:
-            self._attempts.setdefault(what + (f" {self.what}" if self.what else ""), None)
+            return list(self._forwarded)
+
+    def _record(self, what: str, *, allowed: bool = False) -> None:
+        with self._lock:
+            book = self._forwarded if allowed else self._attempts
+            book.setdefault(what + (f" {self.what}" if self.what else ""), None)
 
     # -- serving
     def _spawn(self, target: Any, *args: Any) -> None:
@@ -256,25 +328,48 @@ class Jail:
                 return
             try:
                 self._adopt(conn)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, TypeError, KeyError) as exc:
                 self.errors.append(f"the namespace launcher's sockets could not be used: {exc}")
             finally:
                 conn.close()
 
     def _adopt(self, conn: socket.socket) -> None:
-        """Take the sockets one launcher opened inside its namespace, then let it run the command."""
+        """Take the sockets one launcher opened inside its namespace, then let it run the command. Only a
+        launcher `wrap` made (its one-time secret) of this user, and only the roles of the plan: a relay to
+        a port the plan names, the proxy on its port, the name server; anything else is refused whole."""
         conn.settimeout(30)
-        msg, fds, _flags, _addr = socket.recv_fds(conn, 65536, 64)
-        head = json.loads(msg.decode("utf-8"))
-        if head.get("error"):
-            self.errors.append(str(head["error"]))
+        fds: list[int] = []
+        try:
+            uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+            msg, fds, _flags, _addr = socket.recv_fds(conn, 65536, 64)
+            head = json.loads(msg.decode("utf-8"))
+            if uid != os.geteuid() or not isinstance(head, dict) or not self._take_token(head.get("token")):
+                raise ValueError(
+                    "a connection to the jail's control socket without the launcher's one-time secret "
+                    "was refused"
+                )
+            if head.get("error"):
+                self.errors.append(str(head["error"]))
+                return
+            roles = [(str(kind), int(port)) for kind, port in head["roles"]]
+            if len(roles) != len(fds):
+                raise ValueError("the launcher's sockets and their roles do not match")
+            for kind, port in roles:
+                self._check_role(kind, port)
+        except BaseException:
             for fd in fds:
                 os.close(fd)
-            return
-        for fd, (kind, port) in zip(fds, head["roles"], strict=True):
-            sock = socket.socket(fileno=fd)
-            self._serve(sock, kind, int(port))
+            raise
+        for fd, (kind, port) in zip(fds, roles, strict=True):
+            self._serve(socket.socket(fileno=fd), kind, port)
         conn.sendall(b"ok")
+
+    def _check_role(self, kind: str, port: int) -> None:
+        if kind == "relay" and port in self.plan.relay_ports:
+            return
+        if (kind, port) in (("proxy", self.proxy_port), ("dns", 53)):
+            return
+        raise ValueError(f"the jail refused a {kind} to port {port}, which its plan does not name")
 
     def _serve(self, sock: socket.socket, kind: str, port: int) -> None:
         self._keep(sock)
@@ -315,12 +410,8 @@ class Jail:
                 return
             request, rest = head
             method, target, host, port = _parse_request(request)
+            how = "https through the proxy" if method == "CONNECT" else f"{method.lower()} through the proxy"
             if not host or not self.plan.allows(host):
-                how = (
-                    "https through the proxy"
-                    if method == "CONNECT"
-                    else f"{method.lower()} through the proxy"
-                )
                 self._record(f"{host or target[:80]}:{port} ({how})")
                 body = b"blocked by skillopt: a replay may only reach its model endpoint\n"
                 conn.sendall(
@@ -330,6 +421,7 @@ class Jail:
                 )
                 conn.close()
                 return
+            self._record(f"{host}:{port} ({how})", allowed=True)
             upstream = _open_upstream(host, port)
             self._keep(upstream)
             if method == "CONNECT":
@@ -463,27 +555,86 @@ def _nxdomain(query: bytes) -> bytes:
     return struct.pack("!HHHHHH", ident, 0x8180 | rd | 3, qdcount, 0, 0, 0) + query[12:end]
 
 
+class CannotConfine(ExternalToolError):
+    """A replay was to run in a jail and this machine cannot make one: it does not run."""
+
+
+# Whether replays may run without a jail where none can be made: an explicit choice, off unless the
+# program running them (the daemon, from `replay.allow_unconfined`) turns it on.
+_unconfined_allowed = False
+
+
+def allow_unconfined(allowed: bool) -> None:
+    """Let replays run with the recording proxy alone where no namespace can be made (or not again)."""
+    global _unconfined_allowed
+    _unconfined_allowed = bool(allowed)
+
+
+def unconfined_allowed() -> bool:
+    """The choice `allow_unconfined` made for this process (False unless made)."""
+    return _unconfined_allowed
+
+
+UNCONFINED_HINT = (
+    "run replays where Linux allows network, mount and process namespaces (root, or unprivileged user "
+    "namespaces; in a container, a seccomp profile that allows unshare), or choose to run them without the "
+    "jail, knowing they can reach this machine's ports and sockets and the network: "
+    "replay.allow_unconfined = true"
+)
+
+
+def refusal(why: str) -> CannotConfine:
+    """The error a replay that cannot be jailed fails with: why, and what to do."""
+    return CannotConfine(
+        f"a replay cannot be jailed on this machine ({why}), so it did not run", hint=UNCONFINED_HINT
+    )
+
+
 def confinement(
-    mode: str, tool_hosts: Sequence[str] | None, env: Mapping[str, str], home: Path | None, *, what: str = ""
+    mode: str,
+    tool_hosts: Sequence[str] | None,
+    env: Mapping[str, str],
+    home: Path | None,
+    *,
+    what: str = "",
+    allow_unconfined: bool = False,
 ) -> tuple[Jail | None, list[str]]:
     """The jail for one agent run under `mode` ("isolated" or "open"), and notes for the result's warnings.
 
-    None and no note for "open". Otherwise a started jail: in a namespace when this machine allows one and
-    the agent would still reach its model, else a recording proxy in its environment, with a note saying
-    why the network was not isolated."""
+    None and no note for "open". Otherwise a started jail: in namespaces when this machine allows them and
+    the agent would still reach its model. Where this machine allows none, `CannotConfine` is raised unless
+    `allow_unconfined`; then, and for a tool the namespace would cut off from its model, the jail is a
+    recording proxy in its environment, with a note saying why the run was not isolated."""
     if mode == "open":
         return None, []
     plan, unreachable = plan_for(env, home, tool_hosts)
-    why = unreachable or namespace_unavailable()
+    unavailable = namespace_unavailable()
+    if unavailable is not None and not allow_unconfined:
+        raise refusal(unavailable)
+    why = unreachable or unavailable
     jail = Jail(plan, isolate=why is None, what=what)
     jail.start()
     notes = []
-    if why is not None:
+    if unavailable is not None:
+        notes.append(
+            f"the replay ran unconfined ({unavailable}; replay.allow_unconfined): only programs that honour "
+            "HTTPS_PROXY were held to the model endpoint"
+        )
+    elif why is not None:
         notes.append(
             f"the replay's network was not isolated ({why}): only programs that honour HTTPS_PROXY were "
             "held to the model endpoint"
         )
     return jail, notes
+
+
+def forwarded_note(forwarded: Iterable[str]) -> str | None:
+    """The line a replay's result carries naming what its proxy let through (None when nothing was)."""
+    found = list(forwarded)
+    if not found:
+        return None
+    head = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return f"the replay's proxy let through: {head}"
 
 
 def blocked_note(attempts: Iterable[str]) -> str | None:
@@ -504,18 +655,66 @@ def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _unshare() -> None:
+def _check(result: int, what: str) -> None:
     import ctypes
 
-    uid, gid = os.geteuid(), os.getegid()
-    flags = _CLONE_NEWNET | (0 if uid == 0 else _CLONE_NEWUSER)
-    if _libc().unshare(flags) != 0:
+    if result != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"unshare: {os.strerror(err)}")
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _unshare() -> None:
+    """Leave this machine's network, mount table and process tree (and, for a user who is not root, its
+    user namespace, mapped to the same ids)."""
+    uid, gid = os.geteuid(), os.getegid()
+    flags = _CLONE_NEWNET | _CLONE_NEWNS | _CLONE_NEWPID | (0 if uid == 0 else _CLONE_NEWUSER)
+    _check(_libc().unshare(flags), "unshare")
     if uid != 0:
         Path("/proc/self/setgroups").write_text("deny")
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+    enc = [None if v is None else v.encode() for v in (source, target, fstype)]
+    _check(_libc().mount(enc[0], enc[1], enc[2], flags, None), f"mount {target}")
+
+
+def _die_with_parent(parent: int) -> None:
+    """Be killed when the process that started the launcher dies (a night killed with `kill -9`): the
+    namespace's first process then dies with this one, and the kernel ends everything in the namespace.
+    The parent is the thread that started the launcher; the sandbox's threads wait for it to end."""
+    _check(_libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        raise OSError(errno.ESRCH, "the process that started the replay is gone") from None
+    except PermissionError:
+        pass
+
+
+def _host_unix_sockets() -> list[str]:
+    """The paths of the Unix sockets listening in this machine's network namespace (`/proc/net/unix`,
+    read before leaving it): a Docker or Podman socket, an ssh or gpg agent, a session bus."""
+    try:
+        lines = Path("/proc/net/unix").read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        parts = line.split(None, 7)
+        if len(parts) == 8 and parts[7].startswith("/"):
+            found.append(parts[7])
+    return list(dict.fromkeys(found))
+
+
+def _hide(paths: Iterable[str]) -> None:
+    """Cover each socket file with /dev/null in the namespace's mount table: a connection there is refused.
+    Only sockets: a path another mount namespace bound may name an ordinary file in this one."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                _mount("/dev/null", path, None, _MS_BIND)
 
 
 def _ifreq_flags(sock: socket.socket, name: str) -> None:
@@ -561,8 +760,12 @@ def _listen(family: int, host: str, port: int) -> socket.socket:
 
 
 def _enter(relays: Sequence[int], proxy_port: int) -> tuple[list[socket.socket], list[tuple[str, int]]]:
-    """Inside the new namespace: loopback up, the name servers' addresses on it, and the sockets."""
+    """Into the new namespaces: a private mount table with this machine's Unix sockets covered, loopback up
+    with the name servers' addresses on it, and the sockets to hand over."""
+    hidden = _host_unix_sockets()
     _unshare()
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _hide(hidden)
     ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     _ifreq_flags(ctl, "lo")
     socks: list[socket.socket] = []
@@ -587,8 +790,80 @@ def _enter(relays: Sequence[int], proxy_port: int) -> tuple[list[socket.socket],
     return socks, roles
 
 
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _forward_to(pid: int) -> None:
+    def forward(sig: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sig)
+
+    for sig in _FORWARDED:
+        signal.signal(sig, forward)
+
+
+def _init(command: Sequence[str], report: int) -> None:
+    """The first process of the new process namespace: its own /proc (so no process of this machine is
+    in sight, nor its files through /proc/PID/root), the command as its child, orphans reaped, signals
+    passed on. When the command ends it writes the command's wait status to `report` and exits; the kernel
+    then ends every process left in the namespace (a server started in the background, a daemonised
+    shell)."""
+    _check(_libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    child = os.fork()
+    if child == 0:
+        os.close(report)
+        for sig in _FORWARDED:
+            signal.signal(sig, signal.SIG_DFL)
+        try:
+            os.execvp(command[0], list(command))
+        except OSError as exc:
+            print(f"skillopt netjail: cannot run {command[0]}: {exc.strerror or exc}", file=sys.stderr)
+        os._exit(127)
+    _forward_to(child)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(127)
+        if pid == child:
+            os.write(report, struct.pack("i", status))
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _run_in_namespace(command: Sequence[str]) -> int:
+    """Start the namespace's first process (`_init`) and wait for it; end as the command ended (its exit
+    code, or killed by the same signal), so the sandbox reads the command's outcome."""
+    read_end, write_end = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.close(read_end)
+        try:
+            _init(command, write_end)
+        except BaseException as exc:  # noqa: BLE001 - a child of fork must never return into the launcher
+            print(f"skillopt netjail: the namespace could not start: {exc}", file=sys.stderr)
+        os._exit(126)
+    os.close(write_end)
+    _forward_to(first)
+    _pid, status = os.waitpid(first, 0)
+    data = os.read(read_end, 4)
+    if len(data) == 4:
+        status = struct.unpack("i", data)[0]
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status)
+
+
+def _send(ctl: socket.socket, head: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    socket.send_fds(ctl, [json.dumps(head).encode()], list(fds))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The launcher: enter a namespace, hand its sockets over, become the command."""
+    """The launcher: connect to the jail's control socket, enter the namespaces, hand the sockets over,
+    then run the command as the child of the namespace's first process."""
     given = list(sys.argv[1:] if argv is None else argv)
     if "--" not in given or given.index("--") == len(given) - 1:
         print(
@@ -597,40 +872,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cut = given.index("--")
     parser = argparse.ArgumentParser(prog="python -m skillopt_lib.netjail", add_help=False)
-    parser.add_argument("--socket")
+    parser.add_argument("--control", default="")
+    parser.add_argument("--token", default="")
+    parser.add_argument("--parent", type=int, default=0)
     parser.add_argument("--relay", type=int, action="append", default=[])
     parser.add_argument("--proxy-port", type=int, default=INNER_PROXY_PORT)
     parser.add_argument("--probe", action="store_true")
     args = parser.parse_args(given[:cut])
     command = given[cut + 1 :]
+    ctl = None
     try:
+        if args.parent:
+            _die_with_parent(args.parent)
+        if args.control:
+            # Connected from this machine's network namespace: the socket cannot be reached from inside.
+            ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ctl.settimeout(30)
+            ctl.connect("\0" + args.control)
         socks, roles = _enter(args.relay, args.proxy_port)
     except OSError as exc:
         message = f"cannot make a network namespace here: {exc.strerror or exc}"
-        if args.socket:
+        if ctl is not None:
             with contextlib.suppress(OSError):
-                ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                ctl.connect(args.socket)
-                ctl.sendall(json.dumps({"error": message}).encode())
+                _send(ctl, {"error": message, "token": args.token})
         print(f"skillopt netjail: {message}", file=sys.stderr)
         return 126
-    if args.socket:
-        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        ctl.connect(args.socket)
-        socket.send_fds(ctl, [json.dumps({"roles": roles}).encode()], [s.fileno() for s in socks])
-        ctl.settimeout(30)
+    if ctl is not None:
+        _send(ctl, {"roles": roles, "token": args.token}, [s.fileno() for s in socks])
         if ctl.recv(16) != b"ok":
             print("skillopt netjail: the sandbox did not take the namespace's sockets", file=sys.stderr)
             return 126
         ctl.close()
     for sock in socks:
         sock.close()
-    try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        print(f"skillopt netjail: cannot run {command[0]}: {exc.strerror or exc}", file=sys.stderr)
-        return 127
-    return 0  # pragma: no cover - execvp does not return
+    return _run_in_namespace(command)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,10 @@ The agent and the checks run with the user's own toolchain: skillopt's own virtu
 of this interpreter, first on `PATH` when the daemon was started from an activated environment) is taken
 off the `PATH` they get (`user_path`), so a repository's `python3 -m pytest` runs the user's Python.
 
-The agent and the checks run without network access beyond the model endpoint where the platform allows it
-(`network = "isolated"`, the default; `skillopt_lib.netjail`): what a replay tried to reach is recorded in
-its result's `network_blocked` and warnings.
+The agent and the checks run jailed, without network access beyond the model endpoint (`network =
+"isolated"`, the default; `skillopt_lib.netjail`): what a replay tried to reach is recorded in its result's
+`network_blocked` and warnings. Where no jail can be made a replay raises `SandboxError` before any
+workspace exists, unless `allow_unconfined` chose to run it with the recording proxy alone.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -58,6 +60,8 @@ DEFAULT_ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "SHELL", "USER"
 # Files that running code leaves behind; they are not changes the agent made, even without a .gitignore.
 BYPRODUCTS = ("__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".DS_Store")
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+# How `create_workspace` names run folders.
+_RUN_DIR = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 _repo_locks: dict[str, threading.Lock] = {}
 _repo_locks_guard = threading.Lock()
 
@@ -108,6 +112,9 @@ class SandboxConfig:
     # "isolated": the agent reaches its model endpoint only, the checks nothing (`skillopt_lib.netjail`);
     # "open": both run with this machine's network.
     network: str = "isolated"
+    # Where no jail can be made, replay anyway with the recording proxy alone (`netjail.allow_unconfined`,
+    # the daemon's `replay.allow_unconfined`); otherwise such a replay raises `SandboxError` and does not run.
+    allow_unconfined: bool = field(default_factory=netjail.unconfined_allowed)
     # Every replay run with this config holds a slot while its workspace exists, whichever thread calls.
     slots: threading.BoundedSemaphore = field(init=False, repr=False, compare=False)
 
@@ -242,10 +249,33 @@ def _write_owner(run_dir: Path, task: ReplayTask, keep: bool, git_top: Path | No
     """The run folder's marker: which task, which process owns the folder, whether it is to be kept, and
     the repository a worktree of it is (about to be) registered in. Written before the worktree exists, so
     a process killed in the middle of `git worktree add` still leaves the way to its registration."""
-    owner: dict[str, Any] = {"task": task.id, "pid": os.getpid(), "keep": keep}
+    owner: dict[str, Any] = {
+        "task": task.id,
+        "pid": os.getpid(),
+        "started": _started(os.getpid()),
+        "keep": keep,
+    }
     if git_top is not None:
         owner["git_top"] = str(git_top)
     (run_dir / MARKER).write_text(json.dumps(owner), encoding="utf-8")
+
+
+def _started(pid: int) -> int | None:
+    """When the process `pid` started (clock ticks since boot, `/proc/PID/stat`), None where unknown: with
+    the pid it names one process, never a later one that was given the same pid."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _owner_gone(owner: Mapping[str, Any]) -> bool:
+    """Whether the process a run folder's marker names has ended (its pid gone, or taken by another)."""
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or not pid_alive(pid):
+        return True
+    started = owner.get("started")
+    return isinstance(started, int) and _started(pid) not in (None, started)
 
 
 def create_workspace(task: ReplayTask, root: Path, *, keep: bool = False) -> Workspace:
@@ -382,21 +412,31 @@ def _unregister_worktree(top: Path, path: Path) -> None:
     _git(["worktree", "prune"], cwd=top, check=False)
 
 
-def remove_leftovers(root: Path, pids: set[int] | None = None) -> list[str]:
+def remove_leftovers(
+    root: Path, pids: set[int] | None = None, *, unmarked_after_s: float = 3600
+) -> list[str]:
     """Remove the run folders under `root` whose owning process is gone (killed mid-replay), and their
-    worktree registrations in the user's repositories. Only folders whose marker names a pid that is no
-    longer alive (one of `pids` when given) and that were not asked to be kept; returns one note each."""
+    worktree registrations in the user's repositories. They are found by what they are, never by a
+    command line: a folder whose marker names a process that has ended (one of `pids` when given; a pid
+    now taken by another process counts as ended) and that was not asked to be kept, and, when no `pids`
+    are given, a folder named like a run folder with no marker that nobody touched for `unmarked_after_s`
+    (what a process that outlived its replay wrote after the folder was removed). One note each."""
     notes: list[str] = []
     try:
-        folders = sorted(p for p in Path(root).iterdir() if p.is_dir())
+        folders = sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.is_symlink())
     except OSError:
         return notes
     for run_dir in folders:
         owner = _owner(run_dir)
-        pid = owner.get("pid") if owner else None
-        if not isinstance(pid, int) or owner is None or owner.get("keep"):
+        if owner is None:
+            if pids is None and _RUN_DIR.fullmatch(run_dir.name) and _untouched(run_dir, unmarked_after_s):
+                shutil.rmtree(run_dir, ignore_errors=True)
+                notes.append(f"removed {run_dir.name}, a replay workspace without its marker")
             continue
-        if (pids is not None and pid not in pids) or pid_alive(pid):
+        pid = owner.get("pid")
+        if not isinstance(pid, int) or owner.get("keep"):
+            continue
+        if (pids is not None and pid not in pids) or not _owner_gone(owner):
             continue
         top = owner.get("git_top")
         if isinstance(top, str) and Path(top).is_dir() and shutil.which("git"):
@@ -407,6 +447,13 @@ def remove_leftovers(root: Path, pids: set[int] | None = None) -> list[str]:
             notes.append(f"removed the replay workspace {run_dir.name}")
         shutil.rmtree(run_dir, ignore_errors=True)
     return notes
+
+
+def _untouched(folder: Path, seconds: float) -> bool:
+    try:
+        return time.time() - folder.stat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 def _restore_refs(ws: Workspace) -> list[str]:
@@ -564,6 +611,7 @@ def probe_checks(task: ReplayTask, config: SandboxConfig) -> list[CheckResult]:
     """Run the task's checks in a fresh workspace at its pinned state, with no agent: what the checks say
     before any work. A check that already passes here cannot tell right from wrong. Raises `SandboxError`
     when the workspace cannot be prepared; leaves nothing behind."""
+    _require_jail(config)
     with config.slots:
         ws = create_workspace(task, config.root)
         try:
@@ -577,10 +625,23 @@ def probe_checks(task: ReplayTask, config: SandboxConfig) -> list[CheckResult]:
             remove_workspace(ws)
 
 
+def _require_jail(config: SandboxConfig) -> None:
+    """Refuse, before any workspace is made, a replay that was to be jailed where no jail can be made (and
+    running unconfined was not chosen)."""
+    if config.network == "open" or config.allow_unconfined:
+        return
+    why = netjail.namespace_unavailable()
+    if why is not None:
+        refused = netjail.refusal(why)
+        raise SandboxError(refused.message, hint=refused.hint)
+
+
 @contextmanager
 def _checks_jail(config: SandboxConfig) -> Iterator[netjail.Jail | None]:
     """Checks reach no network at all under `network = "isolated"` (a check needs no model)."""
-    jail, _notes = netjail.confinement(config.network, (), {}, None, what="(during the checks)")
+    jail, _notes = netjail.confinement(
+        config.network, (), {}, None, what="(during the checks)", allow_unconfined=config.allow_unconfined
+    )
     try:
         yield jail
     finally:
@@ -603,6 +664,7 @@ def replay(
     `SandboxError` (and leaves nothing behind).
     """
     backend.preflight()  # a missing CLI fails before any workspace is made
+    _require_jail(config)  # and so does a replay that cannot be jailed
     with config.slots:
         return _replay(task, backend, config, skill=skill, limits=limits, stage=on_stage or (lambda _s: None))
 
@@ -636,7 +698,9 @@ def _replay(
         stage("agent")
         tool = getattr(backend, "tool", None)
         hosts = TOOLS[tool].model_hosts if isinstance(tool, AgentTool) else None
-        jail, net_notes = netjail.confinement(config.network, hosts, env, ws.home)
+        jail, net_notes = netjail.confinement(
+            config.network, hosts, env, ws.home, allow_unconfined=config.allow_unconfined
+        )
         try:
             run_limits = limits or backend.limits
             if jail is not None:
@@ -666,6 +730,9 @@ def _replay(
                 result.network_blocked += check_jail.attempts
         if jail is not None:
             result.network_blocked = [*jail.attempts, *result.network_blocked]
+            forwarded = netjail.forwarded_note(jail.forwarded)
+            if forwarded:
+                result.warnings.append(forwarded)
         blocked = netjail.blocked_note(result.network_blocked)
         if blocked:
             result.warnings.append(blocked)

@@ -152,7 +152,33 @@ def run_checks() -> tuple[list[Check], int]:
     checks.extend(Check(g, n, lvl, d) for g, n, lvl, d in doctor_checks())  # type: ignore[arg-type]
 
     checks.extend(_key_checks(settings))
+    checks.append(_jail_check(settings))
     return checks, exit_code
+
+
+def _jail_check(settings: Settings | None) -> Check:
+    """Whether replays can be jailed here (`skillopt_lib.netjail`), and what nights do when they cannot."""
+    from skillopt_lib import netjail
+
+    why = netjail.namespace_unavailable()
+    if why is None:
+        return Check(
+            "replays", "jail", "ok", "replays run in network, mount and process namespaces of their own"
+        )
+    if settings is not None and settings.replay.allow_unconfined:
+        return Check(
+            "replays",
+            "jail",
+            "warn",
+            f"replays run unconfined ({why}; replay.allow_unconfined = true): they can reach this machine's "
+            "ports, its Unix sockets and the network",
+        )
+    return Check(
+        "replays",
+        "jail",
+        "error",
+        f"replays cannot be jailed here ({why}): nights replay nothing; {netjail.UNCONFINED_HINT}",
+    )
 
 
 def _plugin_checks() -> list[Check]:

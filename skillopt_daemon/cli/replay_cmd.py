@@ -76,6 +76,7 @@ def replay_command(
         env_allowlist=tuple(rs.env_allowlist),
         keep=keep or rs.keep_workspaces,
         max_parallel=rs.max_parallel,
+        allow_unconfined=rs.allow_unconfined,
     )
     task = ReplayTask(prompt=prompt, repo=repo, commit=commit, checks=list(check), id="cli")
     labels = {

@@ -129,6 +129,12 @@ class ReplaySettings(_Section):
     max_turns: int = 30
     keep_workspaces: bool = False
     max_output_bytes: int = 5_000_000
+    allow_unconfined: bool = Field(
+        default=False,
+        description="where this machine cannot jail a replay (no network, mount and process namespaces), "
+        "replay anyway with only the recording proxy: replays can then reach this machine's ports, its Unix "
+        "sockets and the network, and the night's report, status and doctor say so",
+    )
     env_allowlist: list[str] = Field(
         default_factory=lambda: ["PATH", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL", "USER", "LOGNAME"]
     )

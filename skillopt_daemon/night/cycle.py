@@ -13,6 +13,9 @@ Safety rules the cycle keeps:
   never leaves half of one. The next run finds the interrupted night, resumes its training from the
   checkpoints when there are any, and says which it did.
 - `local_only` refuses any model endpoint that is not on this machine.
+- Replays run jailed (`skillopt_lib.netjail`): where this machine cannot jail them the night replays
+  nothing and says why, unless `replay.allow_unconfined` chose otherwise; then its report says they ran
+  unconfined.
 - Its record says what happened: a rehearsal is `dry-run`, a night that did not do its work (it raised, or
   every skill it took up errored) is `failed` with the reason, whatever its steps set on the way.
 - While it runs, its progress is kept where `skillopt status` in another process reads it (`progress`).
@@ -117,6 +120,7 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
     settings, report = ctx.settings, ctx.report
     if ingest_first:
         report.ingest = _catch_up_ingest(settings, ctx.say)
+    report.warnings.extend(confine_replays(settings))
     pause_point("night-before-mining")
     ctx.say("mining recurring tasks")
     # Mining labels requests with the optimizer's model when one is usable (see agents.mining_chat).
@@ -140,6 +144,28 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
     train_skills(ctx, families, skill=skill)
     if report.status == "running":
         report.status = "completed"
+
+
+def confine_replays(settings: Settings) -> list[str]:
+    """Whether tonight's replays can be jailed: nothing to say when they can; where they cannot, the night
+    fails with why and what to do (`CannotConfine`), or, when `replay.allow_unconfined` chose to replay
+    anyway, the warning its report, and so `skillopt status`, carries."""
+    from skillopt_lib import netjail
+
+    netjail.allow_unconfined(settings.replay.allow_unconfined)
+    why = netjail.namespace_unavailable()
+    if why is None:
+        return []
+    if not settings.replay.allow_unconfined:
+        raise netjail.CannotConfine(
+            f"replays cannot be jailed on this machine ({why}), so the night replays nothing; to fix: "
+            + netjail.UNCONFINED_HINT,
+            hint=netjail.UNCONFINED_HINT,
+        )
+    return [
+        f"replays ran unconfined ({why}; replay.allow_unconfined = true): they could reach this machine's "
+        "ports, its Unix sockets and the network"
+    ]
 
 
 def follow_rules(ctx: NightContext, families: list[Any]) -> dict[str, Any]:

@@ -157,6 +157,14 @@ def _settle(db: sqlite_utils.Database, rows: list[dict[str, Any]]) -> list[str]:
     return removed
 
 
+def sweep_workspaces() -> list[str]:
+    """Before a night replays: remove every replay workspace whose owner has ended, whichever process it
+    was (a night, `skillopt replay`), and what a replay that outlived its owner left without a marker."""
+    from skillopt_lib.sandbox import remove_leftovers
+
+    return remove_leftovers(paths.workspaces_dir())
+
+
 def settle_stale(db: sqlite_utils.Database) -> list[str]:
     """Settle nights that were killed, from anywhere (the daemon's start, `skillopt status`): marked
     interrupted, their leftover workspaces removed. Returns one note per night settled and per workspace."""
@@ -184,6 +192,7 @@ def settle_interrupted(db: sqlite_utils.Database) -> tuple[str | None, str]:
     night starts clean and the note says so.
     """
     _settle(db, interrupted_runs(db))
+    sweep_workspaces()
     prev_row = _last_result(db) if TABLE in db.table_names() else None
     if prev_row is None or prev_row["status"] != "interrupted":
         return None, ""

@@ -3,17 +3,23 @@ reach nothing, and every refused attempt is in the result."""
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import http.server
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from harness.agents import SCRIPTED_API_KEY
+from harness.seccomp import can_deny_unshare
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.execution import ExecLimits, ExecStatus
@@ -223,3 +229,207 @@ def test_a_replays_agent_that_tries_to_phone_home_is_refused_and_recorded(
         limits=ExecLimits(max_turns=6, timeout_s=180),
     )
     assert open_result.network_blocked == [] and secret.got, "with network = open nothing is confined"
+
+
+def test_a_host_pattern_matches_one_label_and_every_forwarded_request_is_recorded(local_http: int) -> None:
+    """`*` in a model host stands for one DNS label: a region, never a bucket under another service."""
+    plan = NetworkPlan(allowed_hosts=("bedrock-runtime.*.amazonaws.com", "sts.*.amazonaws.com", "127.0.0.1"))
+    assert plan.allows("bedrock-runtime.us-east-1.amazonaws.com")
+    assert plan.allows("sts.eu-west-3.amazonaws.com")
+    assert not plan.allows("bedrock-runtime.attacker-drop.s3.amazonaws.com")
+    assert not plan.allows("sts.attacker.s3.amazonaws.com")
+    assert not plan.allows("bedrock-runtime.amazonaws.com")
+    with Jail(plan, isolate=False) as jail:
+        via = f"--noproxy '' -x http://127.0.0.1:{jail.proxy_port}"
+        out = _sh(
+            jail,
+            f"curl -sS -m 5 {via} http://127.0.0.1:{local_http}/; "
+            f"curl -sS -m 5 {via} -p https://bedrock-runtime.attacker-drop.s3.amazonaws.com/ 2>&1 | head -1",
+        )
+    assert "model says hi" in out.stdout, out
+    assert jail.forwarded == [f"127.0.0.1:{local_http} (get through the proxy)"]
+    assert jail.attempts == ["bedrock-runtime.attacker-drop.s3.amazonaws.com:443 (https through the proxy)"]
+
+
+# A command inside a replay that tries to get a relay to a port of this machine out of the jail's own control
+# socket (each address it is given: the socket file in /tmp a jail once used, the jail's abstract address as
+# if it had leaked): a listener of its own handed over as a relay to `port`, then a connection through it.
+_FORGE_RELAY = """
+import json, os, socket, sys
+port = int(sys.argv[1])
+found = [a.replace("@", "\\0", 1) for a in sys.argv[2:] if a]
+for address in found:
+    try:
+        lst = socket.create_server(("127.0.0.1", 0))
+        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ctl.settimeout(5)
+        ctl.connect(address)
+        head = {"roles": [["relay", port]], "token": "0" * 32}
+        socket.send_fds(ctl, [json.dumps(head).encode()], [lst.fileno()])
+        print("control answered", ctl.recv(16), flush=True)
+        c = socket.create_connection(lst.getsockname(), 3)
+        c.sendall(b"key")
+        c.close()
+    except OSError as exc:
+        print("refused:", exc, flush=True)
+"""
+
+
+def test_a_confined_command_cannot_use_the_jails_control_socket(local_http: int) -> None:
+    """Only the launcher hands sockets to the jail: a command inside cannot get a relay to another port."""
+    if namespace_unavailable() is not None:
+        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    secret = _Listener()
+    plan = NetworkPlan(relay_ports=(local_http,))
+    others = set(glob.glob("/tmp/skillopt-net-*/s"))
+    with Jail(plan) as jail:
+        files = sorted(set(glob.glob("/tmp/skillopt-net-*/s")) - others)
+        address = str(getattr(jail, "control_address", "") or "").replace("\0", "@", 1)
+        env = jail.environ({"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")})
+        argv = [sys.executable, "-c", _FORGE_RELAY, str(secret.port), address, *files]
+        out = subprocess.run(jail.wrap(argv), env=env, capture_output=True, text=True, timeout=60)
+    assert secret.got == [], f"a confined command reached a port of this machine: {out.stdout}{out.stderr}"
+    assert "control answered" not in out.stdout, out
+
+
+def test_the_jail_takes_sockets_only_from_its_launcher_and_only_for_planned_ports(local_http: int) -> None:
+    """Seen from this machine's side: a connection without the launcher's one-time secret, or asking for a
+    port the plan does not relay, is refused and said so; the launcher itself still gets its sockets."""
+    if namespace_unavailable() is not None:
+        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    secret = _Listener()
+    with Jail(NetworkPlan(relay_ports=(local_http,))) as jail:
+        for token, port in (("0" * 32, local_http), (jail._new_token(), secret.port)):
+            lst = socket.create_server(("127.0.0.1", 0))
+            ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ctl.settimeout(5)
+            ctl.connect(jail.control_address)
+            head = {"roles": [["relay", port]], "token": token}
+            socket.send_fds(ctl, [json.dumps(head).encode()], [lst.fileno()])
+            assert ctl.recv(16) == b"", "the jail took sockets it should have refused"
+            ctl.close()
+            with contextlib.suppress(OSError):
+                socket.create_connection(lst.getsockname(), 1).sendall(b"key")
+            lst.close()
+        assert any("one-time secret" in e for e in jail.errors), jail.errors
+        assert any(f"port {secret.port}" in e for e in jail.errors), jail.errors
+        ok = _sh(jail, f"curl -sS -m 5 http://127.0.0.1:{local_http}/")
+    assert "model says hi" in ok.stdout, ok
+    assert secret.got == []
+
+
+def test_a_confined_command_cannot_reach_a_unix_socket_of_this_machine(tmp_path: Path) -> None:
+    """A Docker-like socket in the user's home answers no command inside a jail (it would run anything)."""
+    if namespace_unavailable() is not None:
+        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    path = tmp_path / "home" / ".docker" / "run" / "docker.sock"
+    path.parent.mkdir(parents=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    server.settimeout(0.5)
+    probe = (
+        "import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(3); "
+        f"s.connect({str(path)!r}); s.sendall(b'GET /containers/json'); print('reached')"
+    )
+    try:
+        with Jail(NetworkPlan()) as jail:
+            out = _sh(jail, f'{sys.executable} -c "{probe}" 2>&1 | tail -1')
+        with contextlib.suppress(TimeoutError):
+            conn, _ = server.accept()
+            conn.close()
+            pytest.fail(f"a confined command connected to {path}: {out.stdout}")
+    finally:
+        server.close()
+    assert "reached" not in out.stdout and "refused" in out.stdout, out
+
+
+# A night in a process of its own: one confined command that leaves a process in the background and waits.
+_NIGHT = """
+import os, sys
+from skillopt_lib.netjail import Jail, NetworkPlan
+from skillopt_lib.process import run_process
+tag = sys.argv[1]
+with Jail(NetworkPlan()) as jail:
+    cmd = f"sleep {tag} & setsid sleep {tag} & sleep {tag}"
+    run_process(jail.wrap(["sh", "-c", cmd]), cwd="/", env=dict(os.environ), timeout_s=120)
+"""
+
+
+def _running(tag: str) -> list[int]:
+    """Processes of this machine whose command line carries `tag`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if tag.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_confined_command_dies_with_the_process_that_started_it() -> None:
+    """`kill -9` of a night ends its replays at once, background processes and new sessions included:
+    nothing of theirs runs on (and writes into workspaces) after the night is gone."""
+    if namespace_unavailable() is not None:
+        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    tag = f"{300 + os.getpid() % 97}.{time.time_ns() % 10**9:09d}"
+    night = subprocess.Popen([sys.executable, "-c", _NIGHT, tag])
+    try:
+        deadline = time.monotonic() + 30
+        while len([p for p in _running(tag) if p != night.pid]) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_running(tag)) >= 3, "the confined command did not start"
+        night.kill()
+        night.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _running(tag) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _running(tag) == [], "a replay's processes outlived the night that started them"
+    finally:
+        if night.poll() is None:
+            night.kill()
+        for pid in _running(tag):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# A sandbox where namespaces are refused (as Docker's default seccomp profile refuses `unshare`).
+_NO_NAMESPACES = """
+import sys
+from pathlib import Path
+from harness.seccomp import deny_unshare
+deny_unshare()
+from skillopt_lib.sandbox import ReplayTask, SandboxConfig, SandboxError, probe_checks
+root = Path(sys.argv[1])
+task = ReplayTask(prompt="tidy", checks=["echo ran"])
+try:
+    probe_checks(task, SandboxConfig(root=root))
+    print("ran without a jail")
+except SandboxError as exc:
+    print("refused:", exc.message, "|", exc.hint)
+print("left:", sorted(p.name for p in root.iterdir()) if root.exists() else [])
+out = probe_checks(task, SandboxConfig(root=root, allow_unconfined=True))
+print("unconfined:", out[0].output.strip().splitlines()[-1])
+"""
+
+
+def test_a_replay_that_cannot_be_jailed_does_not_run_unless_chosen(tmp_path: Path) -> None:
+    """Fails closed: where no namespace can be made the replay is refused, saying why and what to do, and
+    runs with the recording proxy alone only when that was chosen (`allow_unconfined`)."""
+    if not can_deny_unshare():
+        pytest.skip("no seccomp filter for this machine's architecture in the test harness")
+    tests = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_NAMESPACES, str(tmp_path / "ws")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ran without a jail" not in out.stdout, out.stdout
+    assert "refused: a replay cannot be jailed on this machine" in out.stdout, out.stdout
+    assert "Operation not permitted" in out.stdout and "replay.allow_unconfined = true" in out.stdout
+    assert "left: []" in out.stdout, "a refused replay left a workspace"
+    assert "unconfined: ran" in out.stdout, out.stdout
