@@ -37,7 +37,9 @@ def recorded_work(db: sqlite_utils.Database, tasks: Iterable[NightTask]) -> dict
     out: dict[str, str] = {}
     for task in tasks:
         if corrected_train(task):
-            out[task.id] = _attempt_text(db, task) or "(the recorded session holds no step of the agent's work)"
+            out[task.id] = (
+                _attempt_text(db, task) or "(the recorded session holds no step of the agent's work)"
+            )
     return out
 
 
