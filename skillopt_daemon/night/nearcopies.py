@@ -9,9 +9,14 @@ with it. And groups are recomputed every night, so a copy arriving later gets a 
 Here a request is compared by its normalized words in order (`fingerprint`: each word of
 `clustering.normalize_prompt` hashed, so no request text is kept in the evidence), with the share of words
 the two sequences have in common (`similarity`: 2 x matched / total words). A validation task whose request
-is at least `SIMILAR` alike to one already measured for this candidate (its fingerprint kept in the
-evidence) joins that item's cluster, so the e-value test counts it there (and does not replay it); one
-alike to an earlier validation task of tonight joins that task's group.
+is at least `SIMILAR` alike to one already measured for this candidate on an earlier night (its
+fingerprint kept in the evidence) joins that item's cluster, so the e-value test counts it there and does
+not replay it, whatever group mining gives it tonight.
+
+Tonight's tasks among themselves keep mining's groups. Text alone cannot tell a re-asked request from
+recurring work on another input ("the weekly report for the platform team" / "... for the billing team"),
+and merging the latter would leave most recurring families one item the gate can never decide on; see
+docs/nightly.md.
 
 `SIMILAR` = 0.8 is a definition, not a fit: one word changed in a request of m words scores (m - 1) / m,
 one word added 2m / (2m + 1), so 0.8 joins a one-word variant of any request of five words or more, and
@@ -50,8 +55,8 @@ def similarity(a: str, b: str) -> float:
 
 
 def regroup(tasks: Sequence[NightTask], evidence: PairedEvidence | None) -> list[NightTask]:
-    """`tasks` with every validation task that is a near-copy of a measured item (in `evidence`) or of an
-    earlier validation task moved into that item's cluster or that task's group; other tasks unchanged."""
+    """`tasks` with every validation task that is a near-copy of an item measured on an earlier night (in
+    `evidence`) moved into that item's cluster; other tasks unchanged."""
     known: list[tuple[str, str]] = []
     if evidence is not None:
         known = [(fp, evidence.cluster_of(item)) for item, fp in evidence.fingerprints.items()]
@@ -64,6 +69,5 @@ def regroup(tasks: Sequence[NightTask], evidence: PairedEvidence | None) -> list
         group = next((g for other, g in known if similarity(fp, other) >= SIMILAR), None)
         if group is not None and group != task.group_key:
             task = dataclasses.replace(task, group=group)
-        known.append((fp, task.group_key))
         out.append(task)
     return out

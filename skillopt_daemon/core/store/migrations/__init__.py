@@ -19,6 +19,7 @@ from skillopt_daemon.core.store.migrations import (
     m007_evidence,
     m009_notes_and_signals,
     m010_rule_outcomes,
+    m011_gate_budgets,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -33,4 +34,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m007_evidence", m007_evidence.migrate),
     ("m009_notes_and_signals", m009_notes_and_signals.migrate),
     ("m010_rule_outcomes", m010_rule_outcomes.migrate),
+    ("m011_gate_budgets", m011_gate_budgets.migrate),
 ]
