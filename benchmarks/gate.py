@@ -20,7 +20,9 @@ uses, with a measure function that samples the simulated agent. Noise models (`M
 Effects: `0` (no effect: the candidate's pass rates equal the incumbent's), `+10` (every item's log-odds shifted
 so the mean pass rate rises by 10 points) and `rule` (a learned rule for a family of tasks the incumbent fails
 more often than not, p = min(x, 1 - x) with x from the model's Beta, that turns 75% of the failures into passes:
-q = p + 0.75 (1 - p)). Cross-night mode: a candidate left pending is carried to the next night, which brings n
+q = p + 0.75 (1 - p)), and `skew` (`--nightly` only: harm hidden in a count of wins; a fifth of the items
+break, the candidate always failing them, and the rest gain 2.5 points, so the mean pass rate falls by about
+8 points). Cross-night mode: a candidate left pending is carried to the next night, which brings n
 new validation items of the same family (new draws from the same model); `nights` caps how many.
 
 Gates: `night` is the nightly cycle's gate exactly as the shipped settings build it
@@ -33,7 +35,11 @@ candidate's 0.8 share of the error rate); `library` is `GateConfig()`, the libra
 `--nightly` measures the night's gate on a new user's families (`FAMILY_SIZES`: one task teaches, the rest
 validate) over `NIGHTS` nights, each bringing `--per-night` new validation items of the family (0: a night
 2 with nothing new), and with near-duplicate clusters (`--cluster 3`: each request has near-copies that the
-agent answers alike; the night's gate counts a cluster once, the library's counts every copy).
+agent answers alike; the night's gate counts a cluster once, the library's counts every copy). `--merge`
+says how the copies reach the gate: in one group (`mining`, the default), each in its own group (`none`:
+one-word variants mining did not merge, the near-copy noise model), or as the night groups them
+(`text`: each request has a random 8-word text and its copies one word changed, grouped by
+`night/nearcopies.py` against the fingerprints the evidence keeps).
 """
 
 from __future__ import annotations
@@ -62,6 +68,10 @@ MODELS: dict[str, dict[str, Any]] = {
     "reshuffle": {"beta": 0.3, "reshuffle": True},
 }
 CAP = 3
+SKEW_BROKEN, SKEW_HELP = 0.2, 2.5  # the `skew` effect: share of items broken, points the others gain
+# Requests of the near-copy model: REQUEST_WORDS words drawn from a vocabulary of work words.
+VOCABULARY = [f"w{i}" for i in range(400)]
+REQUEST_WORDS = 8
 CROSS_NIGHTS = 2
 _INCUMBENT = SkillBundle.from_text("---\nname: sim\ndescription: incumbent\n---\nincumbent\n")
 _CANDIDATE = SkillBundle.from_text("---\nname: sim\ndescription: candidate\n---\ncandidate\n")
@@ -102,6 +112,7 @@ class SimAgent:
         rng: random.Random,
         prefix: str = "v",
         cluster: int = 1,
+        merged: bool = True,
     ) -> None:
         a = model["beta"]
         ps = [rng.betavariate(a, a) for _ in range(n)]
@@ -113,11 +124,30 @@ class SimAgent:
                 min(p, 1 - p) for p in ps
             ]  # the family's tasks: ones the incumbent fails more often than not
             qs = [p + 0.75 * (1 - p) for p in ps]
+        elif effect == "skew":
+            # harm hidden in a count of wins: a fifth of the items break (the candidate always fails them), the
+            # rest gain 2.5 points; with pass rates averaging one half the mean falls by 0.2 x 0.5 - 0.8 x 0.025
+            broken = [rng.random() < SKEW_BROKEN for _ in ps]
+            rest = shifted([p for p, b in zip(ps, broken, strict=True) if not b] or [0.5], SKEW_HELP)
+            help_ = iter(rest)
+            qs = [0.0 if b else next(help_) for b in broken]
         else:
             qs = shifted(ps, float(effect))
         # `cluster` copies of each request: near-duplicates the agent answers alike (they share outcomes)
         self.ids = [f"{prefix}{i}.{c}" for i in range(n) for c in range(cluster)]
         self.clusters = {iid: iid.rsplit(".", 1)[0] for iid in self.ids}
+        self.answers = dict(self.clusters)  # copies the agent answers alike
+        if not merged:
+            # near-copies mining did not merge: one-word variants of one request, each its own group
+            self.clusters = {iid: iid for iid in self.ids}
+        self.texts: dict[str, str] = {}
+        for i in range(n):
+            words = [rng.choice(VOCABULARY) for _ in range(REQUEST_WORDS)]
+            for c in range(cluster):
+                variant = list(words)
+                if c:  # a one-word variant of the request
+                    variant[rng.randrange(len(variant))] = rng.choice(VOCABULARY)
+                self.texts[f"{prefix}{i}.{c}"] = " ".join(variant)
         self.logits = {
             "incumbent": {iid: _logit(ps[i // cluster]) for i, iid in enumerate(self.ids)},
             "candidate": {iid: _logit(qs[i // cluster]) for i, iid in enumerate(self.ids)},
@@ -132,13 +162,15 @@ class SimAgent:
     def add(self, other: SimAgent) -> None:
         self.ids += other.ids
         self.clusters.update(other.clusters)
+        self.answers.update(other.answers)
+        self.texts.update(other.texts)
         for arm in ("incumbent", "candidate"):
             self.logits[arm].update(other.logits[arm])
 
     def run(self, item: str, arm: str, shift: float) -> float:
         k = self.count.get((item, arm), 0)
         self.count[(item, arm)] = k + 1
-        shared = (self.clusters[item], arm, k)
+        shared = (self.answers[item], arm, k)
         if shared in self.shared:  # a near-copy of a request already run: the same answer
             return self.shared[shared]
         out = self._draw(item, arm, shift)
@@ -187,18 +219,25 @@ def carried(
     schedule: list[int],
     rng: random.Random,
     cluster: int = 1,
+    merge: str = "mining",
 ) -> tuple[int, str | None, int]:
     """(night decided or 0, tier, agent runs) for one candidate: night k brings schedule[k] new requests
-    (night 1's are the family's validation tasks), each with `cluster` near-copies."""
+    (night 1's are the family's validation tasks), each with `cluster` near-copies. `merge`: `mining` (the
+    copies arrive in one group), `none` (each copy its own group, as when mining does not merge one-word
+    variants) or `text` (the same, then grouped by the night's near-copy check, `night/nearcopies.py`)."""
     gate = Gate(cfg)
-    agent = SimAgent(model, effect, schedule[0], rng, "n0.", cluster)
+    merged = merge == "mining"
+    agent = SimAgent(model, effect, schedule[0], rng, "n0.", cluster, merged)
     share = cfg.candidate_share(0) if cfg.test == "e-value" else 1.0
     evidence: PairedEvidence | None = PairedEvidence(share=share)
     runs = 0
     for night, new in enumerate(schedule, 1):
         if night > 1 and new:
-            agent.add(SimAgent(model, effect, new, rng, f"n{night}.", cluster))
-        d = gate.decide_paired(agent.measure_pairs, agent.ids, evidence, clusters=agent.clusters)
+            agent.add(SimAgent(model, effect, new, rng, f"n{night}.", cluster, merged))
+        clusters = _text_clusters(agent, evidence) if merge == "text" else agent.clusters
+        d = gate.decide_paired(agent.measure_pairs, agent.ids, evidence, clusters=clusters)
+        if merge == "text" and d.evidence is not None:
+            _keep_fingerprints(agent, d.evidence)
         runs += int(d.stats["agent_runs"])
         if d.accepted:
             return night, d.tier or "proven", runs
@@ -208,21 +247,38 @@ def carried(
     return 0, None, runs
 
 
-def nightly_cell(args: tuple[str, str, int, int, int, int, int]) -> dict[str, Any]:
+def _text_clusters(agent: SimAgent, evidence: PairedEvidence | None) -> dict[str, str]:
+    """The validation items' groups after the night's near-copy check, as training applies it."""
+    from skillopt_daemon.night.nearcopies import regroup
+    from skillopt_daemon.night.tasks import NightTask
+
+    tasks = [NightTask(id=i, prompt=agent.texts[i], split="val", group=agent.clusters[i]) for i in agent.ids]
+    return {t.id: t.group_key for t in regroup(tasks, evidence)}
+
+
+def _keep_fingerprints(agent: SimAgent, evidence: PairedEvidence) -> None:
+    from skillopt_daemon.night.nearcopies import fingerprint
+
+    for item in evidence.pairs:
+        evidence.fingerprints.setdefault(item, fingerprint(agent.texts[item]))
+
+
+def nightly_cell(args: tuple[str, str, int, int, int, int, int, str]) -> dict[str, Any]:
     """A new user's family of `size` sessions (one teaches, size - 1 validate) under the night's gate (or the
     library's, for comparison), over NIGHTS nights bringing `per_night` new requests each."""
-    gate_name, name, size, per_night, cluster, trials, seed = args
+    gate_name, name, size, per_night, cluster, trials, seed, merge = args
     cfg = NIGHT_GATE if gate_name == "night" else GateConfig()
     model = MODELS[name]
     n = size - 1
     schedule = [n] + [per_night] * (NIGHTS - 1)
     row: dict[str, Any] = {
         "gate": gate_name, "model": name, "size": size, "per_night": per_night, "cluster": cluster,
+        "merge": merge,
     }  # fmt: skip
 
     def sims(effect: str) -> list[tuple[int, str | None, int]]:
         r = random.Random(f"{seed}:{gate_name}:{name}:{size}:{per_night}:{cluster}:{effect}")
-        return [carried(cfg, model, effect, schedule, r, cluster) for _ in range(trials)]
+        return [carried(cfg, model, effect, schedule, r, cluster, merge) for _ in range(trials)]
 
     null = sims("0")
     row["fp_proven_1"] = sum(night == 1 and tier == "proven" for night, tier, _ in null) / trials
@@ -230,6 +286,8 @@ def nightly_cell(args: tuple[str, str, int, int, int, int, int]) -> dict[str, An
     row["fp_any"] = sum(night > 0 for night, _, _ in null) / trials
     row["null_runs"] = sum(runs for _, _, runs in null) / trials
     if not model.get("reshuffle"):
+        skew = sims("skew")
+        row["fp_skew"] = sum(night > 0 for night, _, _ in skew) / trials
         rule = sims("rule")
         row["rule_1"] = sum(night == 1 for night, _, _ in rule) / trials
         row["rule_proven_1"] = sum(night == 1 and tier == "proven" for night, tier, _ in rule) / trials
@@ -242,17 +300,18 @@ def nightly_cell(args: tuple[str, str, int, int, int, int, int]) -> dict[str, An
 def nightly_table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| gate | noise | family | new/night | copies | false: proven night 1 | false: proven ≤4 nights "
-        "| false: any tier ≤4 nights | rule night 1 (proven) | rule ≤2 nights (proven) | runs, no effect "
-        "| runs, rule |"
+        "| false: any tier ≤4 nights | skewed harm: any tier ≤4 nights | rule night 1 (proven) "
+        "| rule ≤2 nights (proven) | runs, no effect | runs, rule |"
     )
-    out = [head, "|" + "---|" * 12]
+    out = [head, "|" + "---|" * 13]
     for r in rows:
         rule1 = f"{_pct(r, 'rule_1')} ({_pct(r, 'rule_proven_1')})" if "rule_1" in r else "–"
         rule2 = f"{_pct(r, 'rule_2')} ({_pct(r, 'rule_proven_2')})" if "rule_2" in r else "–"
         rule_runs = f"{r['rule_runs']:.0f}" if "rule_runs" in r else "–"
         out.append(
             f"| {r['gate']} | {r['model']} | {r['size']} | {r['per_night']} | {r['cluster']} | "
-            f"{_pct(r, 'fp_proven_1')} | {_pct(r, 'fp_proven')} | {_pct(r, 'fp_any')} | {rule1} | {rule2} | "
+            f"{_pct(r, 'fp_proven_1')} | {_pct(r, 'fp_proven')} | {_pct(r, 'fp_any')} | {_pct(r, 'fp_skew')} | "
+            f"{rule1} | {rule2} | "
             f"{r['null_runs']:.0f} | {rule_runs} |"
         )
     return "\n".join(out)
@@ -353,6 +412,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-night", type=int, default=1, help="--nightly: new requests per later night")
     parser.add_argument("--cluster", type=int, default=1, help="--nightly: near-copies of each request")
     parser.add_argument("--gates", default="night,library", help="--nightly: gates to compare")
+    parser.add_argument(
+        "--merge",
+        default="mining",
+        choices=("mining", "none", "text"),
+        help="--nightly, with --cluster: copies in one group (mining), each its own (none), or grouped by "
+        "the night's near-copy check (text)",
+    )
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
@@ -362,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if args.nightly:
         jobs = [
-            (g, m, size, args.per_night, args.cluster, args.trials, args.seed)
+            (g, m, size, args.per_night, args.cluster, args.trials, args.seed, args.merge)
             for g in args.gates.split(",")
             for m in models
             for size in sizes

@@ -53,6 +53,8 @@ from skillopt_lib.skill import SkillBundle
 
 GateKind = Literal["strict", "paired", "sequential"]
 GateTest = Literal["sign-flip", "e-value"]
+# What an item stakes in the e-value test (`stake`).
+Bet = Literal["size", "sign"]
 Tier = Literal["proven", "likely"]
 Outcome = Literal["accepted", "rejected", "pending"]
 Arm = Literal["incumbent", "candidate"]
@@ -97,6 +99,12 @@ class GateConfig(BaseModel):
         default="sign-flip",
         description="sequential: `sign-flip` (exact test, error spent over `spending` sessions) or `e-value` "
         "(anytime-valid betting test: evidence accumulates over any number of sessions)",
+    )
+    bet: Bet = Field(
+        default="size",
+        description="e-value: what each item stakes, `size` (its mean paired difference, half of it its sign: "
+        "a loss in every pair outweighs a gain in one) or `sign` (only which way it moved); evidence keeps the "
+        "bet it began with",
     )
     likely_confidence: float | None = Field(
         default=None,
@@ -484,30 +492,45 @@ def plan_gate(n_items: int, cfg: GateConfig, share: float | None = None) -> Gate
 
 
 # ------------------------------------------------------------------------------ the e-value test
-# A fixed mixture of two bets on "the candidate is better", on the *sign* of each item's difference: all-in
-# (lambda 1: k items that improve give a wealth of 2^k, as strong as the exact test when every item moves) and a
-# cautious half bet that survives an item that got worse. Betting on the sign rather than the size keeps the
-# power of a noisy agent's small gains (an item that improved in one of three pairs counts as fully as one that
-# improved in all). Fixed before any evidence, so the mixture is itself a test martingale.
+# A fixed mixture of two bets on "the candidate is better": all-in (lambda 1: k items that improve in every
+# pair give a wealth of 2^k, as strong as the exact test when every item moves) and a cautious half bet that
+# survives an item that got worse. Fixed before any evidence, so the mixture is itself a test martingale.
 BETS: tuple[tuple[float, float], ...] = ((1.0, 0.75), (0.5, 0.25))
 
 
-def e_value(diffs: Sequence[float]) -> float:
+# What an item's mean paired difference d in [-1, 1] stakes, g(d): odd (g(-d) = -g(d)) and |g| <= 1, so every
+# factor 1 + lambda * g(d) has mean 1 under "no effect" whatever g is. `size` (the night's) stakes
+# (d + sign(d)) / 2: an item lost in every pair costs a full stake and one better in half its pairs wins
+# three quarters of one, so an edit that breaks a few items while nudging many others loses its wealth; a
+# noisy agent's small gains still count for most of their sign. `sign` (1 if d > 0, -1 if d < 0) counted a
+# loss in every pair no more than a gain in one pair of three: an edit that broke a fifth of the tasks while
+# nudging the rest could win on the count of signs alone. It is kept for evidence begun under it.
+def stake(d: float, bet: Bet = "size") -> float:
+    """g(d): what an item with mean paired difference `d` stakes under `bet` (0 for a tie)."""
+    if d == 0:
+        return 0.0
+    sign = 1.0 if d > 0 else -1.0
+    if bet == "sign":
+        return sign
+    return (max(-1.0, min(1.0, d)) + sign) / 2
+
+
+def e_value(diffs: Sequence[float], bet: Bet = "size") -> float:
     """The bettor's wealth after items with these paired differences (items that tie do not bet).
 
     Under "the edit has no effect" the arms are exchangeable within an item, so given its size each item's
-    difference is as likely negative as positive: every factor 1 + lambda * sign(d) has mean 1 and the wealth
-    is a nonnegative martingale over items, P(it ever reaches 1/a) <= a (Ville's inequality), whenever and
-    however often it is looked at. 1 / e_value is therefore an anytime-valid p-value.
+    difference is as likely negative as positive: every factor 1 + lambda * g(d) (g odd, |g| <= 1: `stake`)
+    has mean 1 and the wealth is a nonnegative martingale over items, P(it ever reaches 1/a) <= a (Ville's
+    inequality), whenever and however often it is looked at. 1 / e_value is therefore an anytime-valid p-value.
     """
-    signs = [1.0 if d > 0 else -1.0 for d in diffs if d != 0]
-    return sum(w * math.prod(1.0 + lam * s for s in signs) for lam, w in BETS)
+    stakes = [stake(d, bet) for d in diffs if d != 0]
+    return sum(w * math.prod(1.0 + lam * g for g in stakes) for lam, w in BETS)
 
 
-def evalue_items_needed(diffs: Sequence[float], alpha: float, limit: int = 10_000) -> int:
+def evalue_items_needed(diffs: Sequence[float], alpha: float, limit: int = 10_000, bet: Bet = "size") -> int:
     """How many more items that all improve would bring the e-value of `diffs` to 1/alpha."""
     more = 0
-    while more < limit and e_value([*diffs, *([1.0] * more)]) * alpha < 1 - 1e-9:
+    while more < limit and e_value([*diffs, *([1.0] * more)], bet) * alpha < 1 - 1e-9:
         more += 1
     return more
 
@@ -574,6 +597,7 @@ class GateStats(BaseModel):
     likely_alpha: float | None = None
     e_value: float | None = None
     share: float | None = None
+    bet: str | None = None
     test: str | None = None
     tier: str | None = None
     n: int | None = None
@@ -593,8 +617,12 @@ class PairedEvidence:
     `pairs[item]` holds [incumbent score, candidate score] per interleaved replay pair; an item's evidence is
     the mean of its pairs' differences. `clusters` maps an item to its group of near-duplicates (the e-value
     test counts a group as one item: near-copies answered alike are not independent evidence), and `share` is
-    the candidate's share of the incumbent's error rate (`GateLedger`). Store `to_dict()` with the candidate
-    and pass `PairedEvidence.from_dict(...)` to `Gate.decide_paired` in the next session (night).
+    the candidate's share of the incumbent's error rate (`GateLedger`). `bet` is what its items stake
+    (`stake`), fixed when its first decision is taken: a running test never changes its bet. `fingerprints`
+    maps a measured item to a fingerprint of its request (the caller's, e.g. the night's near-copy check),
+    so a later near-copy of it can be counted in its cluster however the caller regroups its items. Store
+    `to_dict()` with the candidate and pass `PairedEvidence.from_dict(...)` to `Gate.decide_paired` in the
+    next session (night).
     """
 
     candidate_hash: str = ""
@@ -603,6 +631,8 @@ class PairedEvidence:
     sessions: int = 0
     share: float = 1.0
     clusters: dict[str, str] = field(default_factory=dict)
+    bet: Bet | None = None
+    fingerprints: dict[str, str] = field(default_factory=dict)
 
     def cluster_of(self, item: str) -> str:
         return self.clusters.get(item, item)
@@ -640,6 +670,8 @@ class PairedEvidence:
             "sessions": self.sessions,
             "share": self.share,
             "clusters": dict(self.clusters),
+            "bet": self.bet,
+            "fingerprints": dict(self.fingerprints),
         }
 
     @classmethod
@@ -665,6 +697,13 @@ class PairedEvidence:
         sessions = int(data.get("sessions", 0))
         if sessions < 0:
             raise ValueError("paired evidence: negative session count")
+        # Evidence written before the bet was recorded was measured on signs: it keeps that bet.
+        bet = data.get("bet", "sign" if pairs else None)
+        if bet not in ("size", "sign", None):
+            raise ValueError(f"paired evidence: unknown bet {str(bet)[:40]!r}")
+        fingerprints = data.get("fingerprints") or {}
+        if not isinstance(fingerprints, Mapping):
+            raise ValueError("paired evidence: `fingerprints` must map items to fingerprints")
         return cls(
             candidate_hash=str(data.get("candidate_hash", "")),
             incumbent_hash=str(data.get("incumbent_hash", "")),
@@ -672,6 +711,8 @@ class PairedEvidence:
             sessions=sessions,
             share=share,
             clusters={str(k): str(v) for k, v in clusters.items()},
+            bet=bet,
+            fingerprints={str(k): str(v) for k, v in fingerprints.items()},
         )
 
 
@@ -753,16 +794,21 @@ def evalue_decision(
     """Decide on all the evidence so far with the anytime-valid e-value test: accepted (`proven`, or
     `likely` at the lower tier), rejected, or pending until more items arrive.
 
-    Accepted when 1 / e_value <= the candidate's share of 1 - confidence: exact however many sessions
-    looked before (Ville's inequality), so pending evidence can wait for new items without limit. Rejected
-    when it is no better on average (ties or worse): rejecting never raises the false-accept rate; the veto is
-    the mirror test at `veto_confidence`.
+    Accepted when 1 / e_value <= the candidate's share of 1 - confidence *and* the mean paired difference is
+    above zero: exact however many sessions looked before (Ville's inequality), so pending evidence can wait
+    for new items without limit. Requiring a better mean only removes acceptances, so it never raises the
+    false-accept rate; it refuses an edit that wins more items than it loses but loses more than it wins.
+    Rejected when it is no better on average (ties or worse); the veto is the mirror test at
+    `veto_confidence`. The evidence's bet is fixed at its first decision (`cfg.bet` then).
     """
+    if evidence.bet is None:
+        evidence.bet = cfg.bet
+    bet = evidence.bet
     diffs = list(evidence.differences(exclude).values())
     values = list(evidence.cluster_differences(exclude).values())
     n = len(values)
-    e_plus = e_value(values) if n else 1.0
-    e_minus = e_value([-v for v in values]) if n else 1.0
+    e_plus = e_value(values, bet) if n else 1.0
+    e_minus = e_value([-v for v in values], bet) if n else 1.0
     p_better = min(1.0, 1.0 / e_plus) if e_plus > 0 else 1.0
     p_worse = min(1.0, 1.0 / e_minus) if e_minus > 0 else 1.0
     alpha = (1 - cfg.confidence) * evidence.share
@@ -775,6 +821,7 @@ def evalue_decision(
         e_value=round(e_plus, 6),
         likely_alpha=round(likely_alpha, 6) if likely_alpha is not None else None,
         share=evidence.share,
+        bet=bet,
         likely_confidence=cfg.likely_confidence,
         session=max(evidence.sessions, 1),
     )
@@ -787,15 +834,16 @@ def evalue_decision(
     where = f"{n} independent item(s), {stats['improved_items']} better, {stats['worsened_items']} worse"
     if n == 0:
         return verdict("rejected", "no validation items were scored for both skills")
-    if p_better <= alpha + 1e-12:
+    better = mean_diff > 0
+    if better and p_better <= alpha + 1e-12:
         return verdict(
             "accepted",
             f"proven: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} >= {1 / alpha:.1f} "
             f"(false accepts <= {alpha:.1%}; {where})",
             "proven",
         )
-    if likely_alpha is not None and p_better <= likely_alpha + 1e-12:
-        need = evalue_items_needed(values, alpha)
+    if better and likely_alpha is not None and p_better <= likely_alpha + 1e-12:
+        need = evalue_items_needed(values, alpha, bet=bet)
         return verdict(
             "accepted",
             f"likely, not yet proven: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} >= "
@@ -814,9 +862,9 @@ def evalue_decision(
             "rejected",
             f"candidate {word} the incumbent ({stats['candidate_mean']:.3f} vs {stats['incumbent_mean']:.3f})",
         )
-    more = evalue_items_needed(values, likely_alpha if likely_alpha is not None else alpha)
+    more = evalue_items_needed(values, likely_alpha if likely_alpha is not None else alpha, bet=bet)
     stats["more_items_needed"] = more
-    stats["more_items_proven"] = evalue_items_needed(values, alpha)
+    stats["more_items_proven"] = evalue_items_needed(values, alpha, bet=bet)
     return verdict(
         "pending",
         f"pending evidence: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} < {1 / (likely_alpha or alpha):.1f} "

@@ -284,6 +284,6 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     lines.extend(f"missing for replays: {m}" for m in data["missing"][1 if "attention" in data else 0 :])
     if (cost := _cost_line(db, settings, data)) is not None:
         lines.append(cost)
-    lines.extend(pending_lines())
+    lines.extend(pending_lines(db))
     data["lines"] = lines
     return data

@@ -28,7 +28,8 @@ from skillopt_daemon.night import planning, replay_cost, seeding
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
-from skillopt_daemon.night.ledger import StoreLedger, new_skill_target
+from skillopt_daemon.night.ledger import DryLedger, StoreLedger, lineage_of, new_skill_target
+from skillopt_daemon.night.nearcopies import fingerprint, regroup
 from skillopt_daemon.night.pending import Carried, load_pending, store_pending
 from skillopt_daemon.night.recorded import recorded_work
 from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families, tasks_for_skill
@@ -364,7 +365,8 @@ def train_one(ctx: NightContext, name: str, fams: list[Family], picked: Picked |
             )
         return SkillOutcome(name, "error", "the skill has no active version to improve", tasks=len(tasks))
     incumbent = ctx.registry.load_bundle(current.id)
-    return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None)
+    lineage = lineage_of(ctx.registry.versions(name), current.id)
+    return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None, lineage=lineage)
 
 
 def train_new(ctx: NightContext, fam: Family, taken: set[str], picked: Picked | None = None) -> SkillOutcome:
@@ -386,7 +388,7 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str], picked: Picked | 
         return picked
     tool, tasks = picked
     target = new_skill_target(fam.id)
-    carried = load_pending(ctx.db, target, ctx.report.warnings)
+    carried = load_pending(ctx.db, target, ctx.report.warnings, write=not ctx.dry_run)
     note: str | None = None
     if carried is not None and carried.incumbent is not None:
         draft = carried.incumbent
@@ -481,14 +483,16 @@ def _train_and_propose(
     parent: str | None,
     new_family: Family | None,
     carried: Carried | None = None,
+    lineage: str = "",
 ) -> SkillOutcome:
     """Train from `incumbent` (the installed version, or a new skill's draft) and propose a gated winner.
 
-    `target` names what is improved in the gate's ledger and the pending evidence (`night/ledger.py`)."""
+    `target` names what is improved in the gate's ledger and the pending evidence, `lineage` which of its
+    error budgets is spent (`night/ledger.py`). A dry run reads the ledger and writes nothing to it."""
     new = new_family is not None
     family = new_family.id if new_family is not None else None
     if carried is None and not new:
-        carried = load_pending(ctx.db, target, ctx.report.warnings)
+        carried = load_pending(ctx.db, target, ctx.report.warnings, lineage=lineage, write=not ctx.dry_run)
     if carried is not None and carried.pending.incumbent_hash != incumbent.content_hash:
         carried = None  # measured against a version that is no longer the incumbent
     took_back = retracted(ctx.registry)
@@ -498,10 +502,11 @@ def _train_and_propose(
         found = took_back.get(candidate_hash)
         return found is not None and not blocks(found, n_tasks)
 
-    ledger = StoreLedger(ctx.db, target, may_reopen)
-    gate = env_gate(
-        ctx.settings, ledger.confidence(incumbent.content_hash, ctx.settings.night.gate_confidence)
-    )
+    ledger = (DryLedger if ctx.dry_run else StoreLedger)(ctx.db, target, may_reopen, lineage)
+    night = ctx.settings.night
+    gate = env_gate(ctx.settings, *ledger.pinned(night.gate_confidence, night.gate_likely_confidence))
+    # Near-copies of a request measured on an earlier night count in its cluster.
+    tasks = regroup(tasks, carried.pending.evidence if carried is not None else None)
     tasks, planned, parted = tonight_plan(ctx, tasks, gate, carried, tool)
     fresh = len(planning.new_groups(tasks, carried))
     n_val = len({t.group_key for t in tasks if t.split == "val"})
@@ -550,7 +555,7 @@ def _train_and_propose(
         if kept is not None and not ctx.dry_run:
             # The pairs measured before the cap were paid for and stay valid evidence: the next night
             # continues this candidate where tonight stopped.
-            store_pending(ctx.db, target, kept, incumbent if new else None)
+            store_pending(ctx.db, target, kept, incumbent if new else None, lineage)
             why += (
                 f"; the {len(kept.evidence.pairs)} validation task(s) measured so far are kept as pending "
                 "evidence for the next night"
@@ -558,8 +563,14 @@ def _train_and_propose(
         return SkillOutcome(
             name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=new, family=family
         )
+    if result.pending is not None:
+        texts = {t.id: t.prompt for t in tasks}
+        ev = result.pending.evidence
+        ev.fingerprints.update(
+            {i: fingerprint(texts[i]) for i in ev.pairs if i in texts and i not in ev.fingerprints}
+        )
     if not ctx.dry_run:
-        store_pending(ctx.db, target, result.pending, incumbent if new else None)
+        store_pending(ctx.db, target, result.pending, incumbent if new else None, lineage)
     summary = result.summary
     outcome = SkillOutcome(
         name,
@@ -720,20 +731,23 @@ def _replay_tasks(
     return tool, tasks
 
 
-def env_gate(settings: Settings, confidence: float | None = None) -> GateConfig:
+_SETTING = object()
+
+
+def env_gate(settings: Settings, confidence: float | None = None, likely: Any = _SETTING) -> GateConfig:
     """The night's gate from the user's settings (`night_gate`)."""
-    return night_gate(settings.night, confidence)
+    return night_gate(settings.night, confidence, likely)
 
 
-def night_gate(night: NightSettings, confidence: float | None = None) -> GateConfig:
+def night_gate(night: NightSettings, confidence: float | None = None, likely: Any = _SETTING) -> GateConfig:
     """The night's gate, from `night.gate`, `gate_repeats`, `gate_confidence` and `gate_likely_confidence`:
     with the default `sequential`, the library's anytime-valid gate (`GateConfig.anytime()`). `confidence`
-    overrides the setting (the ledger's, when a question was first asked at a stricter level). This is the
-    configuration `benchmarks/gate.py` measures."""
+    and `likely` (None: no likely tier) override the settings: the ledger's, pinned when the target's budget
+    was first used (`StoreLedger.pinned`). This is the configuration `benchmarks/gate.py` measures."""
     conf = night.gate_confidence if confidence is None else confidence
     if night.gate != "sequential":
         return GateConfig(kind=night.gate, repeats=night.gate_repeats, confidence=conf)
-    likely = night.gate_likely_confidence
+    likely = night.gate_likely_confidence if likely is _SETTING else likely
     return GateConfig.anytime(
         repeats=night.gate_repeats,
         confidence=conf,

@@ -171,3 +171,30 @@ def test_the_night_trains_from_the_file_the_agent_reads(sessions_home: World) ->
     # the proposal builds on the user's edit: their line is there, unchanged, next to the rule
     diff = w.skillopt("diff", outcome["proposal_id"]).stdout
     assert "Keep the bullet points short." in diff
+
+
+def test_a_dry_run_spends_no_share_and_writes_no_evidence(sessions_home: World) -> None:
+    """A rehearsal replays and decides, but touches nothing the real night reads: no ledger row (a candidate's
+    share of the error budget is not spent), no pending evidence, no proposal. The real night after it then
+    proposes at the first candidate's full share."""
+    import sqlite3
+
+    w = restore(sessions_home)
+    w.configure("opt-useful")
+    dry = json.loads(w.skillopt("sleep", "run", "--now", "--dry-run", "--json").stdout)
+    (outcome,) = dry["skills"]
+    assert outcome["status"] in ("dry-run", "pending"), outcome
+    (db,) = w.skillopt_home.rglob("skillopt.db")
+    with sqlite3.connect(db) as con:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert con.execute("SELECT COUNT(*) FROM gate_ledger").fetchone()[0] == 0
+        assert con.execute("SELECT COUNT(*) FROM gate_budgets").fetchone()[0] == 0
+        assert con.execute("SELECT COUNT(*) FROM pending_evidence").fetchone()[0] == 0
+        assert "versions" in tables
+        assert con.execute("SELECT COUNT(*) FROM versions WHERE state = 'proposed'").fetchone()[0] == 0
+    real = _night(w)
+    _proposal(real)
+    (shown,) = real["skills"]
+    with sqlite3.connect(db) as con:
+        shares = [r[0] for r in con.execute("SELECT share FROM gate_ledger ORDER BY idx")]
+    assert shares and shares[0] == pytest.approx(0.8), shown

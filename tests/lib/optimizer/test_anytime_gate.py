@@ -15,8 +15,10 @@ from skillopt_lib.gate import (
     MemoryLedger,
     PairedEvidence,
     e_value,
+    evalue_decision,
     plan_gate,
     sequential_decision,
+    stake,
 )
 from tests.lib.optimizer.test_budget_gate import SimArms
 
@@ -113,15 +115,59 @@ def test_identical_answers_to_near_copies_do_not_inflate_false_accepts() -> None
     assert accepted / trials <= 0.10 * 0.8 + 0.02
 
 
-def test_e_value_is_a_fair_bet_under_no_effect() -> None:
+@pytest.mark.parametrize("bet", ["size", "sign"])
+def test_e_value_is_a_fair_bet_under_no_effect(bet: str) -> None:
     """Whatever the items' sizes, flipping each item's sign with probability 1/2 leaves the expected wealth at
     exactly 1: the test martingale Ville's inequality needs."""
     sizes = [0.2, 1.0, 0.5, 0.33, 0.0, 0.9]
     patterns = list(itertools.product((-1, 1), repeat=len(sizes)))
-    mean = sum(e_value([s * d for s, d in zip(p, sizes, strict=True)]) for p in patterns) / len(patterns)
+    mean = sum(e_value([s * d for s, d in zip(p, sizes, strict=True)], bet) for p in patterns) / len(patterns)  # type: ignore[arg-type]
     assert mean == pytest.approx(1.0, abs=1e-12)
-    # a noisy agent's small gains count: an item that improved in one pair of three is a win on its sign
-    assert e_value([1 / 3] * 5) == e_value([1.0] * 5)
+
+
+def test_an_item_lost_in_every_pair_outweighs_one_won_in_a_single_pair() -> None:
+    """The night's bet stakes an item's size as well as its sign: one pair in three better stakes 2/3, an item
+    worse in every pair a full 1; a second pair that half disagrees (d = 1/2) stakes 3/4."""
+    assert stake(-1.0) == -1.0 and stake(1 / 3) == pytest.approx(2 / 3) and stake(0.5) == 0.75
+    # eight items a little better, two broken: the count of signs says "better", the sizes do not
+    diffs = [1 / 3] * 8 + [-1.0] * 2
+    assert e_value(diffs, "sign") > 1.5
+    assert e_value(diffs) < 0.7
+    # a noisy agent's small gains still count for most of their sign
+    assert e_value([1 / 3] * 5) > 0.4 * e_value([1.0] * 5)
+
+
+def _evidence(diffs: dict[str, list[list[float]]], share: float = 1.0) -> PairedEvidence:
+    return PairedEvidence("cand", "inc", diffs, 1, share)
+
+
+def test_an_edit_worse_on_average_is_never_accepted_whatever_its_wins() -> None:
+    """36 items better in one pair of three and 13 broken: more wins than losses, a mean below zero. The count
+    of signs reaches the proven level; the gate still refuses, because the edit loses on average."""
+    won = [[0.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+    lost = [[1.0, 0.0]] * 3
+    pairs = {f"w{i}": won for i in range(36)} | {f"l{i}": lost for i in range(13)}
+    on_signs = _evidence(dict(pairs))
+    on_signs.bet = "sign"
+    assert e_value(list(on_signs.cluster_differences().values()), "sign") >= 1 / (0.05 * 0.8)
+    decision = evalue_decision(on_signs, ANYTIME.model_copy(update={"bet": "sign"}))
+    assert decision.stats["mean_difference"] < 0
+    assert decision.outcome == "rejected" and not decision.accepted
+    assert not evalue_decision(_evidence(dict(pairs)), ANYTIME).accepted
+
+
+def test_evidence_keeps_the_bet_it_began_with() -> None:
+    """A running test never changes its bet: evidence written before bets were recorded was measured on
+    signs and stays on signs; new evidence takes the configuration's bet at its first decision."""
+    legacy = PairedEvidence.from_dict({"pairs": {"a": [[0.0, 1.0]]}, "share": 0.8})
+    assert legacy.bet == "sign"
+    fresh = _evidence({"a": [[0.0, 1.0], [1.0, 1.0]]}, 0.8)
+    evalue_decision(fresh, ANYTIME)
+    assert fresh.bet == "size"
+    again = PairedEvidence.from_dict(fresh.to_dict())
+    assert evalue_decision(again, ANYTIME.model_copy(update={"bet": "sign"})).stats["bet"] == "size"
+    with pytest.raises(ValueError, match="bet"):
+        PairedEvidence.from_dict({**fresh.to_dict(), "bet": "all-in"})
 
 
 def test_candidates_share_one_budget_and_a_decided_one_is_never_tested_again() -> None:

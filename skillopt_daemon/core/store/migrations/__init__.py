@@ -20,6 +20,7 @@ from skillopt_daemon.core.store.migrations import (
     m009_notes_and_signals,
     m010_rule_outcomes,
     m011_replay_caps,
+    m012_gate_budgets,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -35,4 +36,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m009_notes_and_signals", m009_notes_and_signals.migrate),
     ("m010_rule_outcomes", m010_rule_outcomes.migrate),
     ("m011_replay_caps", m011_replay_caps.migrate),
+    ("m012_gate_budgets", m012_gate_budgets.migrate),
 ]
