@@ -46,7 +46,7 @@ from skillopt_lib.judge import LeakGuard
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle
-from skillopt_lib.trainer import Trainer
+from skillopt_lib.trainer import PendingCandidate, Trainer
 from skillopt_lib.usage import format_cost
 
 if TYPE_CHECKING:
@@ -555,6 +555,7 @@ def _train_and_propose(
         if kept is not None and not ctx.dry_run:
             # The pairs measured before the cap were paid for and stay valid evidence: the next night
             # continues this candidate where tonight stopped.
+            _fingerprint(kept, tasks)
             store_pending(ctx.db, target, kept, incumbent if new else None, lineage)
             why += (
                 f"; the {len(kept.evidence.pairs)} validation task(s) measured so far are kept as pending "
@@ -564,11 +565,7 @@ def _train_and_propose(
             name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=new, family=family
         )
     if result.pending is not None:
-        texts = {t.id: t.prompt for t in tasks}
-        ev = result.pending.evidence
-        ev.fingerprints.update(
-            {i: fingerprint(texts[i]) for i in ev.pairs if i in texts and i not in ev.fingerprints}
-        )
+        _fingerprint(result.pending, tasks)
     if not ctx.dry_run:
         store_pending(ctx.db, target, result.pending, incumbent if new else None, lineage)
     summary = result.summary
@@ -648,6 +645,16 @@ def _train_and_propose(
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
     return _propose(ctx, outcome, best, found, parent)
+
+
+def _fingerprint(pending: PendingCandidate, tasks: list[NightTask]) -> None:
+    """Record each measured request's fingerprint in the evidence, so a near-copy arriving on a later night
+    counts in its cluster (`night/nearcopies.py`)."""
+    texts = {t.id: t.prompt for t in tasks}
+    ev = pending.evidence
+    ev.fingerprints.update(
+        {i: fingerprint(texts[i]) for i in ev.pairs if i in texts and i not in ev.fingerprints}
+    )
 
 
 def _screened_tonight(run_dir: Path) -> list[dict[str, Any]]:
