@@ -102,14 +102,15 @@ def test_cache_reads_count_at_their_price_against_the_token_cap() -> None:
 
 def test_a_family_the_budget_cannot_finish_spends_nothing(tmp_path: Path) -> None:
     """Before the first replay the money cap is checked at what a replay is projected to cost: a new-skill
-    family whose plan (37 replays, about $14.80) does not fit $10 waits with the reason and the setting, and
-    is never drafted (the night's optimizer is not even open: a draft would raise) nor replayed."""
-    budget = _budget(max_cost_usd=10.0)
+    family whose plan (12 replays: two train rollouts and one pair for each of five validation groups,
+    about $4.80) does not fit $4 waits with the reason and the setting, and is never drafted (the night's
+    optimizer is not even open: a draft would raise) nor replayed."""
+    budget = _budget(max_cost_usd=4.0)
     ctx = _context(tmp_path, budget)
     fam = _family("fam-1", 7)
     out = train_new(ctx, fam, set(), (AgentTool.CLAUDE_CODE, _rows(train=2, val=5)))
     assert out.status == "waited" and out.new and out.family == "fam-1"
-    assert "needs about ≈ $14.80 est. for 37 replays" in out.reason
+    assert "needs about ≈ $4.80 est. for 12 replays" in out.reason
     assert "left (night.max_cost_usd); it goes first next night" in out.reason
     assert (budget.replays, budget.model_calls, budget.tokens, budget.cost_usd) == (0, 0, 0, 0.0)
 
@@ -146,8 +147,8 @@ def test_targets_go_by_corrections_per_projected_dollar(tmp_path: Path) -> None:
     large.projection = project(ctx, _rows(train=2, val=14), AgentTool.CLAUDE_CODE, None, corrections=3)
     plain = Job("plain", [_family("f-plain", 9)], False, (AgentTool.CLAUDE_CODE, []))
     plain.projection = project(ctx, _rows(train=2, val=6), AgentTool.CLAUDE_CODE, None)
-    assert (small.projection.replays, large.projection.replays) == (37, 100)
-    assert small.projection.usd == pytest.approx(37 * 0.40)
+    assert (small.projection.replays, large.projection.replays) == (12, 30)
+    assert small.projection.usd == pytest.approx(12 * 0.40)
     order = [j.name for j in sorted([plain, large, small], key=lambda j: j.priority(set()))]
     assert order == ["small", "large", "plain"]
     order = [j.name for j in sorted([plain, large, small], key=lambda j: j.priority({"plain"}))]
