@@ -425,7 +425,8 @@ class Pipeline:
                 with self.db.conn:
                     self.db.table("ingest_files").update(moved.id, {"path": key, "missing": 0})
                 row = dataclasses.replace(moved, path=key, missing=0)
-        change = tail.compare(f, ident, row.known() if row is not None else None)
+        known = row.known() if row is not None else None
+        change = tail.compare(f, ident, known, in_place=not source.line_oriented)
         if change in (tail.TRUNCATED, tail.REPLACED):
             self.report_once(
                 change,
