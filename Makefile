@@ -6,15 +6,38 @@ AGENT_CLI_DIR ?= $(CURDIR)/.cache/agent-clis
 
 .PHONY: run test setup lint typecheck pytest agent-clis clean docs
 
-$(BIN)/skillopt: pyproject.toml
+# Two stamps in one environment: `make run` installs what the daemon needs, `make test` adds the development
+# tools (ruff, mypy, pytest, ...). An environment that has the tools has the daemon's needs too, so `make run`
+# after `make test` installs nothing.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+
+$(BIN)/python:
+	@echo "==> creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(BIN)/skillopt
+	@echo "==> upgrading pip"
+	$(BIN)/pip install --upgrade pip
 
-setup: $(BIN)/skillopt
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	@if [ -f $(DEV_STAMP) ] && [ $(DEV_STAMP) -nt pyproject.toml ]; then \
+		echo "==> $(VENV) already has skillopt (installed by make test)"; \
+	else \
+		echo "==> installing skillopt and what the daemon needs into $(VENV) (a minute or two the first time)"; \
+		$(BIN)/pip install -e . || exit 1; \
+	fi
+	touch $@
 
-run: setup
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	@echo "==> installing skillopt with the development tools into $(VENV)"
+	$(BIN)/pip install -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+setup: $(DEV_STAMP)
+
+run: $(RUN_STAMP)
+	@echo "==> starting the daemon in the foreground (Ctrl-C stops it)"
+	@echo "    next: in another terminal, $(BIN)/skillopt status shows what it found;"
+	@echo "    $(BIN)/skillopt install claude-code (or codex, ...) connects an agent; see README.md"
 	$(BIN)/skillopt daemon run
 
 agent-clis:

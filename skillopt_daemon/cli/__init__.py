@@ -149,8 +149,8 @@ def main() -> None:
         if isinstance(exc, kinds):
             exc.show()
             sys.exit(exc.exit_code)
-        full = _disk_full(exc)
-        if full is not None:  # a full disk is the user's to fix, not a bug: one line, no traceback
+        full = _disk_full(exc) or _damaged(exc)
+        if full is not None:  # a full disk or a damaged store is the user's to fix: one line, no traceback
             _print_error(full)
             sys.exit(full.exit_code)
         raise
@@ -174,3 +174,13 @@ def _disk_full(exc: BaseException) -> SkillOptError | None:
         where = Path(exc.filename) if isinstance(exc.filename, str) else None
         return disk_full_error(where, exc.strerror, database=where is None)
     return disk_full_error(detail=exc)
+
+
+def _damaged(exc: BaseException) -> SkillOptError | None:
+    """The plain error, with the repair to run, when a query found the database damaged, or None.
+
+    A damaged file opens like a whole one; the damage shows in whichever query first reaches a broken page,
+    anywhere in any command."""
+    from skillopt_daemon.core.store.db import corrupt, corrupt_error
+
+    return corrupt_error(detail=exc) if corrupt(exc) else None

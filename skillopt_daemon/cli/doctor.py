@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import stat
 import sys
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from rich.text import Text
 from skillopt_daemon.cli.output import console, print_json, print_table
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import Settings
+from skillopt_daemon.core.store.db import REPAIR_HINT, corrupt, corrupt_error
 from skillopt_daemon.ingest.readable import unreadable_transcripts
 from skillopt_daemon.registry import Registry
 from skillopt_lib import plugins
@@ -107,7 +109,14 @@ def run_checks() -> tuple[list[Check], int]:
         applied = [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY id")]
         mode = db.execute("PRAGMA journal_mode").fetchone()[0]
         if ok != "ok":
-            checks.append(Check("database", "integrity", "error", f"quick_check says: {ok}"))
+            problems = "; ".join(
+                line for r in db.execute("PRAGMA quick_check(5)") for line in str(r[0]).splitlines()
+            )
+            checks.append(
+                Check(
+                    "database", "integrity", "error", f"the database is damaged ({problems}); {REPAIR_HINT}"
+                )
+            )
             exit_code = exit_code or StoreError.exit_code
         else:
             checks.append(
@@ -125,6 +134,12 @@ def run_checks() -> tuple[list[Check], int]:
         detail = f"{exc.message}; {exc.hint}" if exc.hint else exc.message
         checks.append(Check("database", "open", "error", detail))
         exit_code = exit_code or exc.exit_code
+    except sqlite3.DatabaseError as exc:  # a query reached a damaged page the quick check did not
+        if not corrupt(exc):
+            raise
+        damaged = corrupt_error(detail=exc)
+        checks.append(Check("database", "integrity", "error", f"{damaged.message}; {damaged.hint}"))
+        exit_code = exit_code or damaged.exit_code
 
     if settings is not None:
         checks.extend(_transcript_checks(settings))
@@ -235,8 +250,19 @@ def _key_checks(settings: Settings | None) -> list[Check]:
     return out
 
 
-def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
+def doctor(
+    json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    repair: bool = typer.Option(
+        False,
+        "--repair",
+        help="Rebuild a damaged database: copy it to the backups folder, recover what SQLite can still "
+        "read, then read the session logs again.",
+    ),
+) -> None:
     """Check paths, permissions, the database, configuration, agent CLIs and which API keys are set."""
+    if repair:
+        repair_database(json_out)
+        return
     checks, code = run_checks()
     if json_out:
         print_json({"checks": [c.to_dict() for c in checks], "exit_code": code})
@@ -256,6 +282,66 @@ def doctor(json_out: bool = typer.Option(False, "--json", help="Print machine-re
             console.print("[red]Problems found; see the errors above.[/]")
     if code:
         sys.exit(code)
+
+
+def repair_database(json_out: bool) -> None:
+    """`doctor --repair`: the steps of `core.store.repair`, then every session log read again (the logs are
+    the source of truth for sessions), and what was recovered and what was not."""
+    from skillopt_daemon.core.store.repair import repair
+    from skillopt_daemon.service.status import daemon_state
+
+    db = paths.db_path()
+    if not db.exists():
+        raise StoreError(f"there is no database at {db} to repair", hint="any command creates a fresh one")
+    if daemon_state()["running"]:
+        raise StoreError(
+            "the daemon is running and writes to the database; it must not while the database is repaired",
+            hint="stop it with `skillopt daemon stop`, run `skillopt doctor --repair`, then start it again",
+        )
+    report = repair(db)
+    report.logs_read, report.sessions_after = _read_logs_again()
+    if json_out:
+        print_json(
+            {
+                "backup": str(report.backup),
+                "method": report.method,
+                "recovered": report.tables,
+                "dropped": report.dropped,
+                "sessions_recovered": report.sessions_recovered,
+                "sessions_after": report.sessions_after,
+                "logs_read": report.logs_read,
+                "versions_recovered": report.versions_recovered,
+                "unreferenced_skill_files": report.unreferenced_objects,
+                "integrity": report.damage_left,
+            }
+        )
+    else:
+        console.print("[bold]Repaired the database[/]", highlight=False)
+        for line in report.lines():
+            console.print(f"- {line}", highlight=False, soft_wrap=True)
+    if report.damage_left != "ok":
+        sys.exit(StoreError.exit_code)
+
+
+def _read_logs_again() -> tuple[int, int]:
+    """Every session log of every enabled tool read from its start; returns the logs read and the sessions
+    the store then holds."""
+    from skillopt_daemon import ingest
+    from skillopt_daemon.cli.ingest_cmd import reset_files
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.core.store import open_db
+
+    settings = load_settings()
+    db = open_db()
+    try:
+        sources = ingest.load_sources(settings)
+        pipeline = ingest.Pipeline(db, sources, settings)
+        reset_files(db, [s.tool.value for s in sources])
+        outcomes = pipeline.ingest_paths(pipeline.discover())
+        sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        return int(ingest.summarize(outcomes)["read"]), int(sessions)
+    finally:
+        db.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 import sqlite_utils
 
 from skillopt_daemon.core.config import Settings
+from skillopt_daemon.core.store.db import corrupt
 from skillopt_daemon.core.timeutil import to_iso, utcnow, utcnow_iso
 from skillopt_daemon.ingest import fts, pinning, signals, tail
 from skillopt_daemon.ingest.meta import get_meta, set_meta
@@ -424,7 +425,8 @@ class Pipeline:
                 with self.db.conn:
                     self.db.table("ingest_files").update(moved.id, {"path": key, "missing": 0})
                 row = dataclasses.replace(moved, path=key, missing=0)
-        change = tail.compare(f, ident, row.known() if row is not None else None)
+        known = row.known() if row is not None else None
+        change = tail.compare(f, ident, known, in_place=not source.line_oriented)
         if change in (tail.TRUNCATED, tail.REPLACED):
             self.report_once(
                 change,
@@ -721,6 +723,8 @@ class Pipeline:
             except sqlite3.OperationalError:
                 raise  # the store itself is unusable now (locked, disk full): the caller backs off
             except Exception as exc:  # a bug on one file must not stop the others: report it, go on
+                if corrupt(exc):
+                    raise  # a damaged store fails every file the same way: one error, not one per file
                 out.append(self._internal_error(source, path, exc))
 
     def _worth_bulk(self, files: Sequence[tuple[Source, Path]]) -> bool:

@@ -79,9 +79,19 @@ REPLACED = "replaced"
 ALIAS = "alias"  # a file already followed under another path (a symlink, a loop, a hard link): not read
 
 
-def compare(f: BinaryIO, ident: FileIdentity, known: Known | None) -> str:
+def compare(f: BinaryIO, ident: FileIdentity, known: Known | None, *, in_place: bool = False) -> str:
+    """How the open file compares with what was stored about it.
+
+    `in_place`: a whole document its tool rewrites where it lies (a SQLite database, a JSON file). Its head
+    is no sign of a new file there: SQLite's first page holds a change counter and the page count, which an
+    append alone changes. The same file (device and inode) that did not shrink has then GROWN, however its
+    head changed; only another file under the path is REPLACED."""
     if known is None or known.head_hash is None:
         return NEW
+    if in_place and (ident.device, ident.inode) == (known.device, known.inode) and ident.size >= known.size:
+        if ident.size == known.size and ident.mtime_ns == known.mtime_ns and known.offset >= ident.size:
+            return UNCHANGED
+        return GREW
     same_head = (
         ident.size >= known.head_len
         and known.head_len > 0

@@ -94,10 +94,12 @@ def status(
     plugin = plugin_state(tool_home_or_default(tool)) if plugin_state is not None else None
     if plugin:
         hooks_active = True
-        if any(i["scope"] == "user" for i in installed):
+        if installed:
             problems.append(
-                f"both the skillopt plugin of {tool.value} and `skillopt install {tool.value}` add hooks: each "
-                "session is reported twice (harmless); keep one"
+                f"installed twice: the skillopt plugin of {tool.value} and `skillopt install {tool.value}` "
+                "both add the skillopt commands, skill and hooks, so the agent sees each of them twice; keep "
+                f"one (`skillopt uninstall {tool.value}` removes the direct install, "
+                f"`{spec(tool).executable} plugin uninstall skillopt@skillopt` the plugin)"
             )
     return IntegrationStatus(
         tool=tool.value,

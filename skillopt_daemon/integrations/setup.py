@@ -35,6 +35,7 @@ from skillopt_daemon.integrations.placements import (
 from skillopt_daemon.integrations.plan import (
     Scope,
     detect,
+    integration_part,
     plan_placements,
     resolve_target,
     tool_home_or_default,
@@ -45,7 +46,7 @@ from skillopt_daemon.registry.installers import check_inside
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib import __version__ as _skillopt_version
 from skillopt_lib.agents import AgentTool, spec
-from skillopt_lib.errors import ExternalToolError, NotFoundError, SkillOptError
+from skillopt_lib.errors import ConflictError, ExternalToolError, NotFoundError, SkillOptError
 
 
 @contextlib.contextmanager
@@ -80,6 +81,7 @@ def install(
             f"`{spec(tool).executable}` on PATH)",
             hint=f"install it first ({spec(tool).install_hint}), or pass --force to install the integration",
         )
+    _refuse_beside_plugin(tool)
     with _registry() as reg:
         instructions = instructions or _recorded_instructions(reg, target)
         report = Report(target=target, action="install", dry_run=dry_run)
@@ -89,6 +91,23 @@ def install(
             reg.record_integration(target, instructions=instructions)
         _sync_approved_skills(ctx, reg)
     return report
+
+
+def _refuse_beside_plugin(tool: AgentTool) -> None:
+    """Refuse to install beside the tool's skillopt plugin (Claude Code's): the plugin already brings the
+    commands, the `skillopt` skill and the hooks, and both routes together give the agent each of them
+    twice. Either route is whole on its own; the user keeps one."""
+    plugin_state = integration_part(tool, "plugin_state")
+    version = plugin_state(tool_home_or_default(tool)) if plugin_state is not None else None
+    if not version:
+        return
+    raise ConflictError(
+        f"the skillopt plugin of {tool.value} is installed ({version}): it already gives {tool.value} the "
+        f"skillopt commands, skill and hooks, and `skillopt install {tool.value}` would add each of them a "
+        "second time; nothing was changed",
+        hint="keep the plugin (nothing more to do), or remove it first "
+        f"(`{spec(tool).executable} plugin uninstall skillopt@skillopt`) and run this again",
+    )
 
 
 def _place(ctx: Context, instructions: bool) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from skillopt_daemon.core.store import open_db
+from skillopt_daemon.core.store.db import corrupt, corrupt_error
 from skillopt_daemon.registry import content
 from skillopt_daemon.registry.decisions import Decisions
 from skillopt_daemon.registry.drift import Drift
@@ -56,10 +57,9 @@ def _store_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
                 ) from None
             raise StoreError(f"the database cannot be used: {exc}") from None
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"the database is corrupt: {exc}",
-                hint="move it aside and run the command again to start a fresh one, or restore a backup",
-            ) from None
+            if corrupt(exc):
+                raise corrupt_error(detail=exc) from None
+            raise StoreError(f"the database cannot be used: {exc}") from None
 
     return wrapper
 

@@ -14,6 +14,7 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core import paths
+from skillopt_daemon.core.store.db import corrupt, corrupt_error
 from skillopt_daemon.night import status as night_status
 
 SectionProvider = Callable[[sqlite_utils.Database], dict[str, Any]]
@@ -30,12 +31,15 @@ def register_section(name: str, provider: SectionProvider) -> None:
 
 
 def collect_status(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:
-    """Every section, in order. A failing section reports its error instead of hiding the others."""
+    """Every section, in order. A failing section reports its error instead of hiding the others, except
+    a damaged database: that is no section's problem, and the one error says how to repair it."""
     out: dict[str, dict[str, Any]] = {}
     for name in _ORDER:
         try:
             out[name] = _SECTIONS[name](db)
         except Exception as exc:  # one broken section must not take `skillopt status` down
+            if corrupt(exc):
+                raise corrupt_error(detail=exc) from None
             out[name] = {"error": f"{type(exc).__name__}: {exc}", "lines": [f"unavailable: {exc}"]}
     return out
 

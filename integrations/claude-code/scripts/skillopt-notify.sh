@@ -26,6 +26,23 @@ find_skillopt() {
     return 1
 }
 
+# `skillopt install claude-code` is the other route to the same hooks: where it placed them (the user's
+# settings, or this project's), they report this session already, and this plugin's hook stays quiet so
+# the session is not reported twice. `skillopt doctor` names the double install.
+direct_install() {
+    for settings in "${CLAUDE_CONFIG_DIR:-${HOME:-}/.claude}/settings.json" \
+        "${CLAUDE_PROJECT_DIR:-.}/.claude/settings.local.json"; do
+        if [ -f "$settings" ] && grep -q "notify $event --tool $tool" "$settings" 2>/dev/null; then
+            return 0
+        fi
+    done
+    return 1
+}
+if [ "$tool" = "claude-code" ] && direct_install; then
+    echo "skillopt: \`skillopt install claude-code\` already reports this session; the plugin's hook does nothing (keep one of the two: see \`skillopt doctor\`)" >&2
+    exit 0
+fi
+
 bin=$(find_skillopt) || {
     echo "skillopt: the 'skillopt' command was not found on PATH; this session was not recorded (install skillopt or set SKILLOPT_BIN)" >&2
     exit 0

@@ -30,8 +30,10 @@ BUSY_TIMEOUT_MS = 10_000
 
 # SQLite's primary result codes (the low byte of an extended code).
 _SQLITE_IOERR = 10
+_SQLITE_CORRUPT = 11
 _SQLITE_FULL = 13
 _SQLITE_CANTOPEN = 14
+_SQLITE_NOTADB = 26
 # Less room than this on the database's file system: an I/O error there is the disk being full.
 LOW_SPACE_BYTES = 1 << 20
 
@@ -65,6 +67,33 @@ def disk_full(exc: BaseException, path: Path | None = None) -> bool:
         return False
     free = free_bytes(path or paths.db_path())
     return free is not None and free < LOW_SPACE_BYTES
+
+
+def corrupt(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite finding the database damaged ("database disk image is malformed") or not a
+    database at all. A damaged file often still opens: only the queries that reach a broken page fail."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if isinstance(code, int) and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+REPAIR_HINT = (
+    "run `skillopt doctor --repair`: it keeps a copy of the damaged file, recovers what SQLite can still "
+    "read and reads your session logs again (or move it aside to start a fresh one, or restore a backup)"
+)
+
+
+def corrupt_error(path: Path | None = None, detail: object = None, *, opened: bool = True) -> StoreError:
+    """The error every command gives on a damaged database: what happened and how to repair it."""
+    path = path or paths.db_path()
+    what = "is damaged" if opened else "cannot be read"
+    return StoreError(
+        f"the database {path} {what}: {detail or 'database disk image is malformed'}", hint=REPAIR_HINT
+    )
 
 
 def _size(n: int) -> str:
@@ -147,11 +176,7 @@ def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.D
     except sqlite3.DatabaseError as exc:
         if disk_full(exc, path):
             raise disk_full_error(path, exc) from None
-        raise StoreError(
-            f"the database {path} cannot be read: {exc}",
-            hint="it may be corrupt; move it aside (your skills' files are kept in the skill store) "
-            "and run the command again to start a fresh one, or restore a backup",
-        ) from None
+        raise corrupt_error(path, exc, opened=False) from None
     if not existed:
         os.chmod(path, 0o600)
     try:
@@ -174,10 +199,7 @@ def open_db(path: Path | None = None, *, migrate: bool = True) -> sqlite_utils.D
     except sqlite3.DatabaseError as exc:
         if disk_full(exc, path):
             raise disk_full_error(path, exc) from None
-        raise StoreError(
-            f"the database {path} is corrupt: {exc}",
-            hint="move it aside and run the command again to start a fresh one, or restore a backup",
-        ) from None
+        raise corrupt_error(path, exc) from None
     return db
 
 

@@ -576,3 +576,88 @@ def test_importing_a_tools_skills_leaves_out_skillopts_own_skill(env: Env, cli) 
     assert [r["skill"] for r in json.loads(res.stdout)] == ["py-tests"]
     listed = json.loads(cli("skills", "list", "--json").stdout)
     assert "skillopt" not in json.dumps(listed) and "py-tests" in json.dumps(listed)
+
+
+def _enable_plugin(home: Path) -> None:
+    """What `claude plugin install skillopt@skillopt` leaves in Claude Code's home."""
+    claude = home / ".claude"
+    settings = claude / "settings.json"
+    data = json.loads(settings.read_text()) if settings.exists() else {}
+    data["enabledPlugins"] = {"skillopt@skillopt": True}
+    claude.mkdir(exist_ok=True)
+    settings.write_text(json.dumps(data))
+    (claude / "plugins").mkdir(exist_ok=True)
+    (claude / "plugins" / "installed_plugins.json").write_text(
+        json.dumps({"version": 2, "plugins": {"skillopt@skillopt": [{"scope": "user", "version": "0.1.0"}]}})
+    )
+
+
+def _integration_problems(cli, tool: str) -> list[str]:  # type: ignore[no-untyped-def]
+    data = json.loads(cli("doctor", "--json").stdout)
+    return [c["detail"] for c in data["checks"] if c["group"] == "integrations" and c["name"] == tool]
+
+
+def test_direct_install_beside_the_plugin_is_refused_and_doctor_names_a_double_install(env: Env, cli) -> None:
+    _enable_plugin(env.home)
+    before = snapshot(env.home)
+    for args in (
+        ["install", "claude-code"],
+        ["install", "claude-code", "--scope", "project", "--project", str(env.project)],
+    ):
+        r = cli(*args)
+        assert r.returncode == 4, r.stdout + r.stderr
+        assert (
+            "skillopt plugin of claude-code is installed (0.1.0)" in r.stderr
+            and "nothing was changed" in r.stderr
+        )
+        assert "claude plugin uninstall skillopt@skillopt" in r.stderr
+    assert snapshot(env.home) == before and not (env.project / ".claude").exists()
+
+    # Installed the other way round (the direct install first, the plugin added later): doctor says so.
+    (env.home / ".claude" / "settings.json").unlink()
+    assert cli("install", "claude-code").returncode == 0
+    assert not any("installed twice" in d for d in _integration_problems(cli, "claude-code"))
+    _enable_plugin(env.home)
+    (detail,) = [d for d in _integration_problems(cli, "claude-code") if "installed twice" in d]
+    assert "commands, skill and hooks" in detail and "skillopt uninstall claude-code" in detail
+
+
+def test_the_plugins_hook_stays_quiet_where_the_direct_install_reports_sessions(
+    env: Env, cli, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from skillopt_daemon import integrations
+    from skillopt_lib.agents import AgentTool
+
+    script = integrations.plugin_dir(AgentTool.CLAUDE_CODE) / "scripts" / "skillopt-notify.sh"
+    calls = tmp_path / "calls"
+    fake = tmp_path / "skillopt"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    run_env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(env.home),
+        "SKILLOPT_BIN": str(fake),
+        "SKILLOPT_HOOK_FOREGROUND": "1",
+        "CLAUDE_PROJECT_DIR": str(env.project),
+    }
+
+    def hook() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["sh", str(script), "session-end"],
+            input="{}",
+            capture_output=True,
+            text=True,
+            env=run_env,
+            timeout=60,
+        )
+
+    (env.home / ".claude").mkdir()
+    assert hook().returncode == 0
+    assert calls.read_text().split() == ["notify", "session-end", "--tool", "claude-code"]
+    calls.unlink()
+    assert cli("install", "claude-code").returncode == 0
+    proc = hook()
+    assert proc.returncode == 0 and proc.stdout == "" and not calls.exists()
+    assert "already reports this session" in proc.stderr

@@ -143,3 +143,45 @@ def test_an_unreadable_database_is_a_problem_that_names_it(env: Env, damage: Any
     warnings = [c for c in json.loads(res.stdout)["checks"] if c["group"] == "transcripts"]
     assert [c["level"] for c in warnings] == ["warn"]
     assert str(db) in warnings[0]["detail"] and what in warnings[0]["detail"]
+
+
+def _append_turn(db: Path, text: str) -> None:
+    """What OpenClaw does when the conversation goes on: one more event row, committed and checkpointed."""
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        sid, seq, last = con.execute(
+            "SELECT session_id, seq, event_json FROM transcript_events ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        parent = json.loads(last)
+        event = {
+            "type": "message",
+            "id": f"appended-{seq + 1}",
+            "parentId": parent["id"],
+            "timestamp": "2026-12-01T15:32:00.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+        }
+        payload = json.dumps(event)
+        # Enough rows that the file has to grow, as a long conversation's does.
+        con.execute(
+            "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [sid, seq + 1, payload, 1796139100000, len(payload.encode())],
+        )
+        con.execute("CREATE TABLE IF NOT EXISTS padding (x BLOB)")
+        con.execute("INSERT INTO padding VALUES (zeroblob(20000))")
+    finally:
+        con.close()
+
+
+def test_a_database_that_only_grew_is_read_again_and_not_reported_as_replaced(env: Env) -> None:
+    db = _install(env)
+    _ingest(env)
+    ((_, turns),) = _sessions(env)
+    size = db.stat().st_size
+    _append_turn(db, "one more question")
+    assert db.stat().st_size > size
+    _ingest(env)
+    ((_, grown),) = _sessions(env)
+    assert grown == turns + 1
+    status = _status(env)
+    assert "was replaced" not in json.dumps(status), status
