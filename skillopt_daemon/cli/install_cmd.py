@@ -108,7 +108,9 @@ def _ask_consent(tool: AgentTool) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("install")
     def install_cmd(
-        tool: str = typer.Argument(..., help="claude-code, codex, copilot, cursor, devin, gemini or openclaw"),
+        tool: str = typer.Argument(
+            ..., help="claude-code, codex, copilot, cursor, devin, gemini or openclaw"
+        ),
         scope: Optional[str] = typer.Option(None, "--scope", help="user (default) or project"),
         project: Optional[Path] = typer.Option(
             None, "--project", help="the project folder for --scope project (default: the current folder)"
@@ -158,7 +160,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("uninstall")
     def uninstall_cmd(
-        tool: str = typer.Argument(..., help="claude-code, codex, copilot, cursor, devin, gemini or openclaw"),
+        tool: str = typer.Argument(
+            ..., help="claude-code, codex, copilot, cursor, devin, gemini or openclaw"
+        ),
         scope: Optional[str] = typer.Option(None, "--scope", help="user (default) or project"),
         project: Optional[Path] = typer.Option(
             None, "--project", help="the project folder for --scope project"
