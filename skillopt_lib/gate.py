@@ -1045,8 +1045,9 @@ class Gate:
     ) -> GateDecision:
         """One session of the sequential gate: measure `items`, then decide on all the evidence.
 
-        Every new item gets `first_pairs` interleaved pairs and, if any of them disagrees, more up to `repeats`
-        (extra replays only where they can decide something). With the sign-flip test, items carried from an
+        Every new item gets `first_pairs` interleaved pairs and more up to `repeats` only where they can
+        decide something: with the sign-flip test, items whose pairs disagree (their size is what it tests);
+        with the e-value test, items whose pairs all tie (a stake is only made by a difference). With the sign-flip test, items carried from an
         earlier session get `repeats` more pairs if any of their pairs disagreed; with the e-value test an item
         counts once, so items already measured (or of a cluster already measured: `clusters` maps an item to its
         group of near-duplicates) are not measured again. Items in `exclude` (a test split) are neither
@@ -1100,8 +1101,16 @@ class Gate:
         if new or again or not anytime:
             ev.sessions += 1
         run(_interleave(new, first, started) + _interleave(again, self.cfg.repeats, started))
-        discordant = [i for i in new if any(a != b for a, b in ev.pairs[i])]
-        if self.cfg.repeats > first:
+        if anytime:
+            # The e-value test bets on each item's difference: a further pair of an item whose pairs disagree
+            # can only shrink its stake, while one of an item whose pairs all tie may show a difference. So
+            # extra pairs go to ties, a round at a time while they stay tied (chosen by |d| alone, so the
+            # test stays exact under "no effect").
+            for r in range(self.cfg.repeats - first):
+                tied = [i for i in new if i in ev.pairs and all(a == b for a, b in ev.pairs[i])]
+                run(_interleave(tied, 1, started + 1 + r))
+        elif self.cfg.repeats > first:
+            discordant = [i for i in new if any(a != b for a, b in ev.pairs[i])]
             run(_interleave(discordant, self.cfg.repeats - first, started + 1))
         decision = sequential_decision(ev, self.cfg, exclude, runs)
         hopeless = futility(decision) if anytime else None

@@ -231,7 +231,7 @@ class NightSettings(_Section):
         default=_NIGHT_GATE.repeats,
         ge=1,
         description="replays per validation task and skill at the gate (sequential: the cap; one pair "
-        "first, more only where the skills disagree)",
+        "first, more only where the skills tied: more power per night for more replays)",
     )
     gate_confidence: float = Field(
         default=_NIGHT_GATE.confidence,

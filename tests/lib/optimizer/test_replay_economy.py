@@ -105,3 +105,22 @@ def test_no_baseline_and_no_replay_of_a_failure_on_record(server: ScriptedServer
     # items leave it pending, with the useful rule, for a later run to finish.
     assert result.summary["initial_val"] == 0.0
     assert result.pending is not None and "DD.MM.YYYY" in result.pending.skill.doc.body
+
+
+def test_a_further_pair_goes_to_a_tie_never_to_an_item_already_decided_by_its_first() -> None:
+    """With `repeats=2` the e-value gate pairs a task again only when its first pair tied: a task whose
+    pair already disagrees has staked all it can, a tied one has staked nothing yet."""
+    calls: list[list[Request]] = []
+    outcomes = {
+        "0": (0.0, 1.0),
+        "1": (1.0, 1.0),
+        "2": (0.0, 0.0),
+    }  # better, tied (both pass), tied (both fail)
+
+    def measure(requests: list[Request]) -> list[float]:
+        calls.append(list(requests))
+        return [outcomes[item][0 if arm == "incumbent" else 1] for item, arm in requests]
+
+    Gate(GateConfig.anytime(repeats=2)).decide_paired(measure, ["0", "1", "2"], PairedEvidence(share=0.8))
+    again = sorted({item for item, _ in calls[1]})
+    assert again == ["1", "2"] and len(calls) == 2
