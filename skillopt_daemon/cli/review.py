@@ -203,6 +203,11 @@ def propose(
         print_json(v.to_dict())
         return
     console.print(f"Proposed {v.label} as [bold]{v.short_id}[/]. Review it: skillopt diff {v.short_id}")
+    from skillopt_daemon.service.proposals import tier
+
+    t = tier(v.evidence, v.origin)
+    if not t["proven"]:
+        console.print(f"[yellow]{literal(t['label'])}:[/] {literal(t['note'] or '')}", highlight=False)
 
 
 def _screen_notes(item: dict[str, Any]) -> None:

@@ -8,7 +8,9 @@ proposal is described the same way wherever it is reviewed.
   warning with # noqa`; a version with no parent is `new skill: <its description>`.
 - **Tier**: a night may mark a proposal `proven` or `likely` in its evidence (`tier`, with a sentence in
   `tier_note`). A `likely` proposal (or any tier but `proven`) is labelled "likely, not yet proven" and is
-  never shown as proven; evidence without a tier (older proposals) is proven.
+  never shown as proven. A proposal made by hand (`skillopt propose`) was never replayed: it is `not
+  replayed`, whatever its evidence claims, and so is any proposal with neither a tier nor the gate's record.
+  Evidence with the gate's record but no tier (a night's proposal from before tiers) is proven.
 - **Decided**: approved, rejected or rolled back, with the reason: the user's words for a rejection or a
   rollback, who approved it for an approval.
 - **Screen**: what the candidate screen warned about (`screen_warnings`: which line and why; such a proposal
@@ -31,6 +33,12 @@ from skillopt_lib.errors import SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
 PROVEN = "proven"
+NOT_REPLAYED = "not replayed"
+NOT_REPLAYED_NOTE = (
+    "made by hand, not by a night: no replay measured it, so it is never proven and never auto-approved. "
+    "No command puts a hand-made proposal through the night's gate; to watch the agent work with it on one "
+    "task of yours: skillopt replay --skill FOLDER --prompt TASK"
+)
 SUMMARY_CHARS = 90
 # Who approved, by the audit log's actor, in the words the proposals list uses.
 _APPROVERS = {
@@ -45,9 +53,16 @@ _MARKER = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)")
 # ------------------------------------------------------------------------------------------------ tier
 
 
-def tier(evidence: Mapping[str, Any]) -> dict[str, Any]:
-    """`{tier, proven, label, note}` from a proposal's evidence; no tier at all means proven."""
+def tier(evidence: Mapping[str, Any], origin: str = "trained") -> dict[str, Any]:
+    """`{tier, proven, label, note}` from a proposal's evidence and origin.
+
+    Only a replay can prove a change: a proposal made by hand (origin `proposed`) is `not replayed` even
+    when its hand-written evidence says `proven`, and so is one with no tier and no gate record (nothing
+    measured it). A night's proposal from before tiers (the gate's record, no tier) is proven.
+    """
     raw = evidence.get("tier")
+    if origin == "proposed" or (not raw and not evidence.get("gate")):
+        return {"tier": NOT_REPLAYED, "proven": False, "label": NOT_REPLAYED, "note": NOT_REPLAYED_NOTE}
     name = str(raw).strip().lower() if raw else PROVEN
     note = evidence.get("tier_note")
     proven = name == PROVEN
@@ -177,7 +192,7 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
 def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
     """A proposal as the proposals lists show it (status, the dashboard, `diff --json`)."""
     new_skill, score_change, confidence = evidence_figures(v.evidence)
-    t = tier(v.evidence)
+    t = tier(v.evidence, v.origin)
     return {
         "id": v.id,
         "short_id": v.short_id,
