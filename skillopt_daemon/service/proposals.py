@@ -167,15 +167,23 @@ def screen_warnings(evidence: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
-    """The diff with the screen's findings and the lines without provenance flagged after their line."""
+def annotate_screen(diff: str, evidence: Mapping[str, Any], missing: Sequence[str] | None = None) -> str:
+    """The diff with the screen's findings and the rule lines without provenance flagged after their line
+    (`missing`: those lines, by default the evidence's `provenance_missing`); a note is written once under
+    a line, however many times the evidence names it."""
     by_line: dict[str, list[str]] = {}
+
+    def note(line: str, text: str) -> None:
+        notes = by_line.setdefault(line.strip(), [])
+        if text not in notes:
+            notes.append(text)
+
     for f in _findings(evidence):
-        by_line.setdefault(str(f.get("line", "")).strip(), []).append(
-            f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}"
-        )
-    for line in evidence.get("provenance_missing") or []:
-        by_line.setdefault(str(line).strip(), []).append(NO_PROVENANCE)
+        note(str(f.get("line", "")), f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}")
+    if missing is None:
+        missing = [str(x) for x in evidence.get("provenance_missing") or []]
+    for line in missing:
+        note(str(line), NO_PROVENANCE)
     if not by_line:
         return diff
     out: list[str] = []
@@ -184,6 +192,22 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
         if line.startswith("+") and not line.startswith("+++"):
             out.extend(f"{SCREEN_MARK}{note}\n" for note in by_line.get(line[1:].strip()[:300], []))
     return "".join(out)
+
+
+def provenance_missing(reg: Registry, v: Version) -> list[str]:
+    """The rule lines of `v` that no correction and no failed replay stands behind, as its evidence lists
+    them, less what is not a rule: frontmatter (a new skill's, or a changed description), headings, blank
+    lines and formatting. Evidence written before the night judged only rule lines still lists those."""
+    stored = [str(x) for x in v.evidence.get("provenance_missing") or []]
+    if not stored:
+        return []
+    from skillopt_lib.screen import rule_lines
+
+    try:
+        head = reg.load_bundle(v.id).doc.head.splitlines()
+    except (SkillOptError, OSError):
+        head = []
+    return rule_lines(stored, head)
 
 
 # ------------------------------------------------------------------------------------------------ items
@@ -211,7 +235,7 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "tier_label": t["label"],
         "tier_note": t["note"],
         "screen_warnings": screen_warnings(v.evidence),
-        "provenance_missing": [str(x) for x in v.evidence.get("provenance_missing") or []],
+        "provenance_missing": provenance_missing(reg, v),
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }
@@ -300,5 +324,7 @@ def diff_view(reg: Registry, ref: str | None = None, context: int = 3) -> dict[s
     if ".." in ref:
         return {"ref": ref, "title": title, "diff": text, "proposal": None}
     v = reg.resolve_id(ref)
-    text = annotate_screen(preferences.annotate_diff(text, v.evidence.get("provenance") or []), v.evidence)
-    return {"ref": v.id, "title": title, "diff": text, "proposal": proposal_item(reg, v)}
+    item = proposal_item(reg, v)
+    text = preferences.annotate_diff(text, v.evidence.get("provenance") or [])
+    text = annotate_screen(text, v.evidence, item["provenance_missing"])
+    return {"ref": v.id, "title": title, "diff": text, "proposal": item}
