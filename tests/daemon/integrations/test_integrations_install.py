@@ -576,3 +576,14 @@ def test_importing_a_tools_skills_leaves_out_skillopts_own_skill(env: Env, cli) 
     assert [r["skill"] for r in json.loads(res.stdout)] == ["py-tests"]
     listed = json.loads(cli("skills", "list", "--json").stdout)
     assert "skillopt" not in json.dumps(listed) and "py-tests" in json.dumps(listed)
+
+
+def test_install_output_starts_with_what_it_did_not_an_empty_line(env: Env, cli) -> None:
+    """The progress bar for approved skills has no work on a first install: it must leave no blank line
+    before the list of files (on stderr, which a terminal shows above stdout)."""
+    (env.home / ".claude").mkdir()
+    for args in (("install", "claude-code", "--dry-run"), ("install", "claude-code")):
+        r = cli(*args)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("create "), r.stdout[:80]
+        assert not r.stderr.startswith("\n") and "\n\n" not in "\n" + r.stderr, repr(r.stderr[:80])
