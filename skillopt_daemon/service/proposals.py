@@ -241,6 +241,13 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
     }
 
 
+def newest_pending(reg: Registry) -> tuple[Version | None, int]:
+    """The proposal `diff`, `approve` and `reject` take when given no id: the newest pending one, with how
+    many are pending (the faces say which one they chose when it is one of several)."""
+    pending = reg.list_pending()
+    return (pending[-1] if pending else None), len(pending)
+
+
 def pending_items(reg: Registry) -> list[dict[str, Any]]:
     """Every pending proposal, oldest first."""
     return [proposal_item(reg, v) for v in reg.list_pending()]
@@ -316,10 +323,10 @@ def diff_view(reg: Registry, ref: str | None = None, context: int = 3) -> dict[s
     """
     ref = (ref or "").strip()
     if not ref:
-        pending = reg.list_pending()
-        if not pending:
+        newest, _ = newest_pending(reg)
+        if newest is None:
             return {"ref": None, "title": "no pending proposals", "diff": "", "proposal": None}
-        ref = pending[-1].id
+        ref = newest.id
     title, text = reg.diff(ref, context)
     if ".." in ref:
         return {"ref": ref, "title": title, "diff": text, "proposal": None}
