@@ -73,22 +73,29 @@ def _show(report_dict: dict[str, Any], as_json: bool) -> None:
 
 @contextmanager
 def _skills_progress() -> Iterator[Callable[[int, int, str], None]]:
-    """A progress bar on stderr while approved skills are installed or removed (shown once there is work)."""
-    with Progress(
+    """A progress bar on stderr while approved skills are installed or removed, started only once there is
+    work: a bar started and stopped with nothing in it leaves an empty line before the command's output."""
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         console=err_console,
         transient=True,
-    ) as bar:
-        task: list[TaskID] = []
+        disable=not err_console.is_terminal,  # a pipe or a log gets no bar, and no blank line from it
+    )
+    task: list[TaskID] = []
 
-        def update(done: int, total: int, what: str) -> None:
-            if not task:
-                task.append(bar.add_task("skills", total=total))
-            bar.update(task[0], completed=done, description=literal(what))
+    def update(done: int, total: int, what: str) -> None:
+        if not task:
+            bar.start()
+            task.append(bar.add_task("skills", total=total))
+        bar.update(task[0], completed=done, description=literal(what))
 
+    try:
         yield update
+    finally:
+        if task:
+            bar.stop()
 
 
 def _ask_consent(tool: AgentTool) -> None:

@@ -30,7 +30,7 @@ def _rows(items: list[dict[str, Any]]) -> list[list[Any]]:
                 ", ".join(o["family_names"]) or "-",
                 f"{fig['corrected_before']}/{fig['sessions_before']} ({_pct(fig['rate_before'])})",
                 f"{fig['recurred_after']}/{fig['sessions_after']} ({_pct(fig['rate_after'])})",
-                o["rule"]["tokens"],
+                f"{o['rule']['tokens']:,}",
                 format_cost(o["rule"]["cost_usd"]),
             ]
         )

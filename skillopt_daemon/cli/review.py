@@ -22,7 +22,7 @@ from skillopt_daemon.cli.output import (
 )
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.registry import Registry, open_registry
-from skillopt_lib.errors import ConflictError, NotFoundError
+from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
 
 JSON_OPT = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
@@ -203,6 +203,11 @@ def propose(
         print_json(v.to_dict())
         return
     console.print(f"Proposed {v.label} as [bold]{v.short_id}[/]. Review it: skillopt diff {v.short_id}")
+    from skillopt_daemon.service.proposals import tier
+
+    t = tier(v.evidence, v.origin)
+    if not t["proven"]:
+        console.print(f"[yellow]{literal(t['label'])}:[/] {literal(t['note'] or '')}", highlight=False)
 
 
 def _screen_notes(item: dict[str, Any]) -> None:
@@ -283,8 +288,49 @@ TARGET_OPT = typer.Option(
 )
 
 
+class MissingOptionError(SkillOptError):
+    """A value the command needs and could not ask for (no terminal): a usage error, exit 2 as before."""
+
+    exit_code = 2
+
+
+def _at_terminal() -> bool:
+    """A person at a terminal can be asked; a pipe, a hook or an agent gets a plain error instead."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _chosen(reg: Registry, ref: str | None, verb: str, json_out: bool) -> str:
+    """The proposal to `verb`: `ref`, or the newest pending one as `skillopt diff` shows it. When several
+    are pending, say which was taken, and at a terminal ask before going on."""
+    if ref:
+        return ref
+    from skillopt_daemon.service.proposals import newest_pending
+
+    newest, count = newest_pending(reg)
+    if newest is None:
+        raise NotFoundError(
+            f"no pending proposals to {verb}", hint="give a proposal id; skillopt status lists recent ones"
+        )
+    if count > 1:
+        err_console.print(
+            f"{count} proposals are pending; taking the newest, {literal(newest.label)} ({newest.short_id}). "
+            f"Read it first with skillopt diff {newest.short_id}; another: skillopt {verb} ID",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if (
+            _at_terminal()
+            and not json_out
+            and not typer.confirm(f"{verb.capitalize()} {newest.label}?", err=True)
+        ):
+            raise typer.Abort()
+    return newest.id
+
+
 def approve(
-    ref: str = typer.Argument(..., help="The proposal id (a unique prefix is enough)."),
+    ref: str = typer.Argument(
+        None, help="The proposal id (a unique prefix is enough). Default: the newest pending proposal."
+    ),
     target: list[str] = TARGET_OPT,
     force: bool = typer.Option(False, "--force", help="Replace files that were edited by hand."),
     dry_run: bool = typer.Option(
@@ -292,8 +338,9 @@ def approve(
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Accept a proposal and install it."""
+    """Accept a proposal (the newest pending one by default, as diff shows) and install it."""
     reg = cli_registry()
+    ref = _chosen(reg, ref, "approve", json_out or dry_run)
     result = reg.approve(ref, targets=target or None, force=force, dry_run=dry_run)
     if json_out:
         print_json(result.to_dict())
@@ -313,12 +360,25 @@ def approve(
 
 
 def reject(
-    ref: str = typer.Argument(..., help="The proposal id (a unique prefix is enough)."),
-    reason: str = typer.Option(..., "--reason", help="Why: kept in the history."),
+    ref: str = typer.Argument(
+        None, help="The proposal id (a unique prefix is enough). Default: the newest pending proposal."
+    ),
+    reason: str = typer.Option(
+        None, "--reason", help="Why: kept in the history, and read by later nights. Asked for at a terminal."
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Turn a proposal down. Nothing is installed; the version stays in the history."""
+    """Turn a proposal down (the newest pending one by default). Nothing is installed; the version stays
+    in the history."""
     reg = cli_registry()
+    ref = _chosen(reg, ref, "reject", json_out)
+    if not (reason or "").strip():
+        if not _at_terminal() or json_out:
+            raise MissingOptionError(
+                "a rejection needs a reason", hint='pass it with --reason "why" (kept in the history)'
+            )
+        label = reg.resolve_id(ref).label
+        reason = typer.prompt(f"Why reject {label}? (kept in the history)", err=True)
     v = reg.reject(ref, reason)
     if json_out:
         print_json(v.to_dict())
@@ -337,10 +397,36 @@ def rollback(
     target: list[str] = TARGET_OPT,
     force: bool = typer.Option(False, "--force", help="Replace files that were edited by hand."),
     reason: str = typer.Option(None, "--reason", help="Why: kept in the history and shown by status."),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Say which version would become active and every file touched; change nothing.",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Make an older version active again; a new skill's first version is taken away. Recorded, nothing deleted."""
     reg = cli_registry()
+    if dry_run:
+        plans = reg.rollback_plan(skill, to=to, targets=target or None)
+        if json_out:
+            print_json([{**p.to_dict(), "dry_run": True} for p in plans])
+            return
+        for p in plans:
+            now = p.current.label if p.current else "no version"
+            if p.dest is None:
+                console.print(
+                    f"Rolling back {skill} at {p.target} would remove {now} (its first version):",
+                    markup=False,
+                )
+            else:
+                console.print(
+                    f"Rolling back {skill} at {p.target} would make {p.dest.label} active instead of {now}:",
+                    markup=False,
+                )
+            for line in p.lines:
+                console.print(f"  {line}", markup=False)
+        console.print("Nothing was changed (--dry-run).")
+        return
     outcomes = reg.rollback(skill, to=to, targets=target or None, force=force, reason=reason)
     if json_out:
         print_json([o.to_dict() for o in outcomes])
@@ -359,11 +445,55 @@ def rollback(
 
 
 def history(
-    skill: str = typer.Argument(..., help="The skill."),
+    skill: list[str] = typer.Argument(None, help="The skills (default: every skill)."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Every version of a skill and everything that happened to it, oldest first."""
+    """Every version of a skill (of every skill by default) and everything that happened to it, oldest first."""
     reg = cli_registry()
+    names = list(skill or [])
+    for name in names:
+        reg.require_skill(name)
+    if len(names) == 1:  # one skill: the shape this command always printed
+        _history_one(reg, names[0], json_out)
+        return
+    names = names or reg.skill_names()
+    if json_out:
+        print_json(
+            {
+                "skills": [
+                    {
+                        "skill": name,
+                        "versions": [v.to_dict() for v in reg.versions(name)],
+                        "events": [e.to_dict() for e in reg.history(name)],
+                    }
+                    for name in names
+                ]
+            }
+        )
+        return
+    if not names:
+        console.print("No skills registered yet. Import yours: skillopt skills import")
+        return
+    rows = []
+    for name in names:
+        versions = reg.versions(name)
+        labels = {v.id: v.label for v in versions}
+        rows += [
+            (
+                v.label,
+                v.short_id,
+                v.origin,
+                v.state,
+                labels.get(v.parent_id or "", "-"),
+                local_display(v.created_at),
+            )
+            for v in versions
+        ]
+    print_table("Versions of every skill", ["version", "id", "origin", "state", "parent", "created"], rows)
+    console.print("Each skill's events: skillopt history SKILL", highlight=False)
+
+
+def _history_one(reg: Registry, skill: str, json_out: bool) -> None:
     versions = reg.versions(skill)
     events = reg.history(skill)
     if json_out:

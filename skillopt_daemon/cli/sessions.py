@@ -55,8 +55,11 @@ def register(app: typer.Typer) -> None:
         rows = query_sessions(
             db, tool=tool_id, project=project, since=since_iso, include_all=include_all, limit=limit or None
         )
+        from skillopt_daemon.service.sessions import with_kinds
+
         for r in rows:
             r["first_prompt"] = first_prompt(db, r["id"])
+        rows = with_kinds(db, rows)
         if as_json:
             print_json(rows)
             return
@@ -94,7 +97,10 @@ def register(app: typer.Typer) -> None:
         from skillopt_daemon.core.store import open_db
 
         db = open_db()
+        from skillopt_daemon.service.sessions import with_kinds
+
         detail = session_detail(db, find_session(db, session))
+        with_kinds(db, [detail])
         if as_json:
             print_json(detail)
             return
@@ -113,9 +119,13 @@ def _tool(value: str | None) -> str | None:
 
 
 def _flags(r: dict[str, Any]) -> list[str]:
+    """The flags column: a headless run is `headless` (mined as work); only what mining skips is marked
+    `automation`, `skipped` or `replay` (its reason is in `sessions show`)."""
     flags = []
-    if r["is_automation"]:
-        flags.append("automation")
+    if r.get("kind") not in (None, "interactive"):
+        flags.append(r["kind"])
+    elif r.get("kind") is None and r["is_automation"]:
+        flags.append("headless")
     if r["drop_reason"]:
         flags.append(f"dropped:{r['drop_reason']}")
     if not r["has_user_turn"]:
@@ -147,6 +157,7 @@ def _print_detail(d: dict[str, Any], full: bool) -> None:
             else d["pin_error"],
         ),
         ("flags", ", ".join(_flags(d)) or None),
+        ("mined", "no: " + d["kind_reason"] if d.get("kind_reason") else None),
         ("signals", json.dumps(d["signals"]) if d["signals"] else None),
         ("skipped", json.dumps(d["skipped"]) if d["skipped"] else None),
     ]

@@ -102,6 +102,15 @@ def query_sessions(
     return [_session_dict(row) for row in db.execute(sql, args).fetchall()]
 
 
+def flagged_sessions(db: Any) -> list[dict[str, Any]]:
+    """The user-work sessions ingest flagged as run without a terminal (`is_automation`), as dicts."""
+    sql = (
+        f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions "
+        "WHERE drop_reason IS NULL AND has_user_turn = 1 AND is_automation = 1"
+    )
+    return [_session_dict(row) for row in db.execute(sql).fetchall()]
+
+
 def _session_dict(row: Any) -> dict[str, Any]:
     out = dict(zip(SESSION_COLUMNS, row, strict=True))
     for key in ("skipped_json", "signals_json", "extra_json"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -77,12 +78,14 @@ def _read_counts(db: sqlite_utils.Database) -> _Counts:
     )
 
 
-def _lines(c: _Counts, last_ingest: str | None) -> list[str]:
+def _lines(c: _Counts, last_ingest: str | None, flagged: str | None = None) -> list[str]:
     total = sum(c.per_tool.values())
+    if flagged is None:
+        flagged = f"{c.automation} run without a terminal" if c.automation else ""
     lines = [
         f"{total} session{'' if total == 1 else 's'}"
         + (" (" + ", ".join(f"{n} {tool}" for tool, n in c.per_tool.items()) + ")" if c.per_tool else "")
-        + (f", {c.automation} flagged as automation" if c.automation else "")
+        + (f", {flagged}" if flagged else "")
         + f"; last ingest {humanize_age(last_ingest)}"
     ]
     not_counted = [f"{n} {_DROP_WORDS.get(k, k)}" for k, n in sorted(c.dropped.items())]
@@ -132,8 +135,13 @@ def paused(db: sqlite_utils.Database) -> dict[str, Any] | None:
     return None
 
 
-def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
-    """The sessions / ingest part of `skillopt status`: sessions per tool, last ingest, current problems."""
+def status_section(
+    db: sqlite_utils.Database, flagged: Callable[[sqlite_utils.Database], str] | None = None
+) -> dict[str, Any]:
+    """The sessions / ingest part of `skillopt status`: sessions per tool, last ingest, current problems.
+
+    `flagged` words the sessions ingest flagged as run without a terminal (the service's, which knows
+    which of them mining counts as work); without it they are only counted."""
     pause = paused(db)
     if "sessions" not in db.table_names():
         return {"sessions": {}, "paused": pause, "lines": _pause_lines(pause) + ["no sessions ingested yet"]}
@@ -153,7 +161,8 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
         "latest_error": c.latest,
         "last_ingest_at": last_ingest,
         "backfill_done_at": get_meta(db, "backfill_done_at"),
-        "lines": _pause_lines(pause) + _lines(c, last_ingest),
+        "lines": _pause_lines(pause)
+        + _lines(c, last_ingest, flagged(db) if flagged and c.automation else None),
     }
 
 

@@ -152,6 +152,7 @@ class Registry:
     approve = _Via("_decisions", Decisions.approve)
     reject = _Via("_decisions", Decisions.reject)
     rollback = _Via("_decisions", Decisions.rollback)
+    rollback_plan = _Via("_decisions", Decisions.rollback_plan)
     uninstall = _Via("_decisions", Decisions.uninstall)
     record_hand_edits = _Via("_decisions", Decisions.record_hand_edits)
 

@@ -21,6 +21,7 @@ from skillopt_daemon.registry.models import (
     HandEdit,
     InstallOutcome,
     Origin,
+    RollbackPlan,
     TargetState,
     Version,
     new_skill_targets,
@@ -243,6 +244,7 @@ class Decisions:
             dest_for = [self._rollback_destination(skill, t, to) for t in chosen]
             out: list[InstallOutcome] = []
             for ts, current, dest in dest_for:
+                assert ts is not None  # created above
                 fresh = self.targets.target_state(skill, ts.target)
                 assert fresh is not None
                 if dest is None:
@@ -261,10 +263,41 @@ class Decisions:
                 )
             return out
 
+    def rollback_plan(
+        self,
+        skill: str,
+        to: str | None = None,
+        targets: Sequence[InstallTarget | str] | None = None,
+    ) -> list[RollbackPlan]:
+        """What `rollback` would do at each target, file by file, changing nothing (`rollback --dry-run`).
+
+        Raises what `rollback` would raise for the same arguments (no earlier version, already active...).
+        Hand edits are not looked for: recording one is a write; the real rollback still refuses them.
+        """
+        self.versions.require_skill(skill)
+        chosen = self._resolve_targets(skill, targets)
+        plans: list[RollbackPlan] = []
+        for t in chosen:
+            ts, current, dest = self._rollback_destination(skill, t, to, create=False)
+            if dest is not None:
+                bundle = self.versions.load_bundle(dest.id)
+                backup = paths.backups_dir() / "<install id>"
+                lines = self.targets.installer(t.tool).plan(t, skill, bundle, backup).lines()
+            else:
+                files = sorted(ts.installed) if ts else []
+                lines = [f"remove {f}" for f in files] or [f"remove {skill} from {t}"]
+                if ts and ts.baseline_backup and Path(ts.baseline_backup, "0", SKILL_FILE).is_file():
+                    lines.append(f"put back the files that were there before, from {ts.baseline_backup}")
+            plans.append(RollbackPlan(t, current, dest, lines))
+        return plans
+
     def _rollback_destination(
-        self, skill: str, t: InstallTarget, to: str | None
-    ) -> tuple[TargetState, Version | None, Version | None]:
-        """(target, active version, version to make active); no destination: remove the first version."""
+        self, skill: str, t: InstallTarget, to: str | None, create: bool = True
+    ) -> tuple[TargetState | None, Version | None, Version | None]:
+        """(target, active version, version to make active); no destination: remove the first version.
+
+        With `create` (a real rollback) a target skillopt has no record of yet is recorded; a dry run
+        leaves the registry as it is (the target may then be None)."""
         ts = self.targets.target_state(skill, t)
         current = self.versions.get_version(ts.active_version_id) if ts and ts.active_version_id else None
         if to is not None:
@@ -286,7 +319,7 @@ class Decisions:
         elif current.parent_id is None:
             if current.origin in ("proposed", "trained"):
                 # The first version, and skillopt put it there: stepping back from it means taking it away.
-                return ts or self.targets.ensure_target(skill, t), current, None
+                return ts or (self.targets.ensure_target(skill, t) if create else None), current, None
             raise NotFoundError(
                 f"{skill} has no earlier version to roll back to at {t}",
                 hint=f"see the versions: skillopt history {skill}",
@@ -295,7 +328,7 @@ class Decisions:
             dest = self.versions.get_version(current.parent_id)
         if current is not None and dest.id == current.id:
             raise ConflictError(f"{dest.label} is already active at {t}")
-        return ts or self.targets.ensure_target(skill, t), current, dest
+        return ts or (self.targets.ensure_target(skill, t) if create else None), current, dest
 
     def _remove_first_version(self, ts: TargetState, current: Version, reason: str | None) -> InstallOutcome:
         """Roll a skill's first version back: remove its files from the target, put back what the user had

@@ -224,6 +224,26 @@ class ApproveResult:
 
 
 @dataclass
+class RollbackPlan:
+    """What a rollback would do at one target (`rollback --dry-run`): the version active there, the one it
+    would make active (None: the skill's first version would be removed) and each file it would touch."""
+
+    target: InstallTarget
+    current: Version | None
+    dest: Version | None
+    lines: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target.key,
+            "from": self.current.label if self.current else None,
+            "to": self.dest.label if self.dest else None,
+            "removed": self.dest is None,
+            "plan": self.lines,
+        }
+
+
+@dataclass
 class ImportResult:
     skill: str
     status: Literal["new", "unchanged", "hand-edit", "invalid", "existing"]

@@ -8,7 +8,9 @@ proposal is described the same way wherever it is reviewed.
   warning with # noqa`; a version with no parent is `new skill: <its description>`.
 - **Tier**: a night may mark a proposal `proven` or `likely` in its evidence (`tier`, with a sentence in
   `tier_note`). A `likely` proposal (or any tier but `proven`) is labelled "likely, not yet proven" and is
-  never shown as proven; evidence without a tier (older proposals) is proven.
+  never shown as proven. A proposal made by hand (`skillopt propose`) was never replayed: it is `not
+  replayed`, whatever its evidence claims, and so is any proposal with neither a tier nor the gate's record.
+  Evidence with the gate's record but no tier (a night's proposal from before tiers) is proven.
 - **Decided**: approved, rejected or rolled back, with the reason: the user's words for a rejection or a
   rollback, who approved it for an approval.
 - **Screen**: what the candidate screen warned about (`screen_warnings`: which line and why; such a proposal
@@ -31,6 +33,12 @@ from skillopt_lib.errors import SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
 PROVEN = "proven"
+NOT_REPLAYED = "not replayed"
+NOT_REPLAYED_NOTE = (
+    "made by hand, not by a night: no replay measured it, so it is never proven and never auto-approved. "
+    "No command puts a hand-made proposal through the night's gate; to watch the agent work with it on one "
+    "task of yours: skillopt replay --skill FOLDER --prompt TASK"
+)
 SUMMARY_CHARS = 90
 # Who approved, by the audit log's actor, in the words the proposals list uses.
 _APPROVERS = {
@@ -45,9 +53,16 @@ _MARKER = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)")
 # ------------------------------------------------------------------------------------------------ tier
 
 
-def tier(evidence: Mapping[str, Any]) -> dict[str, Any]:
-    """`{tier, proven, label, note}` from a proposal's evidence; no tier at all means proven."""
+def tier(evidence: Mapping[str, Any], origin: str = "trained") -> dict[str, Any]:
+    """`{tier, proven, label, note}` from a proposal's evidence and origin.
+
+    Only a replay can prove a change: a proposal made by hand (origin `proposed`) is `not replayed` even
+    when its hand-written evidence says `proven`, and so is one with no tier and no gate record (nothing
+    measured it). A night's proposal from before tiers (the gate's record, no tier) is proven.
+    """
     raw = evidence.get("tier")
+    if origin == "proposed" or (not raw and not evidence.get("gate")):
+        return {"tier": NOT_REPLAYED, "proven": False, "label": NOT_REPLAYED, "note": NOT_REPLAYED_NOTE}
     name = str(raw).strip().lower() if raw else PROVEN
     note = evidence.get("tier_note")
     proven = name == PROVEN
@@ -152,15 +167,23 @@ def screen_warnings(evidence: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
-    """The diff with the screen's findings and the lines without provenance flagged after their line."""
+def annotate_screen(diff: str, evidence: Mapping[str, Any], missing: Sequence[str] | None = None) -> str:
+    """The diff with the screen's findings and the rule lines without provenance flagged after their line
+    (`missing`: those lines, by default the evidence's `provenance_missing`); a note is written once under
+    a line, however many times the evidence names it."""
     by_line: dict[str, list[str]] = {}
+
+    def note(line: str, text: str) -> None:
+        notes = by_line.setdefault(line.strip(), [])
+        if text not in notes:
+            notes.append(text)
+
     for f in _findings(evidence):
-        by_line.setdefault(str(f.get("line", "")).strip(), []).append(
-            f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}"
-        )
-    for line in evidence.get("provenance_missing") or []:
-        by_line.setdefault(str(line).strip(), []).append(NO_PROVENANCE)
+        note(str(f.get("line", "")), f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}")
+    if missing is None:
+        missing = [str(x) for x in evidence.get("provenance_missing") or []]
+    for line in missing:
+        note(str(line), NO_PROVENANCE)
     if not by_line:
         return diff
     out: list[str] = []
@@ -171,13 +194,29 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+def provenance_missing(reg: Registry, v: Version) -> list[str]:
+    """The rule lines of `v` that no correction and no failed replay stands behind, as its evidence lists
+    them, less what is not a rule: frontmatter (a new skill's, or a changed description), headings, blank
+    lines and formatting. Evidence written before the night judged only rule lines still lists those."""
+    stored = [str(x) for x in v.evidence.get("provenance_missing") or []]
+    if not stored:
+        return []
+    from skillopt_lib.screen import rule_lines
+
+    try:
+        head = reg.load_bundle(v.id).doc.head.splitlines()
+    except (SkillOptError, OSError):
+        head = []
+    return rule_lines(stored, head)
+
+
 # ------------------------------------------------------------------------------------------------ items
 
 
 def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
     """A proposal as the proposals lists show it (status, the dashboard, `diff --json`)."""
     new_skill, score_change, confidence = evidence_figures(v.evidence)
-    t = tier(v.evidence)
+    t = tier(v.evidence, v.origin)
     return {
         "id": v.id,
         "short_id": v.short_id,
@@ -196,10 +235,17 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "tier_label": t["label"],
         "tier_note": t["note"],
         "screen_warnings": screen_warnings(v.evidence),
-        "provenance_missing": [str(x) for x in v.evidence.get("provenance_missing") or []],
+        "provenance_missing": provenance_missing(reg, v),
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }
+
+
+def newest_pending(reg: Registry) -> tuple[Version | None, int]:
+    """The proposal `diff`, `approve` and `reject` take when given no id: the newest pending one, with how
+    many are pending (the faces say which one they chose when it is one of several)."""
+    pending = reg.list_pending()
+    return (pending[-1] if pending else None), len(pending)
 
 
 def pending_items(reg: Registry) -> list[dict[str, Any]]:
@@ -277,13 +323,15 @@ def diff_view(reg: Registry, ref: str | None = None, context: int = 3) -> dict[s
     """
     ref = (ref or "").strip()
     if not ref:
-        pending = reg.list_pending()
-        if not pending:
+        newest, _ = newest_pending(reg)
+        if newest is None:
             return {"ref": None, "title": "no pending proposals", "diff": "", "proposal": None}
-        ref = pending[-1].id
+        ref = newest.id
     title, text = reg.diff(ref, context)
     if ".." in ref:
         return {"ref": ref, "title": title, "diff": text, "proposal": None}
     v = reg.resolve_id(ref)
-    text = annotate_screen(preferences.annotate_diff(text, v.evidence.get("provenance") or []), v.evidence)
-    return {"ref": v.id, "title": title, "diff": text, "proposal": proposal_item(reg, v)}
+    item = proposal_item(reg, v)
+    text = preferences.annotate_diff(text, v.evidence.get("provenance") or [])
+    text = annotate_screen(text, v.evidence, item["provenance_missing"])
+    return {"ref": v.id, "title": title, "diff": text, "proposal": item}

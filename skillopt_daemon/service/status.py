@@ -116,8 +116,18 @@ register_section("daemon", _daemon)
 
 def _sessions(db: sqlite_utils.Database) -> dict[str, Any]:
     from skillopt_daemon.ingest.status import status_section
+    from skillopt_daemon.service.sessions import flagged_kinds, flagged_phrase
 
-    return status_section(db)
+    counts: dict[str, int] = {}
+
+    def flagged(db: sqlite_utils.Database) -> str:
+        counts.update(flagged_kinds(db))
+        return flagged_phrase(counts)
+
+    section = status_section(db, flagged)
+    if counts:
+        section["flagged_kinds"] = counts  # headless (mined), automation and skipped (not mined)
+    return section
 
 
 register_section("sessions", _sessions)

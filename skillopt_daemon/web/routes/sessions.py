@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from skillopt_daemon.ingest.queries import find_session, session_detail
+from skillopt_daemon.service.sessions import with_kinds
 from skillopt_daemon.web import data
 from skillopt_daemon.web.deps import db
 from skillopt_daemon.web.render import render
@@ -33,4 +34,6 @@ def sessions(
 
 @router.get("/sessions/{ident}", response_class=HTMLResponse)
 def session(request: Request, ident: str, conn: sqlite_utils.Database = Depends(db)) -> Response:
-    return render(request, "session.html", s=session_detail(conn, find_session(conn, ident)))
+    detail = session_detail(conn, find_session(conn, ident))
+    with_kinds(conn, [detail])  # headless work is work: only what mining skips says why
+    return render(request, "session.html", s=detail)

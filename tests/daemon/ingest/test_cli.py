@@ -91,6 +91,50 @@ def test_show_orders_turns_by_the_chain_not_by_line(env: Env, run) -> None:  # t
     assert [t["text"] for t in detail["turns"]] == ["question", "answer", "thanks"]
 
 
+def _claude_session_at(env: Env, session: str, entrypoint: str, cwd: str) -> None:
+    from harness.ingest_helpers import claude_session_lines
+
+    folder = env.projects / cwd.replace("/", "-")
+    folder.mkdir(parents=True, exist_ok=True)
+    text = b"".join(claude_session_lines(session, turns=1, cwd=cwd))
+    (folder / f"{session}.jsonl").write_bytes(
+        text.replace(b'"entrypoint": "cli"', f'"entrypoint": "{entrypoint}"'.encode())
+    )
+
+
+def test_headless_runs_are_shown_as_headless_work_and_only_sdk_programs_as_automation(env: Env, run) -> None:  # type: ignore[no-untyped-def]
+    """`claude -p` typed by a person is mined like the TUI's sessions: `sessions list`, `sessions show` and
+    `status` call it headless, never "automation"; a program on the Agent SDK is automation, with why."""
+    _claude_session_at(env, "tui-1", "cli", "/srv/alpha")
+    _claude_session_at(env, "print-1", "sdk-cli", "/srv/alpha")
+    _claude_session_at(env, "sdkpy-1", "sdk-py", "/srv/bot")
+    assert run("ingest", "--quiet").returncode == 0
+
+    listed = {s["session_id"]: s for s in json.loads(run("sessions", "list", "--json").stdout)}
+    assert (listed["tui-1"]["kind"], listed["print-1"]["kind"], listed["sdkpy-1"]["kind"]) == (
+        "interactive",
+        "headless",
+        "automation",
+    )
+    assert listed["print-1"]["kind_reason"] is None and listed["print-1"]["is_automation"] is True
+    assert "Agent SDK program" in listed["sdkpy-1"]["kind_reason"]
+    out = run("sessions", "list").stdout.splitlines()
+    table = {sid: next(line for line in out if sid in line) for sid in ("print-1", "sdkpy-1")}
+    assert "headless" in table["print-1"] and "automation" not in table["print-1"]
+    assert "automation" in table["sdkpy-1"]
+    shown = run("sessions", "show", "print-1").stdout
+    assert "headless" in shown and "automation" not in shown and "mined" not in shown
+    bot = run("sessions", "show", "sdkpy-1").stdout
+    assert "no: an Agent SDK program (entrypoint 'sdk-py'): not mined" in bot
+
+    sessions = json.loads(run("status", "--json").stdout)["sessions"]
+    assert sessions["flagged_kinds"] == {"headless": 1, "automation": 1, "skipped": 0}
+    line = sessions["lines"][0]
+    assert "1 headless (claude -p, codex exec: mined as work)" in line
+    assert "1 automation (Agent SDK programs, harnesses: not mined)" in line
+    assert "flagged as automation" not in line
+
+
 def test_notify_fast_path_writes_the_same_note_without_typer(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:

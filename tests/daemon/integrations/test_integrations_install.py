@@ -661,3 +661,14 @@ def test_the_plugins_hook_stays_quiet_where_the_direct_install_reports_sessions(
     proc = hook()
     assert proc.returncode == 0 and proc.stdout == "" and not calls.exists()
     assert "already reports this session" in proc.stderr
+
+
+def test_install_output_starts_with_what_it_did_not_an_empty_line(env: Env, cli) -> None:
+    """The progress bar for approved skills has no work on a first install: it must leave no blank line
+    before the list of files (on stderr, which a terminal shows above stdout)."""
+    (env.home / ".claude").mkdir()
+    for args in (("install", "claude-code", "--dry-run"), ("install", "claude-code")):
+        r = cli(*args)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("create "), r.stdout[:80]
+        assert not r.stderr.startswith("\n") and "\n\n" not in "\n" + r.stderr, repr(r.stderr[:80])

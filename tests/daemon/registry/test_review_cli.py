@@ -95,7 +95,7 @@ def test_errors_have_documented_exit_codes_and_hints(env) -> None:
 
     vid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
     r = env.cli("reject", vid)
-    assert r.returncode == 2  # --reason is required
+    assert r.returncode == 2 and "--reason" in r.stderr  # not at a terminal: nobody to ask
     env.cli("reject", vid, "--reason", "not now", check=True)
     r = env.cli("approve", vid)
     assert r.returncode == 4 and "already rejected" in r.stderr and "→" in r.stderr
@@ -316,3 +316,103 @@ def test_disabling_a_target_keeps_approvals_from_installing_there(env) -> None:
     assert env.skill_file().read_text() == env.EDITED
     missing = env.cli("skills", "disable", "tidy-commits", "--target", "codex:user")
     assert missing.returncode == 3
+
+
+# -- the newest pending proposal, as `diff` takes it ---------------------------------------------------------
+
+
+def _two_pending(env) -> tuple[str, str]:
+    env.write_skill()
+    env.cli("skills", "import", check=True)
+    older = env.cli_json("propose", "tidy-commits", str(env.candidate(env.ORIGINAL + "- Older rule.\n")))[
+        "id"
+    ]
+    newest = env.cli_json("propose", "tidy-commits", str(env.candidate(env.EDITED)))["id"]
+    return older, newest
+
+
+def test_approve_and_reject_without_an_id_take_the_newest_pending_and_say_which(env) -> None:
+    older, newest = _two_pending(env)
+    approved = env.cli("approve", check=True)
+    assert "2 proposals are pending; taking the newest, tidy-commits@v3" in approved.stderr
+    assert f"Approved tidy-commits@v3 ({newest[:8]})" in approved.stdout
+    assert env.skill_file().read_text() == env.EDITED
+    rejected = env.cli("reject", "--reason", "one rule is enough", check=True)
+    assert "pending" not in rejected.stderr  # only one was left: nothing to choose between
+    assert f"Rejected tidy-commits@v2 ({older[:8]})" in rejected.stdout
+    none = env.cli("approve")
+    assert none.returncode != 0 and "no pending proposals to approve" in none.stderr
+
+
+def test_at_a_terminal_approve_asks_before_taking_one_of_several(env) -> None:
+    from harness.terminal import at_a_terminal
+
+    _, newest = _two_pending(env)
+    code, shown = at_a_terminal(
+        env.env, "approve", answers={"Approve tidy-commits@v3?": "n"}, cwd=str(env.home)
+    )
+    assert code == 1 and "taking the newest, tidy-commits@v3" in shown and "[y/N]" in shown
+    assert env.skill_file().read_text() == env.ORIGINAL  # said no: nothing installed
+    code, shown = at_a_terminal(
+        env.env, "approve", answers={"Approve tidy-commits@v3?": "y"}, cwd=str(env.home)
+    )
+    assert code == 0 and f"Approved tidy-commits@v3 ({newest[:8]})" in shown
+    assert env.skill_file().read_text() == env.EDITED
+
+
+def test_reject_without_a_reason_asks_at_a_terminal_and_names_reason_elsewhere(env) -> None:
+    from harness.terminal import at_a_terminal
+
+    env.write_skill()
+    env.cli("skills", "import", check=True)
+    pid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
+    piped = env.run("reject", pid)
+    assert (
+        piped.returncode != 0 and "a rejection needs a reason" in piped.stderr and "--reason" in piped.stderr
+    )
+    assert env.cli_json("status")["pending"]["items"][0]["id"] == pid
+    code, shown = at_a_terminal(
+        env.env,
+        "reject",
+        pid,
+        answers={"Why reject tidy-commits@v2?": "the tests take an hour"},
+        cwd=str(env.home),
+    )
+    assert code == 0 and f"Rejected tidy-commits@v2 ({pid[:8]})" in shown
+    (decided,) = env.cli_json("status")["decided"]["items"]
+    assert decided["decision"] == "rejected" and decided["reason"] == "the tests take an hour"
+
+
+def test_history_without_a_skill_lists_every_skills_versions(env) -> None:
+    env.write_skill()
+    env.write_skill("fix-lint", env.ORIGINAL.replace("tidy-commits", "fix-lint"))
+    env.cli("skills", "import", check=True)
+    env.cli_json("propose", "tidy-commits", str(env.candidate()))
+    every = env.cli_json("history")
+    assert [(s["skill"], [v["version"] for v in s["versions"]]) for s in every["skills"]] == [
+        ("fix-lint", [1]),
+        ("tidy-commits", [1, 2]),
+    ]
+    assert [e["action"] for e in every["skills"][1]["events"]] == ["import", "propose"]
+    shown = env.cli("history", check=True).stdout
+    assert "fix-lint@v1" in shown and "tidy-commits@v1" in shown and "tidy-commits@v2" in shown
+    one = env.cli_json("history", "tidy-commits")  # one skill: the shape it always had
+    assert set(one) == {"versions", "events"}
+    assert env.cli("history", "no-such-skill").returncode != 0
+
+
+def test_rollback_dry_run_says_what_would_change_and_changes_nothing(env) -> None:
+    env.write_skill()
+    env.cli("skills", "import", check=True)
+    pid = env.cli_json("propose", "tidy-commits", str(env.candidate()))["id"]
+    env.cli("approve", pid, check=True)
+    events = len(env.cli_json("history", "tidy-commits")["events"])
+    dry = env.cli("rollback", "tidy-commits", "--dry-run", check=True).stdout
+    assert "would make tidy-commits@v1 active instead of tidy-commits@v2" in dry
+    assert "replace" in dry and "SKILL.md" in dry and "Nothing was changed (--dry-run)." in dry
+    (plan,) = env.cli_json("rollback", "tidy-commits", "--dry-run")
+    assert plan["from"] == "tidy-commits@v2" and plan["to"] == "tidy-commits@v1" and plan["dry_run"] is True
+    assert env.skill_file().read_text() == env.EDITED
+    assert len(env.cli_json("history", "tidy-commits")["events"]) == events
+    env.cli("rollback", "tidy-commits", check=True)
+    assert env.skill_file().read_text() == env.ORIGINAL

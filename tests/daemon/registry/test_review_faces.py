@@ -36,10 +36,19 @@ def _imported(env: Any) -> None:
     env.cli("skills", "import", check=True)
 
 
-def _propose(env: Any, text: str, evidence: dict[str, Any] | None = None, name: str = "tidy-commits") -> str:
+def _propose(
+    env: Any,
+    text: str,
+    evidence: dict[str, Any] | None = None,
+    name: str = "tidy-commits",
+    trained: bool = False,
+) -> str:
+    """Register a proposal through `skillopt propose`; `trained` stands in for a night's proposal."""
     args = ["propose", name, str(env.candidate(text, name=name))]
     if evidence is not None:
         args += ["--evidence", json.dumps(evidence)]
+    if trained:
+        args.append("--trained")
     return str(env.cli_json(*args)["id"])
 
 
@@ -126,7 +135,7 @@ def test_only_the_decisions_shown_are_described(env: Any, monkeypatch: pytest.Mo
 
 def test_a_likely_proposal_is_labelled_likely_not_yet_proven_everywhere(env: Any) -> None:
     _imported(env)
-    likely = _propose(env, env.EDITED, LIKELY)
+    likely = _propose(env, env.EDITED, LIKELY, trained=True)
     (item,) = env.cli_json("status")["pending"]["items"]
     assert item["tier"] == "likely" and item["proven"] is False
     assert item["tier_label"] == "likely, not yet proven" and item["tier_note"] == LIKELY["tier_note"]
@@ -140,12 +149,54 @@ def test_a_likely_proposal_is_labelled_likely_not_yet_proven_everywhere(env: Any
     assert view["proposal"]["tier_label"] == "likely, not yet proven" and not view["proposal"]["proven"]
 
 
-def test_a_proposal_without_a_tier_is_proven(env: Any) -> None:
+def test_a_nights_proposal_from_before_tiers_is_proven(env: Any) -> None:
+    """A night's evidence with the gate's record but no tier (written before tiers existed) is proven."""
     _imported(env)
-    pid = _propose(env, env.EDITED, {"delta": 0.25})
+    gate = {"gate": "anytime", "reason": "4 of 4 improved", "stats": {"e_value": 30.0}}
+    pid = _propose(env, env.EDITED, {"delta": 0.25, "gate": gate}, trained=True)
     (item,) = env.cli_json("status")["pending"]["items"]
     assert item["tier"] == "proven" and item["proven"] is True and item["tier_label"] == "proven"
     assert "tier: proven" in env.cli("diff", pid, check=True).stderr
+
+
+def test_a_hand_made_proposal_is_not_replayed_never_proven(env: Any) -> None:
+    """`skillopt propose` registers what nobody replayed: its evidence is the user's word, so it is `not
+    replayed` wherever it is shown (status, diff, the dashboard), even when that evidence says `proven`."""
+    from fastapi.testclient import TestClient
+
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.service.dashboard import ensure_token
+    from skillopt_daemon.web.app import create_app
+
+    _imported(env)
+    made = env.cli(
+        "propose", "tidy-commits", str(env.candidate(env.EDITED)), "--evidence", '{"tier": "proven"}'
+    )
+    assert "not replayed: made by hand" in made.stdout
+    pid = str(env.cli_json("status")["pending"]["items"][0]["id"])
+    (item,) = env.cli_json("status")["pending"]["items"]
+    assert item["tier"] == "not replayed" and item["proven"] is False
+    assert item["tier_label"] == "not replayed" and "never auto-approved" in item["tier_note"]
+    status = env.cli("status", check=True).stdout
+    assert "not replayed" in status and "proven" not in status.replace("never proven", "")
+    assert "skillopt replay --skill FOLDER --prompt TASK" in status
+    shown = env.cli("diff", pid, check=True).stderr
+    assert "tier: not replayed: made by hand" in shown and "tier: proven" not in shown
+    assert json.loads(env.cli("diff", pid, "--json", check=True).stdout)["proposal"]["proven"] is False
+    # `--trained` without the gate's record is no more measured than a plain hand edit.
+    bare = _propose(env, env.ORIGINAL + "- Squash nothing.\n", {"delta": 0.1}, trained=True)
+    assert (
+        json.loads(env.cli("diff", bare, "--json", check=True).stdout)["proposal"]["tier"] == "not replayed"
+    )
+
+    token = ensure_token()
+    with TestClient(create_app(load_settings()), base_url="http://127.0.0.1:8765") as client:
+        assert client.get(f"/?token={token}", follow_redirects=False).status_code == 303
+        page = client.get(f"/proposals/{pid}").text
+        assert 'class="badge proven"' not in page and "not replayed" in page
+        assert "no gate statistics" in page  # and now no green badge beside it
+        assert 'class="badge proven"' not in client.get("/proposals").text
+        assert "not replayed" in client.get("/").text
 
 
 # -- diff ---------------------------------------------------------------------------------------------------
@@ -285,7 +336,7 @@ def test_the_dashboard_shows_summaries_tiers_and_reasons(env: Any) -> None:
     from skillopt_daemon.web.app import create_app
 
     _imported(env)
-    likely = _propose(env, env.EDITED, LIKELY)
+    likely = _propose(env, env.EDITED, LIKELY, trained=True)
     gone = _propose(env, env.ORIGINAL + "- Squash everything.\n")
     env.cli("reject", gone, "--reason", "we never squash on main", check=True)
     token = ensure_token()

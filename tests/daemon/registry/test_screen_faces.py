@@ -73,3 +73,27 @@ def test_a_proposal_the_screen_found_nothing_in_shows_no_warning(env: Any) -> No
     pid = str(env.cli_json(*args)["id"])
     shown = env.cli("diff", pid, check=True)
     assert "candidate screen" not in shown.stderr and "⚠" not in shown.stdout
+
+
+def test_a_new_skills_diff_flags_only_its_rule_line(env: Any) -> None:
+    """A night's new skill whose evidence lists every added line as without provenance (frontmatter,
+    heading, blank and formatting lines included, as nights once wrote it): `diff` flags the one rule line,
+    once, and its header counts one."""
+    rule = "- Fix the code; never silence the linter with noqa."
+    text = (
+        "---\nname: lint-fixes\ndescription: Fix lint errors. Use when lint fails.\n---\n\n# Lint fixes\n\n"
+        f"## Rules\n\n{rule}\n\n---\n"
+    )
+    stored = [line for line in text.splitlines() if line.strip()]
+    evidence = {"delta": 0.25, "new_skill": True, "provenance_missing": stored}
+    cand = env.candidate(text, name="lint-fixes")
+    args = ["propose", "lint-fixes", str(cand), "--evidence", json.dumps(evidence), "--trained"]
+    pid = str(env.cli_json(*args)["id"])
+    shown = env.cli("diff", pid, check=True)
+    assert "1 added line(s) with no provenance" in shown.stderr
+    marks = [i for i, line in enumerate(shown.stdout.splitlines()) if line.startswith("  ⚠ no provenance")]
+    assert len(marks) == 1 and shown.stdout.splitlines()[marks[0] - 1] == "+" + rule
+    view = json.loads(env.cli("diff", pid, "--json", check=True).stdout)
+    assert view["proposal"]["provenance_missing"] == [rule]
+    (item,) = env.cli_json("status")["pending"]["items"]
+    assert item["provenance_missing"] == [rule]

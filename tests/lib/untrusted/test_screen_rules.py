@@ -13,6 +13,7 @@ from skillopt_lib.envs.base import ItemResult
 from skillopt_lib.screen import (
     CandidateScreen,
     ScreenResult,
+    added_lines,
     auto_approve_refusal,
     normalise,
     provenance_missing,
@@ -217,6 +218,26 @@ def test_lines_traced_to_nothing_are_listed() -> None:
     ]
     assert provenance_missing(lines, provenance) == ["- Be nice."]
     assert provenance_missing(lines, []) == lines
+
+
+def test_only_rule_lines_are_judged_for_provenance() -> None:
+    """A new skill adds its frontmatter, heading and formatting too: none of them is a rule anybody had to
+    ask for, so only the learned line is listed, not the ten lines around it."""
+    rule = "- Fix the code; never silence the linter with noqa."
+    text = (
+        "---\nname: lint-fixes\ndescription: Fix lint errors. Use when lint fails.\n---\n\n# Lint fixes\n\n"
+        f"## Rules\n\n{rule}\n\n---\n\n```bash\nmake lint\n```\n| a | b |\n|---|:-:|\n"
+    )
+    lines = added_lines({}, {"SKILL.md": text})
+    assert provenance_missing(lines, []) == [rule, "make lint", "| a | b |"]
+    assert provenance_missing(lines, [{"line": rule, "matched": True}]) == ["make lint", "| a | b |"]
+    # A changed description is frontmatter too, when the caller says what the frontmatter is.
+    described = ["description: Fix lint errors, never with noqa.", rule]
+    assert provenance_missing(
+        described, [], frontmatter=["description: Fix lint errors, never with noqa."]
+    ) == [rule]
+    # A body that opens with a horizontal rule is not mistaken for frontmatter.
+    assert provenance_missing(["---", "- Run make lint.", "---"], []) == ["- Run make lint."]
 
 
 def test_auto_approve_never_applies_to_a_flagged_or_unscreened_candidate() -> None:
