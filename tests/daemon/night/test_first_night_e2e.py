@@ -115,14 +115,13 @@ def test_a_new_user_says_yes_and_gets_a_proposal_or_says_no_and_nothing_is_spent
         w.skillopt("config", "set", "ui.port", "0")
         allow = ["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]
         w.skillopt("config", "set", "replay.env_allowlist", json.dumps(allow))
-        # One pair per validation task instead of up to three: the same decision, in a third of the replays.
-        w.skillopt("config", "set", "night.gate_repeats", "1")
         installed = w.skillopt("install", "claude-code")
-        # Not a terminal: the install says what it would use and how to answer.
+        # Not a terminal: the install says what it would use and how to answer. Signed in with a key, the
+        # login is billed per token, so the money cap is named first, then the login's own caps.
         assert "skillopt config set optimizer.consent yes" in installed.stderr
-        assert "a night stops at 60 replays and 4,000,000 tokens a night" in " ".join(
-            installed.stderr.split()
-        )
+        said = " ".join(installed.stderr.split())
+        assert "billed to" in said and "a night stops at $20.00 a night, est. (night.max_cost_usd)" in said
+        assert "also at most 60 replays and 4,000,000 tokens a night" in said
         record_sessions(w, TEAMS)
         before = json.loads(w.skillopt("status", "--json").stdout)["nightly"]
         assert before["last"] is None and before["model"]["backend"] == "claude-code-chat"

@@ -47,8 +47,11 @@ def test_a_draft_never_takes_a_skill_folder_name_found_on_disk(
     tmp_path: Path, server: ScriptedServer, claude_path: Path
 ) -> None:
     w = make_world(tmp_path / "world", server, claude_path, FAMILIES)
-    # The draft is made, then the token cap stops the night before any replay: only the name matters.
-    w.configure(max_tokens=1)
+    # The draft is made, then the money cap stops the night before any replay: only the name matters. A
+    # family starts only when its plan fits the caps at what a replay is projected to cost, so the plan
+    # fits; the optimizer is priced at a dollar a token, so its one draft spends the night's $20.
+    w.configure()
+    w.skillopt("config", "set", f"prices.{OPTIMIZER_MODEL}.input", "1000000")
     first, family = _drafted(json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout))
 
     # The user has a skill of that name in Claude Code's user folder, never imported into skillopt.
