@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.replay import backend_for
+from benchmarks.replay import backend_for, commit_all
 from skillopt_lib.execution import ExecLimits
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
@@ -96,17 +95,7 @@ def make_repo(root: Path) -> tuple[Path, str]:
     repo = root / "calc"
     repo.mkdir(parents=True)
     (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    for args in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
-    ):
-        subprocess.run(["git", *args], cwd=repo, check=True, env=env)
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True, env=env
-    )
-    return repo, head.stdout.strip()
+    return repo, commit_all(repo)
 
 
 def measure(tool: str, model: str, replays: int, tmp: Path) -> list[dict[str, Any]]:

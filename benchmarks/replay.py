@@ -54,6 +54,11 @@ def make_repo(root: Path, n_files: int) -> tuple[Path, str]:
         d = repo / f"pkg{i // 100}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"mod{i}.py").write_text(f"VALUE = {i}\n\n\ndef f{i}(x):\n    return x + VALUE\n")
+    return repo, commit_all(repo)
+
+
+def commit_all(repo: Path) -> str:
+    """Commit everything in `repo` as a new repository (outside any caller's git variables); its HEAD."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     for args in (
         ["init", "-q"],
@@ -64,7 +69,7 @@ def make_repo(root: Path, n_files: int) -> tuple[Path, str]:
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True, env=env
     )
-    return repo, head.stdout.strip()
+    return head.stdout.strip()
 
 
 def time_workspaces(repo: Path, commit: str, root: Path, rounds: int) -> dict[str, float]:

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from harness import cli
+from harness import terminal
 from harness.fixtures import require
 from test_cycle import run, seed_sessions
 
@@ -168,34 +168,10 @@ def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[
 
 
 def at_a_terminal(env: dict[str, str], *args: str, answer: str) -> str:
-    """Run `skillopt ARGS` on a pseudo-terminal, as a person would, typing `answer`; returns what it showed."""
-    import pty
-    import select
-    import subprocess
-
-    master, slave = pty.openpty()
-    exe = str(cli.SKILLOPT)
-    proc = subprocess.Popen([exe, *args], env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
-    shown = b""
-    typed = False
-    while True:
-        ready, _, _ = select.select([master], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # the process closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-        if not typed and b"Use it?" in shown:
-            os.write(master, answer.encode() + b"\n")
-            typed = True
-    proc.wait(timeout=60)
-    os.close(master)
-    return shown.decode(errors="replace")
+    """Run `skillopt ARGS` on a pseudo-terminal, as a person would, typing `answer` when it asks; returns what
+    it showed."""
+    _code, shown = terminal.at_a_terminal(env, *args, answers={"Use it?": answer})
+    return shown
 
 
 def test_the_first_status_at_a_terminal_asks_once_and_remembers(env: dict[str, str]) -> None:
