@@ -47,7 +47,7 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core.config import ReportSettings
-from skillopt_daemon.core.timeutil import parse_iso, utcnow, utcnow_iso
+from skillopt_daemon.core.timeutil import local_display, parse_iso, utcnow, utcnow_iso
 from skillopt_daemon.night.preferences import Preference, terms
 from skillopt_daemon.registry.models import VERSION_SQL, Version
 
@@ -729,10 +729,41 @@ def headline(data: Mapping[str, Any]) -> str:
     return f"{n} learned rule(s): " + ", ".join(parts)
 
 
+UPDATE = "the next night (or `skillopt sleep run --now`) updates them"
+
+
+def freshness(db: sqlite_utils.Database) -> dict[str, Any]:
+    """How current the figures are. They follow the mined tasks, which only a night (or `skillopt tasks
+    mine`) refreshes: sessions ingested since count from the next night on. `{mined_at, sessions_since,
+    note}`; `note` is None when the figures include every stored session, and otherwise says when they were
+    computed and what updates them."""
+    mined_at = None
+    if _has(db, "task_families"):
+        mined_at = db.execute("SELECT max(mined_at) FROM task_families").fetchone()[0]
+    since = 0
+    if _has(db, "sessions"):
+        where, args = ("WHERE updated_at > ?", [mined_at]) if mined_at else ("", [])
+        since = db.execute(f"SELECT COUNT(*) FROM sessions {where}", args).fetchone()[0]
+    note = None
+    if mined_at is None:
+        note = (
+            "No night has run yet, so no session is counted in these figures"
+            + (f" ({since} session(s) stored)" if since else "")
+            + f": {UPDATE}."
+        )
+    elif since:
+        note = (
+            f"Figures as of the last mining of your sessions ({local_display(mined_at)}); {since} session(s) stored "
+            f"since are not counted yet: {UPDATE}."
+        )
+    return {"mined_at": mined_at, "sessions_since": since, "note": note}
+
+
 def report(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> dict[str, Any]:
     attempts, seen = load_attempts(db), _seen_corrections(db)
     outcomes = assess(db, settings, attempts=attempts, seen_texts=seen)
-    return summary(outcomes, skill_funnels(db, outcomes, attempts=attempts, seen_texts=seen))
+    data = summary(outcomes, skill_funnels(db, outcomes, attempts=attempts, seen_texts=seen))
+    return {**data, "as_of": freshness(db)}
 
 
 def notify_weekly(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> str:
