@@ -58,7 +58,7 @@ def _running_lines(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
     """The night running now: what it is on and its replays, from the progress it records."""
     prog = runs.read_progress(row["id"]) or {}
     data["running"] = {"id": row["id"], "pid": row["pid"], "started_at": row["started_at"], **prog}
-    text = f"a night is running now (started {humanize_age(row['started_at'])}, pid {row['pid']})"
+    text = f"Tonight (running): started {humanize_age(row['started_at'])}, pid {row['pid']}"
     if prog.get("family"):
         text += f": a new skill for the family '{prog['family']}'"
     elif prog.get("skill"):
@@ -95,16 +95,16 @@ def _last_lines(
     data["missing"] = summary.get("missing") or []
     data["families"] = summary.get("families") or []
     lines: list[str] = []
-    text = f"last night: {last['status']} ({humanize_age(last['started_at'])})"
+    # Labelled with its date, apart from a night running now: its notes are not tonight's progress.
+    text = f"{last_label(last)}: {last['status']} ({humanize_age(last['started_at'])})"
     if data["last"]["proposals"]:
         text += f", {len(data['last']['proposals'])} proposal(s)"
     stopped = summary.get("stopped")
     data["last"]["stopped"] = stopped
     if last["status"] == "failed" and data["missing"]:
-        # What stopped it leads, in full; the night's own error repeats it at length.
+        # What stopped it, in full; the night's own error repeats it at length.
         data["attention"] = f"last night trained nothing: {data['missing'][0]}"
-        lines.append(data["attention"])
-        text += ", nothing trained"
+        text += f", trained nothing: {data['missing'][0]}"
     elif last.get("error"):
         text += f": {last['error']}"
     elif isinstance(stopped, dict) and stopped.get("note"):
@@ -133,6 +133,12 @@ def _last_lines(
         what = f"waiting for {f['needs']}" if f.get("needs") else f["reason"]
         lines.append(family_line(f["name"], f["tasks"], what))
     return lines
+
+
+def last_label(last: dict[str, Any]) -> str:
+    """`Last night (2026-12-02)`: the finished night's local date, as status tells it from tonight's."""
+    day = local_display(last.get("started_at"))[:10]
+    return f"Last night ({day})"
 
 
 FAMILY_CHARS = 60
@@ -270,7 +276,7 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     data["settled"] = runs.settle_stale(db)
     running, last = runs.running_run(db), runs.last_finished(db)
     lines = _running_lines(running, data) if running else []
-    lines.extend(_last_lines(last, data, _family_names(db)) if last else ["last night: never run"])
+    lines.extend(_last_lines(last, data, _family_names(db)) if last else ["Last night: never run"])
     if last is None:
         lines.extend(work_lines(db, settings, data))
     if (found := _key_found_since(settings, data)) is not None:

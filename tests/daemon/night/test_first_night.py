@@ -162,7 +162,7 @@ def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[
     run(env, "tasks", "mine", "--no-model")
     status = run(env, "status").stdout
     line = next(x for x in status.splitlines() if x.startswith("Nightly:"))
-    assert "last night: never run" in line
+    assert "Last night: never run" in line
     assert "kinds of work found so far: 1, 1 close to enough evidence: '" in line
     assert "(3 tasks, 1 more session(s) for a new skill)" in line
     assert "the night's model: claude-code-chat" in line and "next night: " in line

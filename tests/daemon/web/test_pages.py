@@ -21,7 +21,7 @@ def test_overview_shows_sessions_per_tool_pending_proposals_and_the_night(client
     assert "claude-code: 2" in text and "codex: 1" in text
     assert f'href="/proposals/{world.proposal_id}"' in r.text
     assert "tidy-commits v2" in text
-    assert "last night: never run" in text
+    assert "Last night: never run" in text
     assert "No nightly cycle has run yet." in text
     assert '<svg class="chart"' in r.text and 'class="bar series-0"' in r.text
 
@@ -72,7 +72,7 @@ def test_overview_shows_the_nights_spend_against_its_budget(
         assert "420,000 of 3,000,000 tokens" in text
         assert "12 of 200 replays" in text
         assert "0.37" not in text and "90,000" not in text
-        assert "last night: dry-run" in text
+        assert re.search(r"Last night \(\d{4}-\d\d-\d\d\): dry-run", text), text
     finally:
         with db.conn:
             db.execute("DELETE FROM night_runs WHERE id IN ('n-test', 'n-dry')")
