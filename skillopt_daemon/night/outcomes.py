@@ -677,6 +677,24 @@ def recorded(db: sqlite_utils.Database) -> dict[str, Any]:
     }
 
 
+def card(data: Mapping[str, Any], shown: int = 5) -> dict[str, Any]:
+    """The dashboard overview's card, from `report`'s data: what the registry has installed now (the same
+    rules and verdicts as the Outcomes page), not what the last night recorded before a rollback or a
+    put-back. `{verdicts: {verdict: n}, rules: [{skill, line, verdict}], updated_at, note}`."""
+    learned = list(data.get("learned") or [])
+    counts: Counter[str] = Counter(o["verdict"] for o in learned)
+    rules = [
+        {"skill": o["rule"]["skill"], "line": o["rule"]["line"], "verdict": o["verdict"]} for o in learned
+    ]
+    as_of = data.get("as_of") or {}
+    return {
+        "verdicts": dict(counts),
+        "rules": rules[::-1][:shown],  # the newest first
+        "updated_at": as_of.get("mined_at"),
+        "note": as_of.get("note"),
+    }
+
+
 def recurrences_to_train(outcomes: Sequence[Outcome]) -> dict[str, list[str]]:
     """For every rule that is not working: family id -> the attempts where its correction came back."""
     out: dict[str, list[str]] = defaultdict(list)

@@ -284,6 +284,11 @@ def test_a_skill_installed_nowhere_is_skipped_and_the_night_says_so(env: dict[st
     assert outcome["reason"].startswith("installed nowhere: skipped")
     assert report["status"] == "nothing-to-do" and not report["missing"]
     assert "release-notes: installed nowhere: skipped" in nightly_line(run(env, "status").stdout)
+    # Put back: last night's note does not claim it is still installed nowhere.
+    run(env, "install", "claude-code")
+    line = nightly_line(run(env, "status").stdout)
+    assert "release-notes: skipped, installed nowhere then; installed again since" in line
+    assert "installed nowhere: skipped" not in line
 
 
 def test_status_leads_with_the_missing_optimizer_key_and_a_stored_key_fixes_it(env: dict[str, str]) -> None:
