@@ -70,7 +70,8 @@ def run(
         why = report.error or report.reason
         if why and shown:
             why = why.replace(
-                f"; and then the night needs a model: {shown}", "; and then the night needs a model (see above)"
+                f"; and then the night needs a model: {shown}",
+                "; and then the night needs a model (see above)",
             )
         console.print(f"Night {report.run_id}: {report.status}" + (f" ({why})" if why else ""), markup=False)
         m = report.mining
