@@ -71,6 +71,8 @@ def register(app: typer.Typer) -> None:
             print_json({"headline": line, **data})
             return
         console.print(line)
+        if data["as_of"]["note"]:
+            console.print(data["as_of"]["note"], markup=False)
         total = data["funnel"].get("*", {})
         console.print(
             "funnel: " + " → ".join(f"{outcomes.STAGE_NAMES[k]} {total.get(k, 0)}" for k in outcomes.STAGES)

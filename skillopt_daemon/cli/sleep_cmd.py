@@ -45,8 +45,15 @@ def run(
         return
     settings = load_settings()
     model = night_agents.night_model(settings, night_agents.tools_by_sessions(open_db()))
-    # Every night says which model it will use and the most it may use, before it starts.
-    err_console.print(model.line(), markup=False, highlight=False, soft_wrap=True)
+    shown = _model_before_the_night(model)
+    if shown is None:
+        if json_out:
+            print_json(
+                {"status": "skipped", "reason": "you said no to using your agent login as the optimizer"}
+            )
+        else:
+            console.print("No night ran: you said no to using your agent login as the optimizer.")
+        return
     ceiling = night_agents.cost_ceiling(settings)
     if ceiling is not None and not runs.has_spent(open_db()):
         err_console.print(f"note: {ceiling.line()}", markup=False, highlight=False, soft_wrap=True)
@@ -61,11 +68,18 @@ def run(
         if report.start_note:
             console.print(report.start_note, markup=False)
         why = report.error or report.reason
+        if why and shown:
+            why = why.replace(
+                f"; and then the night needs a model: {shown}",
+                "; and then the night needs a model (see above)",
+            )
         console.print(f"Night {report.run_id}: {report.status}" + (f" ({why})" if why else ""), markup=False)
         m = report.mining
         if m:
             console.print(f"mined {m.get('families', 0)} task families with {m.get('tasks', 0)} tasks")
         for missing in report.missing:
+            if missing == shown:
+                continue  # the advice printed before the night
             console.print(f"[yellow]missing for replays:[/] {literal(missing)}")
         if report.skills:
             print_table(
@@ -90,6 +104,26 @@ def run(
     if report.failure:
         err_console.print(f"[red]error:[/] {literal(report.failure)}")
         raise typer.Exit(1)
+
+
+def _model_before_the_night(model: night_agents.NightModel) -> str | None:
+    """Before a night starts: which model it will use and the most it may use. With no optimizer set and
+    no answer yet about the user's agent login, the night is what spends it: at a terminal the user is asked
+    (the same question as `skillopt install`, no by default), and a no stops the night (None is returned);
+    elsewhere the question and how to answer are printed once. Returns the advice already printed, which the
+    night's own summary does not repeat ("" when none was)."""
+    from skillopt_daemon.cli import consent
+
+    if model.asks:
+        answer = consent.ask(model)
+        if answer is None:
+            return model.problem or ""  # not at a terminal: the note above says how to answer
+        if answer == "no":
+            return None
+        model = night_agents.night_model(load_settings(), [model.tool] if model.tool else [])
+    # Every night says which model it will use and the most it may use, before it starts.
+    err_console.print(model.line(), markup=False, highlight=False, soft_wrap=True)
+    return model.problem or ""
 
 
 def spend_line(sp: dict[str, Any]) -> str:

@@ -47,7 +47,7 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core.config import ReportSettings
-from skillopt_daemon.core.timeutil import parse_iso, utcnow, utcnow_iso
+from skillopt_daemon.core.timeutil import local_display, parse_iso, utcnow, utcnow_iso
 from skillopt_daemon.night.preferences import Preference, terms
 from skillopt_daemon.registry.models import VERSION_SQL, Version
 
@@ -677,6 +677,24 @@ def recorded(db: sqlite_utils.Database) -> dict[str, Any]:
     }
 
 
+def card(data: Mapping[str, Any], shown: int = 5) -> dict[str, Any]:
+    """The dashboard overview's card, from `report`'s data: what the registry has installed now (the same
+    rules and verdicts as the Outcomes page), not what the last night recorded before a rollback or a
+    put-back. `{verdicts: {verdict: n}, rules: [{skill, line, verdict}], updated_at, note}`."""
+    learned = list(data.get("learned") or [])
+    counts: Counter[str] = Counter(o["verdict"] for o in learned)
+    rules = [
+        {"skill": o["rule"]["skill"], "line": o["rule"]["line"], "verdict": o["verdict"]} for o in learned
+    ]
+    as_of = data.get("as_of") or {}
+    return {
+        "verdicts": dict(counts),
+        "rules": rules[::-1][:shown],  # the newest first
+        "updated_at": as_of.get("mined_at"),
+        "note": as_of.get("note"),
+    }
+
+
 def recurrences_to_train(outcomes: Sequence[Outcome]) -> dict[str, list[str]]:
     """For every rule that is not working: family id -> the attempts where its correction came back."""
     out: dict[str, list[str]] = defaultdict(list)
@@ -729,10 +747,41 @@ def headline(data: Mapping[str, Any]) -> str:
     return f"{n} learned rule(s): " + ", ".join(parts)
 
 
+UPDATE = "the next night (or `skillopt sleep run --now`) updates them"
+
+
+def freshness(db: sqlite_utils.Database) -> dict[str, Any]:
+    """How current the figures are. They follow the mined tasks, which only a night (or `skillopt tasks
+    mine`) refreshes: sessions ingested since count from the next night on. `{mined_at, sessions_since,
+    note}`; `note` is None when the figures include every stored session, and otherwise says when they were
+    computed and what updates them."""
+    mined_at = None
+    if _has(db, "task_families"):
+        mined_at = db.execute("SELECT max(mined_at) FROM task_families").fetchone()[0]
+    since = 0
+    if _has(db, "sessions"):
+        where, args = ("WHERE updated_at > ?", [mined_at]) if mined_at else ("", [])
+        since = db.execute(f"SELECT COUNT(*) FROM sessions {where}", args).fetchone()[0]
+    note = None
+    if mined_at is None:
+        note = (
+            "No night has run yet, so no session is counted in these figures"
+            + (f" ({since} session(s) stored)" if since else "")
+            + f": {UPDATE}."
+        )
+    elif since:
+        note = (
+            f"Figures as of the last mining of your sessions ({local_display(mined_at)}); {since} session(s) stored "
+            f"since are not counted yet: {UPDATE}."
+        )
+    return {"mined_at": mined_at, "sessions_since": since, "note": note}
+
+
 def report(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> dict[str, Any]:
     attempts, seen = load_attempts(db), _seen_corrections(db)
     outcomes = assess(db, settings, attempts=attempts, seen_texts=seen)
-    return summary(outcomes, skill_funnels(db, outcomes, attempts=attempts, seen_texts=seen))
+    data = summary(outcomes, skill_funnels(db, outcomes, attempts=attempts, seen_texts=seen))
+    return {**data, "as_of": freshness(db)}
 
 
 def notify_weekly(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> str:

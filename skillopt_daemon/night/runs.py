@@ -221,17 +221,22 @@ def last_finished(db: sqlite_utils.Database) -> dict[str, Any] | None:
 
 def last_real_run(db: sqlite_utils.Database) -> dict[str, Any] | None:
     """The latest night that ran for real: not a dry run, not skipped, not still running."""
+    rows = real_runs(db, 1)
+    return rows[0] if rows else None
+
+
+def real_runs(db: sqlite_utils.Database, limit: int) -> list[dict[str, Any]]:
+    """The latest `limit` nights that ran for real (what nights cost), newest first."""
     if TABLE not in db.table_names():
-        return None
+        return []
     marks = ", ".join("?" for _ in NOT_A_RESULT)
-    rows = list(
+    return list(
         db.query(
             f"SELECT * FROM {TABLE} WHERE status NOT IN ({marks}) AND status != 'dry-run' AND NOT dry_run "
-            "ORDER BY started_at DESC LIMIT 1",
-            list(NOT_A_RESULT),
+            "ORDER BY started_at DESC LIMIT ?",
+            [*NOT_A_RESULT, limit],
         )
     )
-    return rows[0] if rows else None
 
 
 def last_run(db: sqlite_utils.Database) -> dict[str, Any] | None:

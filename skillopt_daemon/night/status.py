@@ -25,6 +25,7 @@ from skillopt_daemon.night import runs, schedule
 from skillopt_daemon.night.agents import cost_ceiling, night_model, role_keys, tools_by_sessions
 from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
+from skillopt_daemon.registry import Registry
 from skillopt_lib.errors import SkillOptError
 from skillopt_lib.skill import NAME_RE
 from skillopt_lib.usage import format_cost
@@ -58,7 +59,7 @@ def _running_lines(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
     """The night running now: what it is on and its replays, from the progress it records."""
     prog = runs.read_progress(row["id"]) or {}
     data["running"] = {"id": row["id"], "pid": row["pid"], "started_at": row["started_at"], **prog}
-    text = f"a night is running now (started {humanize_age(row['started_at'])}, pid {row['pid']})"
+    text = f"Tonight (running): started {humanize_age(row['started_at'])}, pid {row['pid']}"
     if prog.get("family"):
         text += f": a new skill for the family '{prog['family']}'"
     elif prog.get("skill"):
@@ -79,11 +80,15 @@ def _running_lines(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
 
 
 def _last_lines(
-    last: dict[str, Any], data: dict[str, Any], family_names: dict[str, str] | None = None
+    last: dict[str, Any],
+    data: dict[str, Any],
+    family_names: dict[str, str] | None = None,
+    nowhere: set[str] | None = None,
 ) -> list[str]:
     """Fill `data` with the last night's result; returns its lines, the reason it trained nothing first.
     `family_names`: the mined families' descriptions by id, to tell a family that got no draft from a
-    drafted skill."""
+    drafted skill. `nowhere`: the skills installed nowhere now (the registry's state), to tell a skill last
+    night skipped as uninstalled that is installed again since."""
     summary = json.loads(last.get("summary_json") or "{}")
     data["last"] = {
         k: last[k] for k in ("id", "trigger", "status", "dry_run", "started_at", "finished_at", "error")
@@ -95,16 +100,16 @@ def _last_lines(
     data["missing"] = summary.get("missing") or []
     data["families"] = summary.get("families") or []
     lines: list[str] = []
-    text = f"last night: {last['status']} ({humanize_age(last['started_at'])})"
+    # Labelled with its date, apart from a night running now: its notes are not tonight's progress.
+    text = f"{last_label(last)}: {last['status']} ({humanize_age(last['started_at'])})"
     if data["last"]["proposals"]:
         text += f", {len(data['last']['proposals'])} proposal(s)"
     stopped = summary.get("stopped")
     data["last"]["stopped"] = stopped
     if last["status"] == "failed" and data["missing"]:
-        # What stopped it leads, in full; the night's own error repeats it at length.
+        # What stopped it, in full; the night's own error repeats it at length.
         data["attention"] = f"last night trained nothing: {data['missing'][0]}"
-        lines.append(data["attention"])
-        text += ", nothing trained"
+        text += f", trained nothing: {data['missing'][0]}"
     elif last.get("error"):
         text += f": {last['error']}"
     elif isinstance(stopped, dict) and stopped.get("note"):
@@ -126,13 +131,27 @@ def _last_lines(
                 line += f"; expected to run {expected}"
             lines.append(line)
         elif s.get("status") == "skipped":
-            lines.append(f"{s['skill']}: {s.get('reason') or 'skipped'}")
+            again = nowhere is not None and _was_nowhere(s) and s["skill"] not in nowhere
+            why = "skipped, installed nowhere then; installed again since" if again else s.get("reason")
+            lines.append(f"{s['skill']}: {why or 'skipped'}")
     data["warnings"] = summary.get("warnings") or []
     lines.extend(f"warning: {w}" for w in data["warnings"])
     for f in data["families"]:
         what = f"waiting for {f['needs']}" if f.get("needs") else f["reason"]
         lines.append(family_line(f["name"], f["tasks"], what))
     return lines
+
+
+def _was_nowhere(outcome: dict[str, Any]) -> bool:
+    """Whether the night skipped a skill as installed nowhere (`training.INSTALLED_NOWHERE`, not imported:
+    training pulls in what `status` does not need)."""
+    return str(outcome.get("reason") or "").startswith("installed nowhere:")
+
+
+def last_label(last: dict[str, Any]) -> str:
+    """`Last night (2026-12-02)`: the finished night's local date, as status tells it from tonight's."""
+    day = local_display(last.get("started_at"))[:10]
+    return f"Last night ({day})"
 
 
 FAMILY_CHARS = 60
@@ -270,7 +289,8 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     data["settled"] = runs.settle_stale(db)
     running, last = runs.running_run(db), runs.last_finished(db)
     lines = _running_lines(running, data) if running else []
-    lines.extend(_last_lines(last, data, _family_names(db)) if last else ["last night: never run"])
+    nowhere = Registry(db, actor="status").installed_nowhere() if last else None
+    lines.extend(_last_lines(last, data, _family_names(db), nowhere) if last else ["Last night: never run"])
     if last is None:
         lines.extend(work_lines(db, settings, data))
     if (found := _key_found_since(settings, data)) is not None:

@@ -21,12 +21,14 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_daemon.night.evidence import usage_spend
-from skillopt_daemon.night.runs import last_real_run
+from skillopt_daemon.night.runs import real_runs
 from skillopt_lib.errors import NotFoundError
 from skillopt_lib.runfiles import HISTORY_FILE, HistoryRecord, read_history
 
 # A run whose history has not moved for this long, and that has no summary, was interrupted.
 RUN_QUIET_S = 15 * 60
+# The Overview's spend card totals this many of the latest real nights besides the last one.
+RECENT_NIGHTS = 7
 
 
 # ------------------------------------------------------------------------------------------------ overview
@@ -65,11 +67,21 @@ def recent_ingest_errors(db: sqlite_utils.Database, limit: int = 20) -> list[dic
 
 
 def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
-    """The last real nightly cycle's spend against the budget in settings: a dry run, a skipped night or
-    one still running is not what a night costs."""
-    last = last_real_run(db)
-    if last is None:
+    """The last real nightly cycle's spend against the budget in settings, and the total of the last
+    `RECENT_NIGHTS` real ones (`recent`): a dry run, a skipped night or one still running is not what a
+    night costs."""
+    nights = real_runs(db, RECENT_NIGHTS)
+    if not nights:
         return None
+    last = nights[0]
+    spends = [json.loads(n.get("summary_json") or "{}").get("spend") or {} for n in nights]
+    recent = {
+        "nights": len(nights),
+        "since": nights[-1]["started_at"],
+        "cost_usd": round(sum(float(s.get("cost_usd") or 0.0) for s in spends), 6),
+        "tokens": sum(int(s.get("tokens") or 0) for s in spends),
+        "replays": sum(int(s.get("replays") or 0) for s in spends),
+    }
     summary = json.loads(last.get("summary_json") or "{}")
     spend = summary.get("spend") or {}
     # The caps that night ran with: a night on the user's agent login has smaller ones than the settings'.
@@ -86,6 +98,7 @@ def night_spend(db: sqlite_utils.Database, night: Any) -> dict[str, Any] | None:
         "max_replays": int(model.get("max_replays") or night.max_replays),
         "exceeded": spend.get("exceeded"),
         "skills": summary.get("skills") or [],
+        "recent": recent,
     }
 
 

@@ -21,6 +21,7 @@ router = APIRouter()
 @router.get("/", response_class=HTMLResponse)
 def overview(request: Request, conn: sqlite_utils.Database = Depends(db)) -> Response:
     status = collect_status(conn)
+    settings = load_settings()
     days, counts, tools = data.sessions_per_day(conn)
     return render(
         request,
@@ -28,9 +29,9 @@ def overview(request: Request, conn: sqlite_utils.Database = Depends(db)) -> Res
         status=status,
         chart=charts.stacked_bars(days, counts, title="sessions per day", keys=tools),
         per_tool={t: sum(counts.get(d, {}).get(t, 0) for d in days) for t in tools},
-        spend=data.night_spend(conn, load_settings().night),
+        spend=data.night_spend(conn, settings.night),
         errors=data.recent_ingest_errors(conn, 10),
-        learned=outcomes.recorded(conn),
+        learned=outcomes.card(outcomes.report(conn, settings.report)),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -199,7 +200,7 @@ def test_a_night_stopped_by_a_cap_says_which_and_the_setting_to_raise(tmp_path: 
     assert "money cap" in " ".join(table.split())
     shown = " ".join(cli.run("status", env=env).stdout.split())
     assert (
-        "last night: budget" in shown
+        re.search(r"Last night \(\d{4}-\d\d-\d\d\): budget", shown)
         and "stopped by the money cap (≈ $20.00 est., night.max_cost_usd)" in shown
     )
     assert "after 54 replays" in shown and "≈ $20.25 est. (claude-code's own figure)" in shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -134,7 +135,7 @@ def test_with_nothing_configured_the_night_still_mines_and_says_what_is_missing(
     assert outcome["skill"] == "release-notes" and outcome["status"] == "error"
     assert any("no optimizer backend" in m for m in report["missing"])
     status = run(env, "status").stdout
-    assert "last night trained nothing: no optimizer backend is configured" in status
+    assert "trained nothing: no optimizer backend is configured" in status
     assert "skillopt config set optimizer.backend" in status
     assert json.loads(run(env, "status", "--json").stdout)["pending"]["items"] == []
 
@@ -268,7 +269,9 @@ def test_a_dry_run_is_recorded_as_a_dry_run(env: dict[str, str]) -> None:
     run(env, "sleep", "run", "--now", "--dry-run")
     (last,) = json.loads(run(env, "sleep", "history", "--json").stdout)
     assert (last["status"], bool(last["dry_run"])) == ("dry-run", True)
-    assert "last night: dry-run" in nightly_line(run(env, "status").stdout)
+    assert re.search(
+        r"Nightly: Last night \(\d{4}-\d\d-\d\d\): dry-run \(", nightly_line(run(env, "status").stdout)
+    )
 
 
 def test_a_skill_installed_nowhere_is_skipped_and_the_night_says_so(env: dict[str, str]) -> None:
@@ -281,6 +284,11 @@ def test_a_skill_installed_nowhere_is_skipped_and_the_night_says_so(env: dict[st
     assert outcome["reason"].startswith("installed nowhere: skipped")
     assert report["status"] == "nothing-to-do" and not report["missing"]
     assert "release-notes: installed nowhere: skipped" in nightly_line(run(env, "status").stdout)
+    # Put back: last night's note does not claim it is still installed nowhere.
+    run(env, "install", "claude-code")
+    line = nightly_line(run(env, "status").stdout)
+    assert "release-notes: skipped, installed nowhere then; installed again since" in line
+    assert "installed nowhere: skipped" not in line
 
 
 def test_status_leads_with_the_missing_optimizer_key_and_a_stored_key_fixes_it(env: dict[str, str]) -> None:
@@ -295,10 +303,11 @@ def test_status_leads_with_the_missing_optimizer_key_and_a_stored_key_fixes_it(e
         run(env, "config", "set", key, value)
     assert run(env, "sleep", "run", "--now", check=False).returncode == 1
     line = nightly_line(run(env, "status").stdout)
-    assert line.startswith(
-        "Nightly: last night trained nothing: the optimizer's key NIGHT_OPT_KEY is neither set in the "
-        "environment nor stored in skillopt's keys file"
-    ), line
+    assert re.match(r"Nightly: Last night \(\d{4}-\d\d-\d\d\): failed \(", line), line
+    assert (
+        ", trained nothing: the optimizer's key NIGHT_OPT_KEY is neither set in the environment nor stored "
+        "in skillopt's keys file"
+    ) in line
     assert "skillopt keys set NIGHT_OPT_KEY" in line
     status = json.loads(run(env, "status", "--json").stdout)["nightly"]
     assert status["attention"].startswith("last night trained nothing: the optimizer's key NIGHT_OPT_KEY")

@@ -142,13 +142,18 @@ def test_a_missing_or_signed_out_cli_says_exactly_what_to_set(tmp_path: Path, cl
 def test_a_night_with_nothing_to_do_says_why(env: dict[str, str]) -> None:
     seed_sessions(env, n=3, skill=False)
     night = run(env, "sleep", "run", "--now")
-    # Before it starts, the night names the model it would use and how to let it.
-    assert "the night's model: claude-code-chat (your Claude Code login" in night.stderr
+    # Before it starts, the night names the model it would use and how to let it: once, not at a terminal.
+    assert "skillopt can use Claude Code, which you are signed in to" in night.stderr
+    assert "as the nightly optimizer (claude-code-chat)" in night.stderr
+    assert (night.stdout + night.stderr).count("optimizer.consent yes") == 1
+    assert "Use it?" not in night.stderr
     line = next(x for x in night.stdout.splitlines() if x.startswith("Night "))
     assert line.endswith(")") and "nothing-to-do (no task family relates to an installed skill" in line
     assert "; the closest is '" in line and "(3 tasks): waiting for 1 more session(s) of this work" in line
-    # ... and what the night will need once there is work: the user's yes to the model it would use.
-    assert "and then the night needs a model" in line and "optimizer.consent yes" in line
+    # ... and what the night will need once there is work: the model it would use, named above.
+    assert line.endswith("; and then the night needs a model (see above))")
+    # The record keeps the whole reason, for `status` and `sleep history`.
+    assert "optimizer.consent yes" in run(env, "sleep", "history").stdout.replace("\n", "")
 
 
 def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[str, str]) -> None:
@@ -157,7 +162,7 @@ def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[
     run(env, "tasks", "mine", "--no-model")
     status = run(env, "status").stdout
     line = next(x for x in status.splitlines() if x.startswith("Nightly:"))
-    assert "last night: never run" in line
+    assert "Last night: never run" in line
     assert "kinds of work found so far: 1, 1 close to enough evidence: '" in line
     assert "(3 tasks, 1 more session(s) for a new skill)" in line
     assert "the night's model: claude-code-chat" in line and "next night: " in line
@@ -182,3 +187,33 @@ def test_the_first_status_at_a_terminal_asks_once_and_remembers(env: dict[str, s
     assert run(env, "config", "get", "optimizer.consent").stdout.strip() == "no"
     again = at_a_terminal(env, "status", answer="y")
     assert "Use it?" not in again and "you said no" in again
+
+
+def test_a_night_run_at_a_terminal_asks_first_and_a_no_stops_it(env: dict[str, str]) -> None:
+    """`sleep run` is what spends: at a terminal it asks the question `install` asks (no by default),
+    records the answer, and runs only after a yes."""
+    from harness.terminal import at_a_terminal as on_a_terminal
+
+    code, shown = on_a_terminal(env, "sleep", "run", "--now", answers={"Use it?": "n"})
+    assert code == 0
+    assert "skillopt can use Claude Code, which you are signed in to" in shown and "[y/N]" in shown
+    assert "No night ran: you said no to using your agent login as the optimizer." in shown
+    assert "Night " not in shown
+    assert run(env, "config", "get", "optimizer.consent").stdout.strip() == "no"
+
+
+def test_a_night_run_at_a_terminal_goes_on_after_a_yes_and_asks_only_once(env: dict[str, str]) -> None:
+    from harness.terminal import at_a_terminal as on_a_terminal
+
+    code, shown = on_a_terminal(env, "sleep", "run", "--now", answers={"Use it?": "y"})
+    assert code == 0, shown
+    assert shown.count("Use it?") == 1
+    assert (
+        "the night's model: claude-code-chat (your Claude Code login, its default model); a night stops at"
+        in shown
+    )
+    assert "Night " in shown and "optimizer.consent yes" not in shown
+    assert run(env, "config", "get", "optimizer.consent").stdout.strip() == "yes"
+    # Answered once: the next night does not ask again.
+    code, again = on_a_terminal(env, "sleep", "run", "--now", answers={})
+    assert code == 0 and "Use it?" not in again and "Night " in again

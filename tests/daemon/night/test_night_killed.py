@@ -140,10 +140,10 @@ def test_a_running_night_shows_its_progress_and_kill_9_mid_replay_leaves_nothing
         assert (running["index"], running["total"]) == (1, 1)
         assert 1 <= running["replays_done"] <= running["replays_planned"] <= 200
         line = next(x for x in w.skillopt("status").stdout.splitlines() if x.startswith("Nightly:"))
-        assert line.startswith("Nightly: a night is running now"), line
+        assert line.startswith("Nightly: Tonight (running): started "), line
         assert "training report-writer (1 of 1)" in line and "replays planned" in line
         page = overview(w, monkeypatch)
-        assert 'id="night-progress"' in page and "a night is running now" in page
+        assert 'id="night-progress"' in page and "Tonight (running): started " in page
 
         night.send_signal(signal.SIGKILL)
         night.wait(timeout=30)
@@ -160,7 +160,7 @@ def test_a_running_night_shows_its_progress_and_kill_9_mid_replay_leaves_nothing
         assert not list((w.project / ".git" / "worktrees").glob("*"))
         assert list(workspaces.iterdir()) == []
         assert not list((w.skillopt_home / "data" / "runs").glob("night-*/progress.json"))
-        assert "a night is running now" not in w.skillopt("status").stdout
+        assert "Tonight (running)" not in w.skillopt("status").stdout
     finally:
         if night.poll() is None:
             night.kill()

@@ -473,3 +473,31 @@ def test_with_the_models_labels_the_same_correction_in_another_language_recurs(t
     lexical = outcomes.Matcher(rule, outcomes.Labels(open_db(tmp_path / "empty.db"), []), {"t1": task})
     assert not lexical.same(again, later)  # without a model, too few shared words to say so
     assert lexical.same("no noqa here, fix the code", "")
+
+
+def test_the_overview_reads_the_installed_rules_not_last_nights_record(world: dict[str, Any]) -> None:
+    """A rule rolled back and put back after the last night recorded the rules (or installed before any
+    night judged it) is installed now: the overview says so, with the Outcomes page's verdicts."""
+    from fastapi.testclient import TestClient
+
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.service.dashboard import ensure_token
+    from skillopt_daemon.web.app import create_app
+
+    db = world["db"]
+    kept = list(db.query(f"SELECT * FROM {outcomes.TABLE}"))
+    with db.conn:
+        db.execute(f"DELETE FROM {outcomes.TABLE}")  # what no night has judged since the put-back
+    try:
+        token = ensure_token()
+        with TestClient(create_app(load_settings()), base_url="http://127.0.0.1:8765") as client:
+            assert client.get(f"/?token={token}", follow_redirects=False).status_code == 303
+            headline = outcomes.headline(outcomes.report(db, world["settings"].report))
+            assert "1 working" in headline and "1 not working" in headline
+            overview = " ".join(re.sub(r"<[^>]+>", " ", client.get("/").text).split())
+            assert "No learned rule installed yet" not in overview
+            assert "1 working" in overview and "1 not working" in overview
+            assert RULES["logging"] in overview
+    finally:
+        with db.conn:
+            db.table(outcomes.TABLE).insert_all(kept)

@@ -21,7 +21,7 @@ def test_overview_shows_sessions_per_tool_pending_proposals_and_the_night(client
     assert "claude-code: 2" in text and "codex: 1" in text
     assert f'href="/proposals/{world.proposal_id}"' in r.text
     assert "tidy-commits v2" in text
-    assert "last night: never run" in text
+    assert "Last night: never run" in text
     assert "No nightly cycle has run yet." in text
     assert '<svg class="chart"' in r.text and 'class="bar series-0"' in r.text
 
@@ -51,6 +51,21 @@ def test_overview_shows_the_nights_spend_against_its_budget(
                 "error": None,
             }
         )
+        # an earlier real night: in the recent nights' total, not in the last night's figures
+        db.table("night_runs").insert(
+            {
+                "id": "n-old",
+                "trigger": "schedule",
+                "status": "budget",
+                "dry_run": False,
+                "started_at": "2026-11-29T03:17:00.000Z",
+                "finished_at": "2026-11-29T03:50:00.000Z",
+                "heartbeat_at": "2026-11-29T03:50:00.000Z",
+                "pid": 1,
+                "summary_json": json.dumps({"spend": {"cost_usd": 2.0, "tokens": 100000, "replays": 3}}),
+                "error": None,
+            }
+        )
         # a later dry run: not what a night costs
         db.table("night_runs").insert(
             {
@@ -72,10 +87,12 @@ def test_overview_shows_the_nights_spend_against_its_budget(
         assert "420,000 of 3,000,000 tokens" in text
         assert "12 of 200 replays" in text
         assert "0.37" not in text and "90,000" not in text
-        assert "last night: dry-run" in text
+        # ... and the nights before it, which the last night's figures alone would hide
+        assert "The last 2 nights: ≈ $3.25 est. · 520,000 tokens · 15 replays" in text
+        assert re.search(r"Last night \(\d{4}-\d\d-\d\d\): dry-run", text), text
     finally:
         with db.conn:
-            db.execute("DELETE FROM night_runs WHERE id IN ('n-test', 'n-dry')")
+            db.execute("DELETE FROM night_runs WHERE id IN ('n-test', 'n-dry', 'n-old')")
         db.conn.close()
 
 
