@@ -34,6 +34,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.night import preferences, replay_caps
+from skillopt_daemon.night.agents import replayable_tools
 from skillopt_daemon.night.checks import EXCLUDED, settle
 from skillopt_daemon.night.recorded import corrected_train as corrected_recorded
 from skillopt_daemon.night.tasks import NightTask
@@ -143,7 +144,9 @@ class ReplayEnvironment(ExecTasksEnvironment):
         agent = self.agents.get(night_task.tool, agent)
         if not isinstance(agent, ExecBackend):
             raise ConfigError(
-                "replays need an exec backend (claude-code, codex, copilot, cursor) as the agent"
+                "replays need an exec backend ("
+                + ", ".join(t.value for t in replayable_tools())
+                + ") as the agent"
             )
         checks = list(item.gold.get("checks") or [])
         guards = [g for g in night_task.guards if g not in checks]
