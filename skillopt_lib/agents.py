@@ -418,11 +418,3 @@ def plugin_of(tool: AgentTool) -> str:
 def spec(tool: AgentTool) -> ToolSpec:
     """The row for `tool` (every AgentTool has one)."""
     return TOOLS[tool]
-
-
-def tool_for_backend(backend: str) -> AgentTool | None:
-    """The agent tool an exec backend drives, or None for a chat backend."""
-    for row in TOOLS.values():
-        if row.backend == backend:
-            return row.tool
-    return None

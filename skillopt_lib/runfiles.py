@@ -145,9 +145,6 @@ class RunFiles:
         text = json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False, default=str) + "\n"
         write_private(self.dir / name, self.redactor.text(text))
 
-    def read_json(self, name: str) -> Any:
-        return json.loads((self.dir / name).read_text(encoding="utf-8"))
-
     def append_history(self, record: dict[str, Any]) -> int:
         """Append one line; returns the new line count (the checkpoint stores it)."""
         line = self.redactor.json_line(record)

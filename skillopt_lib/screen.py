@@ -124,9 +124,6 @@ class ScreenResult:
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warn"]
 
-    def flagged_lines(self) -> list[int]:
-        return sorted({f.line_no for f in self.findings})
-
     def reason(self, limit: int = 3) -> str:
         """One sentence for a night's outcome: the first findings, worst first, by line and rule."""
         found = self.rejects() or self.warnings()

@@ -415,10 +415,6 @@ def unified_diff(
     return "".join(chunks)
 
 
-def changed_paths(old: SkillBundle, new: SkillBundle) -> list[str]:
-    return sorted(p for p in set(old.files) | set(new.files) if old.files.get(p) != new.files.get(p))
-
-
 def iter_skill_dirs(root: str | os.PathLike[str]) -> Iterable[Path]:
     """Skill folders directly under a skills root (each holding a SKILL.md), in name order."""
     base = Path(root)

@@ -663,20 +663,6 @@ def record(db: sqlite_utils.Database, outcomes: Sequence[Outcome]) -> None:
             db.table(TABLE).upsert_all(rows, pk=("version_id", "line_hash"))
 
 
-def recorded(db: sqlite_utils.Database) -> dict[str, Any]:
-    """What the last night found about the installed rules (`rule_outcomes`), without recomputing: the
-    dashboard's overview card. `{verdicts: {verdict: n}, rules: [{skill, line, verdict}], updated_at}`."""
-    if not _has(db, TABLE):
-        return {"verdicts": {}, "rules": [], "updated_at": None}
-    rows = list(db.query(f"SELECT skill, line, verdict, updated_at FROM {TABLE} ORDER BY updated_at DESC"))
-    counts: Counter[str] = Counter(r["verdict"] for r in rows)
-    return {
-        "verdicts": dict(counts),
-        "rules": rows[:5],
-        "updated_at": rows[0]["updated_at"] if rows else None,
-    }
-
-
 def card(data: Mapping[str, Any], shown: int = 5) -> dict[str, Any]:
     """The dashboard overview's card, from `report`'s data: what the registry has installed now (the same
     rules and verdicts as the Outcomes page), not what the last night recorded before a rollback or a

@@ -257,10 +257,3 @@ def pending_lines(db: sqlite_utils.Database) -> list[str]:
             + (f"; needs about {need} more session(s) of this work that improve" if need else "")
         )
     return lines
-
-
-def pending_targets(db: sqlite_utils.Database) -> list[str]:
-    """Targets with an undecided candidate in the ledger (whether or not its evidence is still kept)."""
-    if TABLE not in db.table_names():
-        return []
-    return [r["target"] for r in db.query(f"SELECT DISTINCT target FROM {TABLE} WHERE outcome = 'pending'")]

@@ -219,12 +219,6 @@ def last_finished(db: sqlite_utils.Database) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-def last_real_run(db: sqlite_utils.Database) -> dict[str, Any] | None:
-    """The latest night that ran for real: not a dry run, not skipped, not still running."""
-    rows = real_runs(db, 1)
-    return rows[0] if rows else None
-
-
 def real_runs(db: sqlite_utils.Database, limit: int) -> list[dict[str, Any]]:
     """The latest `limit` nights that ran for real (what nights cost), newest first."""
     if TABLE not in db.table_names():

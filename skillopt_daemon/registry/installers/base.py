@@ -31,7 +31,7 @@ from skillopt_daemon.core.fsio import atomic_write, fsync_dir, sha256_bytes
 from skillopt_daemon.core.tool_homes import may_set_tool_home
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.errors import ConflictError, InstallError, SkillOptError
-from skillopt_lib.skill import IGNORED_NAMES, SKILL_FILE, SkillBundle, iter_skill_dirs
+from skillopt_lib.skill import IGNORED_NAMES, SkillBundle, iter_skill_dirs
 
 Scope = Literal["user", "project"]
 TARGET_HINT = "a target looks like claude-code:user or claude-code:project:PATH"
@@ -590,10 +590,3 @@ class FolderInstaller:
                 for rel, data in prepared.files.items():
                     atomic_write(d / rel, data, _file_mode(rel, data))
         return removed
-
-
-def read_skill_folder(folder: Path) -> SkillBundle:
-    """The bundle in a live skill folder, for importing what a user wrote."""
-    if not (folder / SKILL_FILE).is_file():
-        raise ConflictError(f"{folder} has no {SKILL_FILE}")
-    return SkillBundle.from_path(folder)
