@@ -181,8 +181,15 @@ def propose(
         evidence["staleness"] = staleness(o, stale_after_days)
     if replayed is not None:
         evidence.update(replayed)
+    # The night made it (a gated removal, or a stale rule's with nothing left to replay): not a hand-made
+    # proposal, whose label says nothing measured it.
     p = reg.propose(
-        o.rule.skill, r.candidate, evidence=evidence, parent=r.version.id, note=f"remove: {reason}"
+        o.rule.skill,
+        r.candidate,
+        evidence=evidence,
+        origin="trained",
+        parent=r.version.id,
+        note=f"remove: {reason}",
     )
     o.removal_version_id = p.id
     return p.id
