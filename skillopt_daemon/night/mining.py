@@ -143,12 +143,14 @@ def build_families(
     weights: Weights | None = None,
     previous: Mapping[str, str] | None = None,
     test_share: float = 0.2,
+    previous_ids: Mapping[str, str] | None = None,
 ) -> list[Family]:
     """Cluster attempts into families of at least `min_size`, with checks, rubric, skill and splits.
 
     `skills` maps installed skill names to descriptions, to relate a family to a skill when the sessions
     never called one explicitly. The weights default to the model path when any attempt carries a label.
-    `previous` holds the splits attempts were given on earlier nights (they keep them; `_assign_splits`).
+    `previous` holds the splits attempts were given on earlier nights (they keep them; `_assign_splits`),
+    `previous_ids` the families they were in (a family keeps its id; `_keep_ids`).
     """
     if not attempts:
         return []
@@ -176,8 +178,37 @@ def build_families(
         )
         fam.skill_name = _family_skill(fam.attempts, prompts[members], skill_matrix, list(skills or {}))
         families.append(fam)
+    _keep_ids(families, previous_ids or {})
     families.sort(key=lambda f: (-len(f.attempts), f.id))
     return families
+
+
+def _keep_ids(families: list[Family], previous_ids: Mapping[str, str]) -> None:
+    """Give each family the id its members had on earlier nights, so a family keeps its identity as it
+    grows: its new skill's pending evidence and error budget (target `new:<id>`), a proposal awaiting review
+    and a rejection's size are all keyed on it. Without this the id follows the smallest member key and
+    changes whenever a new session sorts first, and the night drafts the same work again as a second skill.
+
+    A family takes the id most of its previously mined members had; when a family split, the larger part
+    keeps it. A family none of whose members were mined before keeps its new id."""
+    claims: list[tuple[int, int, str, Family]] = []
+    for fam in families:
+        counts = Counter(previous_ids[a.key] for a in fam.attempts if a.key in previous_ids)
+        for old, n in counts.items():
+            claims.append((n, len(fam.attempts), old, fam))
+    taken: set[str] = set()
+    kept: set[int] = set()
+    for _n, _size, old, fam in sorted(claims, key=lambda c: (-c[0], -c[1], c[2], c[3].id)):
+        if old in taken or id(fam) in kept:
+            continue
+        fam.id = old
+        taken.add(old)
+        kept.add(id(fam))
+    for fam in families:  # the smaller part of a split family: its new id must not be the one kept
+        if id(fam) not in kept and fam.id in taken:
+            fam.id = (
+                "fam-" + hashlib.sha1(f"split:{min(a.key for a in fam.attempts)}".encode()).hexdigest()[:10]
+            )
 
 
 def _family(
@@ -550,6 +581,16 @@ def stored_splits(db: sqlite_utils.Database) -> dict[str, str]:
     }
 
 
+def stored_family_ids(db: sqlite_utils.Database) -> dict[str, str]:
+    """The family every attempt was first mined into (attempt key -> family id), from earlier passes."""
+    if "split_assignments" not in db.table_names():
+        return {}
+    return {
+        r["attempt_key"]: r["family_id"]
+        for r in db.query("SELECT attempt_key, family_id FROM split_assignments")
+    }
+
+
 def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed: int) -> MiningReport:
     """Replace the mined families and tasks in one transaction (mining is recomputed from the sessions)."""
     now = utcnow_iso()
@@ -669,6 +710,7 @@ def mine_detailed(
         skills=installed_skills(db),
         previous=stored_splits(db),
         test_share=test_share,
+        previous_ids=stored_family_ids(db),
     )
     report = save_families(db, families, seed=seed)
     report.attempts = len(attempts)

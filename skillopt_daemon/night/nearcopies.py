@@ -13,10 +13,14 @@ is at least `SIMILAR` alike to one already measured for this candidate on an ear
 fingerprint kept in the evidence) joins that item's cluster, so the e-value test counts it there and does
 not replay it, whatever group mining gives it tonight.
 
-Tonight's tasks among themselves keep mining's groups. Text alone cannot tell a re-asked request from
-recurring work on another input ("the weekly report for the platform team" / "... for the billing team"),
-and merging the latter would leave most recurring families one item the gate can never decide on; see
-docs/nightly.md.
+Tonight's validation tasks are merged among themselves the same way, but only when they also start from the
+same state (repository, commit and uncommitted changes): a near-copy asked of the same tree is the same task
+for the agent, re-asked. Text alone cannot tell a re-asked request from recurring work on another input
+("the weekly report for the platform team" / "... for the billing team"), and merging every such pair
+would leave most recurring families one item the gate can never decide on. The starting state can: recurring
+work is done on a tree that moved on (last week's report committed), a re-ask on the same one. The recorded
+corpora's families hold no two requests this alike from different sessions, so the merge costs the gate no
+power there; see docs/nightly.md.
 
 `SIMILAR` = 0.8 is a definition, not a fit: one word changed in a request of m words scores (m - 1) / m,
 one word added 2m / (2m + 1), so 0.8 joins a one-word variant of any request of five words or more, and
@@ -56,18 +60,33 @@ def similarity(a: str, b: str) -> float:
 
 def regroup(tasks: Sequence[NightTask], evidence: PairedEvidence | None) -> list[NightTask]:
     """`tasks` with every validation task that is a near-copy of an item measured on an earlier night (in
-    `evidence`) moved into that item's cluster; other tasks unchanged."""
+    `evidence`) moved into that item's cluster, and every validation task that is a near-copy of an earlier
+    one tonight from the same starting state moved into its group; other tasks unchanged."""
     known: list[tuple[str, str]] = []
     if evidence is not None:
         known = [(fp, evidence.cluster_of(item)) for item, fp in evidence.fingerprints.items()]
+    tonight: list[tuple[str, tuple[str | None, ...], str]] = []
     out: list[NightTask] = []
     for task in tasks:
         if task.split != "val":
             out.append(task)
             continue
         fp = fingerprint(task.prompt)
+        state = starting_state(task)
         group = next((g for other, g in known if similarity(fp, other) >= SIMILAR), None)
+        if group is None:
+            group = next(
+                (g for other, st, g in tonight if st == state and similarity(fp, other) >= SIMILAR), None
+            )
         if group is not None and group != task.group_key:
             task = dataclasses.replace(task, group=group)
+        tonight.append((fp, state, task.group_key))
         out.append(task)
     return out
+
+
+def starting_state(task: NightTask) -> tuple[str | None, ...]:
+    """What the agent starts from besides the request: the repository, its commit and the uncommitted
+    changes (hashed, the diff is not kept here)."""
+    dirty = hashlib.blake2b(task.dirty_diff.encode(), digest_size=8).hexdigest() if task.dirty_diff else None
+    return (task.repo, task.commit, dirty)

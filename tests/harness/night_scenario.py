@@ -189,7 +189,8 @@ def make_world(root: Path, server: ScriptedServer, claude: Path) -> World:
 
 
 def record_sessions(w: World, teams: Sequence[str]) -> None:
-    """One real session per team in which the user corrects the agent, then import the skill and ingest."""
+    """One real session per team in which the user corrects the agent, each ingested before the project moves
+    on to the next week, then import the skill."""
     tools = ("Bash", "Write", "Skill")
     for team in teams:
         first = ac.run_claude(
@@ -211,8 +212,23 @@ def record_sessions(w: World, teams: Sequence[str]) -> None:
         )
         if again.returncode != 0:
             raise AssertionError(again.describe())
+        w.skillopt("ingest")  # as the daemon does after each session: the session is pinned to this commit
+        _week_passes(w, team)
     w.skillopt("skills", "import", "--tool", "claude-code")
     w.skillopt("ingest")
+
+
+def _week_passes(w: World, team: str) -> None:
+    """The project moves on between two weeks' reports (a commit of other work), so each report is asked of
+    its own tree: recurring work, not the same request asked again (`night/nearcopies.py`)."""
+    with (w.project / "NOTES.md").open("a") as notes:
+        notes.write(f"- met with the {team} team\n")
+    git = ["git", "-C", str(w.project)]
+    subprocess.run([*git, "add", "NOTES.md"], check=True)
+    subprocess.run(
+        [*git, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", f"notes: {team}"],
+        check=True,
+    )
 
 
 def snapshot(w: World) -> None:

@@ -218,3 +218,26 @@ def test_asking_for_a_sub_agent_does_not_make_a_kind_of_work_of_its_own() -> Non
     by_check = {tuple(f.checks): {a.session_id for a in f.attempts} for f in families}
     assert by_check[("make lint",)] == {"l0", "l1", "l2", "l9"}
     assert by_check[("python -m pytest -q",)] == {"t0", "t1", "t2", "t9"}
+
+
+def test_a_family_keeps_its_id_as_it_grows_and_a_split_family_gets_two() -> None:
+    """A family's id keys its new skill's evidence, error budget and awaiting proposal: a session that joins
+    it on a later night (whatever its key sorts as) must not make it a new family."""
+    tests = [_attempt(i, f"fix the failing unit tests in module{i}.py", f"s{i}") for i in range(1, 6)]
+    first = build_families(tests, seed=1)
+    assert len(first) == 1
+    previous = {a.key: first[0].id for a in first[0].attempts}
+    joined = _attempt(0, "fix the failing unit tests in module0.py", "a-new-session")  # sorts first
+    assert joined.key < min(previous)
+    grown = build_families([*tests, joined], seed=1, previous_ids=previous)
+    assert [len(f.attempts) for f in grown] == [6]
+    assert grown[0].id == first[0].id
+    assert build_families([*tests, joined], seed=1)[0].id != first[0].id, "without the memory it changes"
+    # Two kinds mined as one family earlier: the larger part keeps the id, the other gets its own.
+    docs = [_attempt(40 + i, f"write the release notes for version 2.{i}", f"d{i}") for i in range(3)]
+    merged = {a.key: first[0].id for a in [*tests, *docs]}
+    apart = build_families([*tests, *docs], seed=1, previous_ids=merged)
+    assert len(apart) == 2
+    by_size = sorted(apart, key=lambda f: -len(f.attempts))
+    assert by_size[0].id == first[0].id
+    assert by_size[1].id != first[0].id
