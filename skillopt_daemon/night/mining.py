@@ -26,6 +26,7 @@ import sqlite_utils
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.kinds import is_correction
 from skillopt_daemon.night import checks as check_verdicts
+from skillopt_daemon.night import grouping
 from skillopt_daemon.night.attempts import (
     Attempt,
     CommandRun,
@@ -53,6 +54,7 @@ from skillopt_daemon.night.clustering import (
 )
 from skillopt_daemon.night.exclude import ExcludeRules, exclusion
 from skillopt_daemon.night.labels import Budget, Chat, Label, Labeller, LabelReport
+from skillopt_daemon.night.naming import lexical_name
 from skillopt_daemon.night.sparse import Rows, connected_components
 from skillopt_daemon.night.tfidf import Tfidf
 
@@ -91,6 +93,8 @@ class Family:
     splits: dict[str, str] = field(default_factory=dict)  # attempt key -> train | val | test
     groups: dict[str, str] = field(default_factory=dict)  # attempt key -> its group of near-duplicates
     roles: dict[str, str] = field(default_factory=dict)  # attempt key -> corrected | failure | plain
+    # Grouped by the requests' words (`grouping.WORDS`: labelling will regroup it) or a model's labels.
+    grouped_by: str = grouping.WORDS
 
     @property
     def tools(self) -> list[str]:
@@ -154,7 +158,8 @@ def build_families(
     """
     if not attempts:
         return []
-    weights = weights or (LABELLED if any(a.work for a in attempts) else LEXICAL)
+    labelled = any(a.work for a in attempts)
+    weights = weights or (LABELLED if labelled else LEXICAL)
     feats = attempt_features(attempts, weights)
     labels = cluster_attempts(attempts, weights, threshold, feats)
     groups: dict[int, list[int]] = defaultdict(list)
@@ -174,7 +179,12 @@ def build_families(
         if len(members) < min_size:
             continue
         fam = _family(
-            [attempts[i] for i in members], prompts[members], vec, previous=previous, test_share=test_share
+            [attempts[i] for i in members],
+            prompts[members],
+            vec,
+            previous=previous,
+            test_share=test_share,
+            grouped_by=grouping.LABELS if labelled else grouping.WORDS,
         )
         fam.skill_name = _family_skill(fam.attempts, prompts[members], skill_matrix, list(skills or {}))
         families.append(fam)
@@ -218,12 +228,15 @@ def _family(
     *,
     previous: Mapping[str, str] | None,
     test_share: float,
+    grouped_by: str,
 ) -> Family:
     order = sorted(range(len(members)), key=lambda i: (members[i].started_at or "", members[i].key))
     fam_attempts = [members[i] for i in order]
     sub = prompts[order]
     fid = "fam-" + hashlib.sha1(min(a.key for a in fam_attempts).encode()).hexdigest()[:10]
-    fam = Family(id=fid, name=_family_name(fam_attempts, sub, vec), attempts=fam_attempts)
+    fam = Family(
+        id=fid, name=_family_name(fam_attempts, sub, vec), attempts=fam_attempts, grouped_by=grouped_by
+    )
     fam.checks = _family_checks(fam_attempts)
     fam.rubric = _family_rubric(fam_attempts)
     _assign_splits(fam, sub, previous=previous, test_share=test_share)
@@ -231,14 +244,12 @@ def _family(
 
 
 def _family_name(attempts: Sequence[Attempt], prompts: Rows, vec: Tfidf) -> str:
-    """The model's canonical intent most members share; without labels, the requests' top terms."""
+    """The model's canonical intent most members share; without labels, the phrase of their requests closest
+    to what they share (`naming.py`)."""
     intents = Counter(a.intent for a in attempts if a.intent)
     if intents:
         return intents.most_common(1)[0][0]
-    terms = vec.terms
-    centroid = prompts.mean()
-    top = [str(terms[i]) for i in centroid.argsort()[::-1][:4] if centroid[i] > 0]
-    return " / ".join(top) if top else "tasks"
+    return lexical_name([a.prompt for a in attempts], vec, prompts.mean())
 
 
 def _family_checks(attempts: Iterable[Attempt]) -> list[str]:
@@ -606,6 +617,7 @@ def save_families(db: sqlite_utils.Database, families: Sequence[Family], *, seed
             "rubric_json": json.dumps(fam.rubric),
             "seed": seed,
             "mined_at": now,
+            "grouped_by": fam.grouped_by,
         }
         for fam in families
     ]

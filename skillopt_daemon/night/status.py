@@ -21,7 +21,7 @@ import sqlite_utils
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import humanize_age, local_display
-from skillopt_daemon.night import runs, schedule
+from skillopt_daemon.night import grouping, runs, schedule
 from skillopt_daemon.night.agents import cost_ceiling, night_model, role_keys, tools_by_sessions
 from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
@@ -84,11 +84,13 @@ def _last_lines(
     data: dict[str, Any],
     family_names: dict[str, str] | None = None,
     nowhere: set[str] | None = None,
+    provisional: bool = False,
 ) -> list[str]:
     """Fill `data` with the last night's result; returns its lines, the reason it trained nothing first.
     `family_names`: the mined families' descriptions by id, to tell a family that got no draft from a
     drafted skill. `nowhere`: the skills installed nowhere now (the registry's state), to tell a skill last
-    night skipped as uninstalled that is installed again since."""
+    night skipped as uninstalled that is installed again since. `provisional`: the families are grouped by
+    words, so what they wait for is marked provisional (`grouping.py`)."""
     summary = json.loads(last.get("summary_json") or "{}")
     data["last"] = {
         k: last[k] for k in ("id", "trigger", "status", "dry_run", "started_at", "finished_at", "error")
@@ -120,7 +122,8 @@ def _last_lines(
         if _undrafted_family(s, family_names):
             # Tonight's candidate for a new skill that was never drafted: its `skill` is still the family's
             # mined description, not a skill's name.
-            lines.append(family_line(s["skill"], s.get("tasks") or 0, _undrafted(s)))
+            what = _undrafted(s)
+            lines.append(family_line(s["skill"], s.get("tasks") or 0, _provisional(what, provisional)))
         elif s.get("new") or s.get("status") in ("pending", "waited", "retracted", "screened"):
             what = "new skill" if s.get("new") else "skill"
             line = f"{what} {s['skill']}: {s['status']}" + (f" ({s['reason']})" if s.get("reason") else "")
@@ -138,8 +141,14 @@ def _last_lines(
     lines.extend(f"warning: {w}" for w in data["warnings"])
     for f in data["families"]:
         what = f"waiting for {f['needs']}" if f.get("needs") else f["reason"]
-        lines.append(family_line(f["name"], f["tasks"], what))
+        f["provisional"] = provisional and bool(f.get("needs"))
+        lines.append(family_line(f["name"], f["tasks"], _provisional(what, f["provisional"])))
     return lines
+
+
+def _provisional(what: str, provisional: bool) -> str:
+    """`what` a family waits for, marked provisional while labelling may still regroup the families."""
+    return grouping.provisional(what) if provisional and what.startswith("waiting for") else what
 
 
 def _was_nowhere(outcome: dict[str, Any]) -> bool:
@@ -230,11 +239,14 @@ def _next_line(settings: Settings, data: dict[str, Any]) -> str:
 WORK_SHOWN = 3
 
 
-def work_lines(db: sqlite_utils.Database, settings: Settings, data: dict[str, Any]) -> list[str]:
+def work_lines(
+    db: sqlite_utils.Database, settings: Settings, data: dict[str, Any], *, provisional: bool = False
+) -> list[str]:
     """Before the first night: the kinds of work mined so far, the largest first, and which are close to
     enough evidence to be trained (a family with a skill trains once it has tasks to learn from and judge
     on; one without waits for `night.min_tasks` sessions). Read from the store, never mined here: mining
-    belongs to the night and to `skillopt tasks mine`."""
+    belongs to the night and to `skillopt tasks mine`. `provisional`: the families are grouped by words, so
+    the sessions a new skill still needs are marked provisional (`grouping.py`)."""
     if "task_families" not in db.table_names():
         rows: list[dict[str, Any]] = []
     else:
@@ -256,6 +268,7 @@ def work_lines(db: sqlite_utils.Database, settings: Settings, data: dict[str, An
     ]
     for w in work:
         w["close"] = w["needs"] <= 1
+        w["provisional"] = provisional and not w["skill"]
     data["work"] = work
     if not work:
         return [
@@ -275,7 +288,9 @@ def work_lines(db: sqlite_utils.Database, settings: Settings, data: dict[str, An
                 else f"{w['needs']} more session(s) for a new skill"
             )
         )
-        parts.append(f"'{name}' ({w['tasks']} tasks, {what})")
+        parts.append(
+            f"'{name}' ({w['tasks']} tasks, {grouping.provisional(what) if w['provisional'] else what})"
+        )
     return [
         f"kinds of work found so far: {len(work)}, {len(close)} close to enough evidence: " + ", ".join(parts)
     ]
@@ -289,13 +304,21 @@ def status_section(db: sqlite_utils.Database) -> dict[str, Any]:
     data["settled"] = runs.settle_stale(db)
     running, last = runs.running_run(db), runs.last_finished(db)
     lines = _running_lines(running, data) if running else []
+    model = night_model(settings, tools_by_sessions(db))
+    grouped_by = grouping.stored_grouping(db)
+    provisional = grouped_by == grouping.WORDS
     nowhere = Registry(db, actor="status").installed_nowhere() if last else None
-    lines.extend(_last_lines(last, data, _family_names(db), nowhere) if last else ["Last night: never run"])
-    if last is None:
-        lines.extend(work_lines(db, settings, data))
+    if last is not None:
+        lines.extend(_last_lines(last, data, _family_names(db), nowhere, provisional))
+    else:
+        lines.append("Last night: never run")
+        lines.extend(work_lines(db, settings, data, provisional=provisional))
+    note = grouping.regroup_note(model) if provisional else None
+    data["grouping"] = {"by": grouped_by, "provisional": provisional, "note": note}
+    if note is not None:
+        lines.append(note)
     if (found := _key_found_since(settings, data)) is not None:
         lines.append(found)
-    model = night_model(settings, tools_by_sessions(db))
     data["model"] = model.to_dict()
     if model.asks:
         data["model"]["question"] = model.question()

@@ -164,11 +164,16 @@ def test_status_before_the_first_night_says_what_will_happen_and_when(env: dict[
     line = next(x for x in status.splitlines() if x.startswith("Nightly:"))
     assert "Last night: never run" in line
     assert "kinds of work found so far: 1, 1 close to enough evidence: '" in line
-    assert "(3 tasks, 1 more session(s) for a new skill)" in line
+    # Mined without a model, the grouping is by words: the count is provisional until labelling regroups,
+    # and status names the yes that lets the model label them.
+    assert "(3 tasks, 1 more session(s) for a new skill, provisional)" in line
+    assert "grouped by the words of your requests" in line
+    assert "regroups them" in line and "`skillopt config set optimizer.consent yes`" in line
     assert "the night's model: claude-code-chat" in line and "next night: " in line
     nightly = json.loads(run(env, "status", "--json").stdout)["nightly"]
     (work,) = nightly["work"]
-    assert (work["tasks"], work["needs"], work["close"]) == (3, 1, True)
+    assert (work["tasks"], work["needs"], work["close"], work["provisional"]) == (3, 1, True, True)
+    assert nightly["grouping"]["by"] == "words" and "optimizer.consent yes" in nightly["grouping"]["note"]
     assert nightly["model"]["backend"] == "claude-code-chat"
 
 

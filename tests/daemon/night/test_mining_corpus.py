@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,8 +21,9 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.redact import redact
-from skillopt_daemon.night import mining
+from skillopt_daemon.night import mining, status
 from skillopt_daemon.night.labels import Labeller, Request
+from skillopt_daemon.night.tfidf import STOP_WORDS
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 
@@ -73,6 +75,43 @@ def test_without_a_model_the_held_out_half_reaches_the_target(
     # Each family's check is the one its users run, proven by the sessions where it passed.
     checks = {labels.families[f]["check"] for f in labels.families}
     assert {c for f in result.families for c in f.checks} == checks
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _asked_in(name: str, request: str) -> bool:
+    """Whether every word of `name` is a word of `request`, in the order the user wrote them."""
+    want, have = _words(name), _words(request)
+    return any(have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1))
+
+
+def test_without_a_model_families_are_named_as_asked_and_status_says_labelling_regroups_them(
+    heldout: sqlite_utils.Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    result = mining.mine_detailed(heldout)
+    assert len(result.families) >= 6
+    for fam in result.families:
+        # A phrase the user wrote: whole words of one of the family's requests, never stems, word pairs or
+        # `num`, and no word that says what the work is twice ("the" may come twice, as in English).
+        assert any(_asked_in(fam.name, a.prompt) for a in fam.attempts), fam.name
+        said = [w for w in _words(fam.name) if w not in STOP_WORDS]
+        assert len(said) >= 2 and len(set(said)) == len(said), fam.name
+    # Before labelling, status says the grouping is by words and will change, and the counts are provisional.
+    before = status.status_section(heldout)
+    assert before["grouping"]["by"] == "words" and before["grouping"]["provisional"]
+    assert before["work"] and all(w["provisional"] for w in before["work"])
+    note = before["grouping"]["note"]
+    assert note in before["lines"] and "regroup" in note
+    assert any("for a new skill, provisional)" in line for line in before["lines"])
+    with ScriptedServer(LabellerScript()) as server:
+        mining.mine_detailed(heldout, chat=labeller_chat(server))
+    after = status.status_section(heldout)
+    assert after["grouping"] == {"by": "labels", "provisional": False, "note": None}
+    assert not any(w["provisional"] for w in after["work"])
+    assert not any("regroup" in line or "provisional" in line for line in after["lines"])
 
 
 def test_the_model_path_labels_in_batches_once_and_reaches_the_target(
@@ -201,7 +240,7 @@ def test_labelling_counts_in_the_nights_budget_and_stops_at_its_cap(
         assert spent.report.labels is not None
         assert budget.model_calls == spent.report.labels["model_calls"] > 1
         assert budget.tokens == spent.report.labels["tokens"] > 0
-        heldout["request_labels"].delete_where()
+        heldout.table("request_labels").delete_where()
         tight = NightBudget(max_tokens=1, max_cost_usd=100.0, max_wall_s=600.0, max_replays=10)
         capped = mining.mine_detailed(
             heldout, chat=BudgetedChat(labeller_chat(server), tight), budget=tight, batch=20

@@ -21,6 +21,7 @@ from skillopt_daemon.core.store.migrations import (
     m010_rule_outcomes,
     m011_replay_caps,
     m012_gate_budgets,
+    m013_family_grouping,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -37,4 +38,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m010_rule_outcomes", m010_rule_outcomes.migrate),
     ("m011_replay_caps", m011_replay_caps.migrate),
     ("m012_gate_budgets", m012_gate_budgets.migrate),
+    ("m013_family_grouping", m013_family_grouping.migrate),
 ]
