@@ -39,7 +39,8 @@ agent answers alike; the night's gate counts a cluster once, the library's count
 says how the copies reach the gate: in one group (`mining`, the default), each in its own group (`none`:
 one-word variants mining did not merge, the near-copy noise model), or as the night groups them
 (`text`: each request has a random 8-word text and its copies one word changed, grouped by
-`night/nearcopies.py` against the fingerprints the evidence keeps).
+`night/nearcopies.py`: tonight's copies among themselves, as asked of one tree, and later nights' against
+the fingerprints the evidence keeps).
 """
 
 from __future__ import annotations
