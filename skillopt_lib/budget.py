@@ -32,7 +32,8 @@ Schedule = Literal["constant", "linear", "cosine", "step"]
 
 
 class LearningRate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built when a training config is validated: see `config._BUILT_WHEN_USED`.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     schedule: Schedule = "cosine"
     max_edits: int = Field(default=4, ge=1, description="edits allowed at the first step")

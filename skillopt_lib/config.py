@@ -65,7 +65,15 @@ class BackendConfig(_Model):
     )
 
 
+# The training config's models are built (their validators compiled) when a config is first validated, not
+# when this module is imported: the daemon's settings import it for `BackendConfig` and `Price`, and
+# `skillopt status` reads the settings and never a training config.
+_BUILT_WHEN_USED = ConfigDict(defer_build=True)  # over `_Model`'s own settings
+
+
 class ReflectConfig(_Model):
+    model_config = _BUILT_WHEN_USED
+
     minibatch_size: int = Field(default=8, ge=1)
     parallel: int = Field(default=4, ge=1, description="optimizer calls in flight")
     json_retries: int = Field(default=2, ge=0, description="re-asks after an unparsable answer")
@@ -75,6 +83,8 @@ class ReflectConfig(_Model):
 
 
 class TrainConfig(_Model):
+    model_config = _BUILT_WHEN_USED
+
     env: str | None = Field(default=None, description="built-in environment name or package.module:Class")
     env_options: dict[str, Any] = Field(default_factory=dict)
     agent: BackendConfig = Field(default_factory=BackendConfig)

@@ -583,7 +583,8 @@ class GateStats(BaseModel):
     Typed so that code reading a figure no gate writes fails type checking (every gate writes a subset).
     """
 
-    model_config = ConfigDict(extra="allow")
+    # Built at the first decision or evidence read, not by every command that imports the gate's settings.
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     candidate_mean: float | None = None
     incumbent_mean: float | None = None

@@ -3,15 +3,22 @@
 Precedence (highest first): environment (`SKILLOPT_NIGHT__SCHEDULE="0 4 * * *"`, nested keys joined by
 `__`), the TOML file in the config folder, the defaults below. Every section forbids unknown keys so that a
 typo is an error naming the key, not a setting silently ignored.
+
+pydantic-settings reads the variables. Importing it (asyncio, python-dotenv, its many sources) is a tenth of
+what `skillopt status` spends starting, so `Settings` is a plain model and pydantic-settings is loaded only
+when a variable of ours names a setting, or the file holds something it reads differently from a plain
+validation (`_file_alone`): otherwise both give the same settings from the file's own table.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
+import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -22,12 +29,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.tool_homes import RETIRED_REPLAY
@@ -37,6 +38,14 @@ from skillopt_lib.config import BackendConfig, Price, masked_dump
 from skillopt_lib.config import is_secret_key as is_secret_key
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.gate import GateConfig
+
+if TYPE_CHECKING:
+    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 class _Section(BaseModel):
@@ -310,12 +319,13 @@ class UISettings(_Section):
     port: int = Field(default=8765, ge=0, le=65535, description="0 picks a free port")
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="SKILLOPT_",
-        env_nested_delimiter="__",
-        extra="forbid",
-        validate_assignment=True,
+class Settings(BaseModel):
+    """Every setting. `load_settings()` reads them from the file and the variables; `Settings()` is the
+    defaults."""
+
+    # As pydantic-settings' own models are configured, so that a value validates the same on either path.
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, validate_default=True, arbitrary_types_allowed=True
     )
 
     tools: dict[AgentTool, ToolSettings] = Field(default_factory=dict)
@@ -328,18 +338,6 @@ class Settings(BaseSettings):
     ui: UISettings = Field(default_factory=UISettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
     prices: dict[str, Price] = Field(default_factory=dict)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = _CONFIG_FILE_OVERRIDE[-1] if _CONFIG_FILE_OVERRIDE else paths.config_file()
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
 
     @model_validator(mode="before")
     @classmethod
@@ -379,14 +377,69 @@ _NON_SETTING_ENV = {"SKILLOPT_HOME", "SKILLOPT_AGENT_CLI_DIR"}
 _CONFIG_FILE_OVERRIDE: list[Path] = []
 
 
+@functools.cache
+def _from_environment() -> type[Settings]:
+    """`Settings` as pydantic-settings reads it: the variables over the file over the defaults. Built at
+    the first load that needs it (see the module's docstring)."""
+    from pydantic_settings import BaseSettings, SettingsConfigDict, TomlConfigSettingsSource
+
+    class SettingsFromEnvironment(Settings, BaseSettings):  # type: ignore[misc]
+        model_config = SettingsConfigDict(
+            env_prefix="SKILLOPT_",
+            env_nested_delimiter="__",
+            extra="forbid",
+            validate_assignment=True,
+        )
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            toml_file = _CONFIG_FILE_OVERRIDE[-1] if _CONFIG_FILE_OVERRIDE else paths.config_file()
+            return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+    return SettingsFromEnvironment
+
+
+def _file_alone(config_file: Path) -> dict[str, Any] | None:
+    """The config file's table when it alone decides the settings, or None when pydantic-settings must read
+    them: a variable of ours names a setting (`SKILLOPT_NIGHT`, `SKILLOPT_NIGHT__…`, in any case), the file
+    cannot be read or parsed (its error is then pydantic-settings' own), or a top-level key is not a
+    setting's exact name (pydantic-settings matches those regardless of case). A missing file is an empty
+    table, as it is to pydantic-settings."""
+    prefixes = tuple(f"skillopt_{field}" for field in Settings.model_fields)
+    if any(n.lower().startswith(prefixes) for n in os.environ if n not in _NON_SETTING_ENV):
+        return None
+    path = config_file.expanduser()
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if all(key in Settings.model_fields for key in data) else None
+
+
 def load_settings() -> Settings:
     """Load and validate; a mistake becomes a ConfigError naming the key and the file or variable."""
     # Locate the file first: SKILLOPT_HOME is set aside below (it is not a setting) but decides the path.
     config_file = paths.config_file()
+    alone = _file_alone(config_file)
     _CONFIG_FILE_OVERRIDE.append(config_file)
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _NON_SETTING_ENV}
     try:
-        return Settings()
+        if alone is not None:
+            return Settings.model_validate(alone)
+        read = _from_environment()()
+        # The values pydantic-settings validated, in a `Settings` like the other path's (equal settings
+        # compare equal whichever path read them).
+        return Settings.model_construct(read.model_fields_set, **dict(read))
     except ValidationError as exc:
         raise ConfigError(
             _explain(exc), hint=f"fix it in {config_file} or with `skillopt config set`"

@@ -10,22 +10,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import BackendSettings, OptimizerSettings, Settings, tool_home
 from skillopt_daemon.night import replay_cost
-from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
 from skillopt_lib import keys
 from skillopt_lib.agents import BUILTIN_TOOLS, TOOLS, AgentTool, spec
 from skillopt_lib.backends import create_backend, resolve_preset
 from skillopt_lib.backends.base import ChatBackend, price_of
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.errors import ConfigError, SkillOptError
-from skillopt_lib.execution import AgentCli
 from skillopt_lib.net import is_loopback_url
 from skillopt_lib.providers import key_env_candidates
 from skillopt_lib.usage import format_cost
+
+if TYPE_CHECKING:
+    # What builds a night's backends needs these; `skillopt status` reads the settings through this module
+    # and builds none (the budgets pull in the exec backends' whole protocol).
+    from skillopt_daemon.night.budgets import BudgetedChat, NightBudget
+    from skillopt_lib.execution import AgentCli
 
 
 def _library_config(b: BackendSettings) -> BackendConfig:
@@ -389,6 +393,8 @@ def make_agent(
     settings: the row's `replay_options`, then `tools.<tool>.replay_options`, then the replay limits (or
     the given ones, from `skillopt replay`'s options). ConfigError for a tool with no exec backend, or one
     whose backend is not an agent CLI (a plugin's row naming a chat backend)."""
+    from skillopt_lib.execution import AgentCli
+
     row = spec(tool)
     if row.backend is None:
         replayable = ", ".join(t.value for t in replayable_tools())
@@ -452,6 +458,8 @@ def mining_chat(settings: Settings, budget: NightBudget) -> tuple[BudgetedChat |
         inner = make_chat(settings, opt, "optimizer")
     except SkillOptError as exc:
         return None, f"requests were mined without a model: {exc.message}"
+    from skillopt_daemon.night.budgets import BudgetedChat
+
     return BudgetedChat(inner, budget), None
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.night.budgets import NightBudget
+if TYPE_CHECKING:  # `skillopt status` reads the constants below and builds no budget
+    from skillopt_daemon.night.budgets import NightBudget
 
 # A Claude Code replay of a few turns before any night measured one, in input-equivalent tokens: the nights
 # corpus measured about 68k raw tokens a replay, nearly all of it Claude Code's system prompt and tools (18k)

@@ -4,7 +4,7 @@ the model SDKs, the dashboard's or the MCP server's frameworks, or the optimizer
 plugins (which reads every installed package's metadata). None of them parses YAML, compiles the secret
 patterns or loads the skill edits' models; `diff`, and `approve` where no setting names a tool's home, do
 not even read the settings or build the evidence model; `status` without a daemon's lock file imports no
-lock library. The review commands run without the cyclic garbage collector, every other command with it.
+lock library, and reads the settings without pydantic-settings when no variable of skillopt's sets one. The review commands run without the cyclic garbage collector, every other command with it.
 
 Checked by what a real process has imported, not by a stopwatch: `benchmarks/cli_latency.py` measures the
 time (docs/performance.md).
@@ -61,6 +61,10 @@ SETTINGS = (
 )
 # What `status` needs only when a daemon ever ran here (its lock file exists).
 LOCKS = ("filelock",)
+# What reading the settings needs only when a variable of skillopt's names one: without, `status` reads them
+# from the config file with pydantic alone (pydantic-settings imports asyncio and python-dotenv; nothing in
+# a status is asynchronous or reads a .env file).
+VARIABLES = ("pydantic_settings", "dotenv", "asyncio")
 
 
 def loaded_after(args: list[str], env: dict[str, str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
@@ -125,7 +129,7 @@ def test_the_commands_people_type_do_not_import_the_heavy_modules(
         assert loaded_after(args, env) == quiet, f"skillopt {' '.join(args)}"
     assert loaded_after(["diff", proposal], env, HEAVY + SETTINGS) == quiet
     assert loaded_after(["approve", proposal, "--dry-run"], env, HEAVY + SETTINGS) == quiet
-    assert loaded_after(["status"], env, HEAVY + LOCKS) == quiet
+    assert loaded_after(["status"], env, HEAVY + LOCKS + VARIABLES) == quiet
     # every other command keeps the collector
     assert loaded_after(["skills", "list"], env) == []
 
@@ -141,4 +145,11 @@ def test_approve_reads_the_settings_when_they_name_a_tool_home(env: dict[str, st
     config.write_text(f'[tools.claude-code]\nhome = "{tmp_path / "elsewhere"}"\n')
     plan = cli.run("approve", "release-notes@v2", "--dry-run", env=env, check=True).stdout
     assert str(tmp_path / "elsewhere" / "skills" / "release-notes" / "SKILL.md") in plan
-    assert "pydantic_settings" in loaded_after(["approve", "release-notes@v2", "--dry-run"], env, SETTINGS)
+    # The file alone decides the settings: they are read without pydantic-settings.
+    args = ["approve", "release-notes@v2", "--dry-run"]
+    assert loaded_after(args, env, SETTINGS) == ["skillopt_daemon.core.config", "gc disabled"]
+    # A variable of ours that names a setting brings pydantic-settings in, and wins over the file.
+    env["SKILLOPT_TOOLS__CLAUDE_CODE__HOME"] = str(tmp_path / "by-variable")
+    plan = cli.run(*args, env=env, check=True).stdout
+    assert str(tmp_path / "by-variable" / "skills" / "release-notes" / "SKILL.md") in plan
+    assert "pydantic_settings" in loaded_after(args, env, SETTINGS)
