@@ -24,7 +24,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
-from skillopt_daemon.night import planning, replay_cost, seeding
+from skillopt_daemon.night import planning, replay_cost, scope, seeding
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
@@ -639,7 +639,8 @@ def _train_and_propose(
     outcome.tier = found.get("tier")
     if new_family is not None:
         found.update(new_skill=True, family=seeding.family_record(new_family))
-        found["install_to"] = _install_to(ctx.settings, new_family)
+        placed = scope.decide(ctx.settings.night.new_skill_scope, new_family, tasks, found.get("tasks") or [])
+        found.update(scope=placed, install_to=placed["targets"])
     if ctx.dry_run:
         outcome.status = "dry-run"
         outcome.reason = "a proposal would have been registered (dry run)"
@@ -679,15 +680,6 @@ def _needs_text(evidence: dict[str, Any], gate: GateConfig) -> str:
     if more <= 0:
         return ""
     return f"about {more} more session(s) of this work whose replays improve"
-
-
-def _install_to(settings: Settings, fam: Family) -> list[str]:
-    """Where a new skill installs: every tool its family was seen in, in user scope; in the project when the
-    user chose project scope and the family lives in one repository."""
-    project = fam.projects[0] if len(fam.projects) == 1 else None
-    if settings.night.new_skill_scope == "project" and project:
-        return [f"{tool}:project:{project}" for tool in fam.tools]
-    return [f"{tool}:user" for tool in fam.tools]
 
 
 def replay_tool(fams: list[Family]) -> AgentTool | None:
