@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.core.repos import repository_of
+from skillopt_daemon.core.repos import MISSING, repository_of
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family
@@ -90,6 +90,13 @@ def by_repository(
     return sorted(found.values(), key=lambda e: (-e.corrections, -e.won, e.repo))
 
 
+def describe(e: RepoEvidence) -> str:
+    """What sets a repository apart from a plain git repository, for the reviewer."""
+    if e.kind == MISSING:
+        return f"{e.repo} no longer exists: approving asks for user scope or its new path"
+    return f"{e.repo} is not in a git repository: the rule installs in that folder"
+
+
 def decide(
     setting: str, fam: Family, tasks: Sequence[NightTask], per_task: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -115,6 +122,9 @@ def decide(
         scope = USER
         why = f"its evidence spans {len(teaching)} repositories ({summary}), so it installs in user scope"
     if scope == PROJECT:
+        odd = [describe(e) for e in teaching if e.kind != "git"]
+        if odd:
+            why += "; " + "; ".join(odd)
         targets = [f"{tool}:project:{e.repo}" for e in teaching for tool in e.tools or fam.tools]
     else:
         targets = [f"{tool}:user" for tool in fam.tools]

@@ -106,3 +106,13 @@ def test_sessions_without_a_repository_install_in_user_scope() -> None:
     placed = scope.decide("auto", Family(id="f", name="n", attempts=[a]), [], [])
     assert placed["scope"] == "user"
     assert placed["targets"] == ["codex:user"]
+
+
+def test_a_folder_without_git_is_its_own_project_and_the_reason_says_so(tmp_path: Path) -> None:
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    fam, tasks, runs = world([attempt(0, plain, corrections=1), attempt(1, plain)], {1: True})
+    placed = scope.decide("auto", fam, tasks, runs)
+    assert placed["targets"] == [f"claude-code:project:{plain.resolve()}"]
+    assert "is not in a git repository: the rule installs in that folder" in placed["why"]
+    assert placed["repositories"][0]["kind"] == "no-git"
