@@ -32,12 +32,22 @@ def _rows(items: list[dict[str, Any]]) -> list[list[Any]]:
                 f"{fig['recurred_after']}/{fig['sessions_after']} ({_pct(fig['rate_after'])})",
                 f"{o['rule']['tokens']:,}",
                 format_cost(o["rule"]["cost_usd"]),
+                ", ".join(o.get("where") or []) or "nowhere",
             ]
         )
     return rows
 
 
-_COLUMNS = ["version", "rule", "family", "corrected before", "after install", "tokens", "cost"]
+_COLUMNS = [
+    "version",
+    "rule",
+    "family",
+    "corrected before",
+    "after install",
+    "tokens",
+    "cost",
+    "installed at",
+]
 _SECTIONS = (
     ("working", "What it fixed (working)"),
     ("not_working", "Not working: the correction keeps coming back (sent back to the night)"),

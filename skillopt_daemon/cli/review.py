@@ -22,6 +22,7 @@ from skillopt_daemon.cli.output import (
 )
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.registry import Registry, open_registry
+from skillopt_daemon.registry.scope import describe as describe_scope
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
 
@@ -89,6 +90,11 @@ def status(json_out: bool = JSON_OPT) -> None:
                     f"[bold red]{literal(p['short_id'])} was flagged by the candidate screen[/] "
                     f"(read it with skillopt diff {literal(p['short_id'])}; never auto-approved): "
                     + literal("; ".join(p["screen_warnings"])),
+                    highlight=False,
+                )
+            if p.get("scope"):
+                console.print(
+                    f"{literal(p['short_id'])} installs in {literal(describe_scope(p['scope']))}",
                     highlight=False,
                 )
             if not p.get("proven", True) and p.get("tier_note"):
@@ -260,6 +266,8 @@ def diff(
         else:
             note = f": {literal(item['tier_note'])}" if item["tier_note"] else ""
             err_console.print(f"[bold yellow]tier: {literal(item['tier_label'])}[/]{note}", highlight=False)
+        if item.get("scope"):
+            err_console.print(f"installs in {literal(describe_scope(item['scope']))}", highlight=False)
         _screen_notes(item)
     text = view["diff"]
     if not text:
@@ -332,6 +340,17 @@ def approve(
         None, help="The proposal id (a unique prefix is enough). Default: the newest pending proposal."
     ),
     target: list[str] = TARGET_OPT,
+    scope: str = typer.Option(
+        None,
+        "--scope",
+        help="Install in project or user scope instead of where its evidence says (for each tool it was "
+        "learned with); says first what the evidence supports there.",
+    ),
+    repo: Path = typer.Option(
+        None,
+        "--repo",
+        help="With --scope project: the repository (default: the one its evidence comes from).",
+    ),
     force: bool = typer.Option(False, "--force", help="Replace files that were edited by hand."),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="List every file that would be touched; change nothing."
@@ -341,9 +360,21 @@ def approve(
     """Accept a proposal (the newest pending one by default, as diff shows) and install it."""
     reg = cli_registry()
     ref = _chosen(reg, ref, "approve", json_out or dry_run)
+    verdict = None
+    if scope is not None or repo is not None:
+        from skillopt_daemon.registry.scope import choose
+
+        if target:
+            raise ConflictError("--scope and --target both say where to install", hint="give one of them")
+        v = reg.resolve_id(ref)
+        choice = choose(v.evidence, scope or "project", repo, v.short_id)
+        verdict = choice.verdict
+        target = [t.key for t in choice.targets]
+        if not json_out:
+            err_console.print(f"{scope or 'project'} scope: {literal(verdict)}", highlight=False)
     result = reg.approve(ref, targets=target or None, force=force, dry_run=dry_run)
     if json_out:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "scope_verdict": verdict} if verdict else result.to_dict())
         return
     if dry_run:
         console.print(f"Approving {result.version.label} would:")
@@ -465,6 +496,7 @@ def history(
                         "skill": name,
                         "versions": [v.to_dict() for v in reg.versions(name)],
                         "events": [e.to_dict() for e in reg.history(name)],
+                        "installed_at": [t for t, _ in _installed_at(reg, name)],
                     }
                     for name in names
                 ]
@@ -490,14 +522,37 @@ def history(
             for v in versions
         ]
     print_table("Versions of every skill", ["version", "id", "origin", "state", "parent", "created"], rows)
+    for name in names:
+        console.print(f"{name}: {_where(reg, name)}", markup=False)
     console.print("Each skill's events: skillopt history SKILL", highlight=False)
+
+
+def _installed_at(reg: Registry, skill: str) -> list[tuple[str, str]]:
+    """Each target where a version of `skill` is active now, with that version's label."""
+    labels = {v.id: v.label for v in reg.versions(skill)}
+    return [
+        (ts.target.key, labels.get(ts.active_version_id, ts.active_version_id))
+        for ts in reg.targets(skill)
+        if ts.enabled and ts.active_version_id
+    ]
+
+
+def _where(reg: Registry, skill: str) -> str:
+    found = _installed_at(reg, skill)
+    return "installed at: " + ", ".join(f"{t} ({v})" for t, v in found) if found else "installed nowhere"
 
 
 def _history_one(reg: Registry, skill: str, json_out: bool) -> None:
     versions = reg.versions(skill)
     events = reg.history(skill)
     if json_out:
-        print_json({"versions": [v.to_dict() for v in versions], "events": [e.to_dict() for e in events]})
+        print_json(
+            {
+                "versions": [v.to_dict() for v in versions],
+                "events": [e.to_dict() for e in events],
+                "installed_at": [t for t, _ in _installed_at(reg, skill)],
+            }
+        )
         return
     labels = {v.id: v.label for v in versions}
     print_table(
@@ -530,6 +585,7 @@ def _history_one(reg: Registry, skill: str, json_out: bool) -> None:
             for e in events
         ],
     )
+    console.print(_where(reg, skill), markup=False)
 
 
 def register(app: typer.Typer) -> None:

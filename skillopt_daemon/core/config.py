@@ -265,10 +265,11 @@ class NightSettings(_Section):
         default=True,
         description="seed a new skill for a recurring task family that no installed skill covers",
     )
-    new_skill_scope: Literal["user", "project"] = Field(
-        default="user",
-        description="where an approved new skill installs: user scope, or the project when its family "
-        "lives in one repository",
+    new_skill_scope: Literal["auto", "user", "project"] = Field(
+        default="auto",
+        description="where an approved new skill installs: auto (the repository its corrections and "
+        "winning replays come from; user scope only when they span repositories), or user / project to "
+        "force one",
     )
 
     @model_validator(mode="before")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from skillopt_daemon.core.repos import repository_of
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.kinds import is_correction
 from skillopt_daemon.night import checks as check_verdicts
@@ -175,7 +176,8 @@ def build_families(
             [normalize_prompt(f"{n.replace('-', ' ')} {d}") for n, d in skills.items()]
         )
     families: list[Family] = []
-    for members in groups.values():
+    parts = [part for members in groups.values() for part in split_by_repository(attempts, members)]
+    for members in parts:
         if len(members) < min_size:
             continue
         fam = _family(
@@ -191,6 +193,30 @@ def build_families(
     _keep_ids(families, previous_ids or {})
     families.sort(key=lambda f: (-len(f.attempts), f.id))
     return families
+
+
+def split_by_repository(attempts: Sequence[Attempt], members: list[int]) -> list[list[int]]:
+    """A cluster whose users corrected the agent in more than one repository, one part per repository;
+    any other cluster whole.
+
+    The same kind of work in two repositories may follow opposite conventions ("use tabs" here, "use
+    spaces" there): one family would average them into a rule that serves neither, gated on a mix of both.
+    Corrections are what carry a convention, so a cluster is split only when more than one repository has
+    them; work seen in several repositories but corrected in one (or none) stays whole, and its scope is
+    decided from the evidence (`night/scope.py`). Repositories are main worktrees (`core/repos.py`), read
+    only for the clusters that need it. Attempts with no folder are a part of their own."""
+    corrected = {
+        attempts[i].project_path for i in members if attempts[i].corrections and attempts[i].project_path
+    }
+    if len(corrected) < 2:
+        return [members]
+    roots = {p: repository_of(p).root for p in {attempts[i].project_path or "" for i in members} if p}
+    if len({roots[p] for p in corrected if p}) < 2:
+        return [members]
+    parts: dict[str, list[int]] = defaultdict(list)
+    for i in members:
+        parts[roots.get(attempts[i].project_path or "", "")].append(i)
+    return list(parts.values())
 
 
 def _keep_ids(families: list[Family], previous_ids: Mapping[str, str]) -> None:

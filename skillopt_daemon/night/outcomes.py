@@ -49,7 +49,7 @@ import sqlite_utils
 from skillopt_daemon.core.config import ReportSettings
 from skillopt_daemon.core.timeutil import local_display, parse_iso, utcnow, utcnow_iso
 from skillopt_daemon.night.preferences import Preference, terms
-from skillopt_daemon.registry.models import VERSION_SQL, Version
+from skillopt_daemon.registry.models import TARGET_SQL, VERSION_SQL, TargetState, Version
 
 WORKING, NOT_WORKING, TOO_EARLY, STALE, CONTRADICTED = (
     "working",
@@ -767,7 +767,22 @@ def report(db: sqlite_utils.Database, settings: ReportSettings | None = None) ->
     attempts, seen = load_attempts(db), _seen_corrections(db)
     outcomes = assess(db, settings, attempts=attempts, seen_texts=seen)
     data = summary(outcomes, skill_funnels(db, outcomes, attempts=attempts, seen_texts=seen))
+    where = installed_where(db)
+    for item in (o for key in ("learned", "pending") for o in data[key]):
+        item["where"] = where.get(item["rule"]["skill"], [])
     return {**data, "as_of": freshness(db)}
+
+
+def installed_where(db: sqlite_utils.Database) -> dict[str, list[str]]:
+    """Per skill, the targets (`TOOL:user`, `TOOL:project:PATH`) where a version of it is active now: a
+    rule learned in one repository is installed there only, and the report says so."""
+    if not _has(db, "targets"):
+        return {}
+    out: dict[str, list[str]] = {}
+    for row in db.query(TARGET_SQL + " WHERE t.enabled = 1 AND t.active_version_id IS NOT NULL"):
+        ts = TargetState.from_row(row)
+        out.setdefault(ts.skill, []).append(ts.target.key)
+    return out
 
 
 def notify_weekly(db: sqlite_utils.Database, settings: ReportSettings | None = None) -> str:

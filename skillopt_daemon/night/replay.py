@@ -162,7 +162,11 @@ class ReplayEnvironment(ExecTasksEnvironment):
         # Capped relative to the session it replays (`night/replay_caps.py`); stopped by its cap, the replay
         # is scored by what it produced, and its record says so.
         cap = replay_caps.cap_for(night_task, self.limits or agent.limits)
-        result = replay(task, agent, self.config, skill=skill, limits=cap.limits(self.limits or agent.limits))
+        # An empty bundle is "no skill at all" (a new rule's no-harm check replays without any, `noharm.py`).
+        installed = skill if skill.files else None
+        result = replay(
+            task, agent, self.config, skill=installed, limits=cap.limits(self.limits or agent.limits)
+        )
         stopped = replay_caps.stopped_by(result)
         gamed = gaming.assess(result.diff, task.checks, task.prompt)
         broken = [c for c in result.checks if c.command in guards and not c.passed]

@@ -15,7 +15,8 @@ import json
 import math
 import shutil
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,8 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
-from skillopt_daemon.night import planning, replay_cost, seeding
+from skillopt_daemon.core.repos import repository_of
+from skillopt_daemon.night import noharm, planning, replay_cost, scope, seeding
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.evidence import evidence
@@ -41,7 +43,15 @@ from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.config import TrainConfig
-from skillopt_lib.gate import GateConfig, PairedEvidence, plan_gate, sequential_decision
+from skillopt_lib.gate import (
+    Gate,
+    GateConfig,
+    PairedEvidence,
+    Request,
+    item_score,
+    plan_gate,
+    sequential_decision,
+)
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.runfiles import read_history
 from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
@@ -639,12 +649,68 @@ def _train_and_propose(
     outcome.tier = found.get("tier")
     if new_family is not None:
         found.update(new_skill=True, family=seeding.family_record(new_family))
-        found["install_to"] = _install_to(ctx.settings, new_family)
+        placed = scope.decide(ctx.settings.night.new_skill_scope, new_family, tasks, found.get("tasks") or [])
+        if placed["scope"] == scope.USER and ctx.settings.night.new_skill_scope == scope.AUTO:
+            placed = noharm.user_scope(placed, _no_harm(ctx, new_family, placed, best, tool))
+        found.update(scope=placed, install_to=placed["targets"])
     if ctx.dry_run:
         outcome.status = "dry-run"
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
     return _propose(ctx, outcome, best, found, parent)
+
+
+def _no_harm(
+    ctx: NightContext, fam: Family, placed: dict[str, Any], best: SkillBundle, tool: AgentTool
+) -> noharm.Verdict:
+    """Replay a sample of other families' held-out tasks from repositories outside the rule's evidence,
+    without any skill and with the rule, paired by the night's gate (`night/noharm.py`): what user scope
+    would do to the work it was not learned on. Never raises for a budget or a tool that cannot replay: the
+    verdict then says it was not measured (and the rule stays in its repositories)."""
+    own = set(placed["evidence_repositories"])
+    rows = ctx.db.query(
+        "SELECT DISTINCT family_id, project_path FROM tasks WHERE family_id != ? AND split IN ('val', 'test') "
+        "AND project_path IS NOT NULL",
+        [fam.id],
+    )
+    # Only the families with held-out work elsewhere are loaded (loading settles their checks).
+    others = sorted({r["family_id"] for r in rows if repository_of(r["project_path"]).root not in own})
+    usable = {t.value for t in replay_tools(ctx.settings, [fam])} | {tool.value}
+    loaded = [t for t in tasks_for_families(ctx.db, others) if (t.tool or tool.value) in usable]
+    sample = noharm.other_tasks(loaded, fam.id, placed["evidence_repositories"])
+    if not sample:
+        return noharm.Verdict(False, "no other repository's held-out work to measure it on")
+    gate = Gate(env_gate(ctx.settings))
+    wait = budget_wait(ctx, 2 * gate.repeats * len(sample), tool.value)
+    if wait or ctx.dry_run:
+        return noharm.Verdict(False, f"not measured tonight: {wait or 'a dry run replays no more'}")
+    used = sorted({t.tool or tool.value for t in sample})
+    agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in used}
+    env = ReplayEnvironment(
+        sample,
+        seed_skill=best,
+        workspaces_root=paths.workspaces_dir(),
+        judge=ctx.judge,
+        env_allowlist=ctx.settings.replay.env_allowlist,
+        keep=ctx.settings.replay.keep_workspaces,
+        agents=agents,
+    )
+    splits = env.splits()
+    items = {i.id: i for i in [*splits.val, *splits.test]}
+    arms = {"incumbent": NOTHING, "candidate": best}
+    agent = agents[used[0]]
+
+    def measure(requests: Sequence[Request]) -> list[float]:
+        jobs = [(items[item], arms[arm]) for item, arm in requests]
+        with ThreadPoolExecutor(max_workers=max(1, ctx.settings.replay.max_parallel)) as pool:
+            results = list(pool.map(lambda job: env.run(job[0], job[1], agent), jobs))
+        return [item_score(res.hard, res.soft, gate.cfg) for res in results]
+
+    ctx.say(f"replaying {len(sample)} task(s) of other repositories with and without {best.doc.name}")
+    try:
+        return noharm.check(gate, measure, sample)
+    except NightBudgetExceeded as exc:
+        return noharm.Verdict(False, f"not measured: {exc.message}")
 
 
 def _fingerprint(pending: PendingCandidate, tasks: list[NightTask]) -> None:
@@ -679,15 +745,6 @@ def _needs_text(evidence: dict[str, Any], gate: GateConfig) -> str:
     if more <= 0:
         return ""
     return f"about {more} more session(s) of this work whose replays improve"
-
-
-def _install_to(settings: Settings, fam: Family) -> list[str]:
-    """Where a new skill installs: every tool its family was seen in, in user scope; in the project when the
-    user chose project scope and the family lives in one repository."""
-    project = fam.projects[0] if len(fam.projects) == 1 else None
-    if settings.night.new_skill_scope == "project" and project:
-        return [f"{tool}:project:{project}" for tool in fam.tools]
-    return [f"{tool}:user" for tool in fam.tools]
 
 
 def replay_tool(fams: list[Family]) -> AgentTool | None:

@@ -26,6 +26,7 @@ from skillopt_daemon.registry.models import (
     Version,
     new_skill_targets,
 )
+from skillopt_daemon.registry.scope import require_present
 from skillopt_daemon.registry.targets import Targets
 from skillopt_daemon.registry.versions import Versions, new_id
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
@@ -118,6 +119,8 @@ class Decisions:
             # A new skill: where its evidence says its work happens (a night's new skill installs wherever
             # its family's sessions came from), else wherever the user installed skillopt's integration.
             found = new_skill_targets(version.evidence if version else {})
+            if found and version is not None:
+                require_present(found, version.short_id)  # its repository may have moved since
             found = found or [i.target for i in self.targets.integration_targets()]
         if not found:
             raise ConflictError(

@@ -29,6 +29,7 @@ from skillopt_daemon.core.timeutil import humanize_age
 from skillopt_daemon.night import preferences
 from skillopt_daemon.registry import Event, Registry, Version
 from skillopt_daemon.registry.models import evidence_figures
+from skillopt_daemon.registry.scope import placement
 from skillopt_lib.errors import SkillOptError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
@@ -236,6 +237,8 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "tier_note": t["note"],
         "screen_warnings": screen_warnings(v.evidence),
         "provenance_missing": provenance_missing(reg, v),
+        # Where it installs and why (a new skill's: `registry/scope.py`); None: where the skill is installed.
+        "scope": placement(v.evidence),
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }

@@ -11,8 +11,8 @@ agent, run through the real `claude` and `codex` CLIs, does the work right only 
 states the rule (`tests/harness/learning_night.py`). So the nights must mine the families, show the
 optimizer a corrected task of each (and never a validation or test task), prove the learned rule on
 held-out replays (or carry the evidence to the next night), and propose each skill as new with its tier and
-where each added line came from; approval installs it for both tools. The negative night is the same
-sessions with every correction replaced by "keep going".
+where each added line came from; approval installs it for both tools, in the repository its evidence
+comes from. The negative night is the same sessions with every correction replaced by "keep going".
 
 These are the corpus' tuning kinds; the held-out kinds are measured only by `benchmarks/night.py`.
 """
@@ -161,14 +161,20 @@ def test_two_nights_turn_the_users_corrections_into_new_skills(
     )
     assert "learned from" not in w.skillopt("skills", "show", pending[lint_id]["skill"], check=False).stdout
 
-    # Approving installs the new skill for both tools its family was seen in; the agent then follows it.
+    # Approving installs the new skill for both tools its family was seen in, in the one repository its
+    # evidence comes from (not in user scope, where every project's agent would load it); the agent there
+    # then follows it.
     name = pending[lint_id]["skill"]
+    webapp = w.repos["webapp"].resolve()
+    assert pending[lint_id]["scope"]["scope"] == "project", pending[lint_id]["scope"]
+    assert pending[lint_id]["scope"]["repositories"] == [str(webapp)]
     w.skillopt("approve", lint_id)
     for skill_file in (
-        w.home / ".claude" / "skills" / name / "SKILL.md",
-        w.home / ".codex" / "skills" / name / "SKILL.md",
+        webapp / ".claude" / "skills" / name / "SKILL.md",
+        webapp / ".codex" / "skills" / name / "SKILL.md",
     ):
         assert RULES["lint"] in skill_file.read_text(encoding="utf-8"), skill_file
+    assert not (w.home / ".claude" / "skills" / name).exists()
     final = ac.run_claude(
         w.claude, "make lint is failing, please fix", cwd=w.repos["webapp"], env=w.env,
         allowed_tools=("Bash", "Write", "Skill", "Read"),

@@ -42,3 +42,6 @@ def test_report_prints_money_and_token_counts_readably(env: Any) -> None:
     assert "≈ $21.75 est." in out
     data = env.cli_json("report")
     assert data["spend"]["tokens"] == 3477569  # --json keeps the exact figures
+    # Where each rule is installed.
+    assert [o["where"] for o in data["learned"]] == [["claude-code:user"]]
+    assert "claude-code:user" in out

@@ -396,8 +396,10 @@ def test_history_without_a_skill_lists_every_skills_versions(env) -> None:
     assert [e["action"] for e in every["skills"][1]["events"]] == ["import", "propose"]
     shown = env.cli("history", check=True).stdout
     assert "fix-lint@v1" in shown and "tidy-commits@v1" in shown and "tidy-commits@v2" in shown
-    one = env.cli_json("history", "tidy-commits")  # one skill: the shape it always had
-    assert set(one) == {"versions", "events"}
+    one = env.cli_json("history", "tidy-commits")  # one skill: the shape it always had, and where it is
+    assert set(one) == {"versions", "events", "installed_at"}
+    assert one["installed_at"] == ["claude-code:user"]
+    assert "tidy-commits: installed at: claude-code:user (tidy-commits@v1)" in shown
     assert env.cli("history", "no-such-skill").returncode != 0
 
 

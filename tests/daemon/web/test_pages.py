@@ -346,6 +346,7 @@ def test_a_nights_new_skill_shows_what_each_line_was_learned_from_and_where_it_i
     page = _text(client.get(f"/proposals/{v.id}").text)
     assert "new skill" in page
     assert "installs to claude-code:user, codex:user" in page
+    assert "Installs in user scope (claude-code, codex)" in page  # where, as every face says it
     assert (
         "↳ learned from: 'no noqa, fix the code' · claude-code · webapp · 2026-11-30 · 1 failed replay"
         in page
