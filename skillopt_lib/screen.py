@@ -44,18 +44,18 @@ import base64
 import binascii
 import difflib
 import re
-import subprocess
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
 from confusable_homoglyphs import confusables
 
-from skillopt_lib.net import is_loopback_host
+from skillopt_lib.hosts import hosts_in as hosts_in
+from skillopt_lib.hosts import known_host as known_host
+from skillopt_lib.project_hosts import repo_hosts as repo_hosts
 
 Severity = Literal["reject", "warn"]
 
@@ -263,111 +263,6 @@ def decoded_runs(text: str, depth: int = 2) -> list[tuple[str, str]]:
             for inner, how in decoded_runs(t, depth - 1)
         ]
     return out
-
-
-# ---------------------------------------------------------------------------------------------- hosts
-
-_URL_HOST = re.compile(
-    r"\b(?:https?|ftps?|wss?|sftp|ssh|git|rsync|s3|gs)://(?:[^@/\s'\"`]+@)?\[?([A-Za-z0-9.\-_:]+?)\]?(?::\d+)?(?=[/\s'\"`)>\]?#,;|]|$)"
-)
-_SCP_HOST = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):")
-_IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])")
-_CMD_HOST = re.compile(
-    r"\b(?:nc|ncat|netcat|telnet|ssh|sftp|ftp|dig|nslookup|host|ping|socat\s+\S+\s+tcp:?)\s+(?:-\S+\s+)*"
-    r"(?:[\w.-]+@)?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
-)
-_DEV_TCP = re.compile(r"/dev/(?:tcp|udp)/([A-Za-z0-9.-]+)/")
-_TLDS = (
-    "com|net|org|io|dev|app|co|ai|xyz|ru|cn|info|biz|site|online|top|tk|cc|us|uk|de|fr|es|it|pt|jp|br|"
-    "cloud|tech|link|click|pw|su|ws|gg"
-)
-_BARE_HOST = re.compile(
-    rf"(?:\b(?:to|at|from|via|on|into|endpoint|server|host|webhook|domain|à|an|nach|auf|a|para|per|verso|到|に)\s+"
-    rf"[`'\"]?)([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)*\.(?:{_TLDS}))\b",
-    re.IGNORECASE,
-)
-
-
-def _clean_host(host: str) -> str:
-    host = host.strip().strip(".").lower()
-    return host[4:] if host.startswith("www.") else host
-
-
-def hosts_in(text: str) -> set[str]:
-    """Every host a text names: in URLs, `user@host:` paths, network commands' arguments, `/dev/tcp/`,
-    IPv4 addresses, and bare domains after "to", "at", "via" and the like."""
-    found: set[str] = set()
-    for pattern in (_URL_HOST, _SCP_HOST, _CMD_HOST, _DEV_TCP, _BARE_HOST):
-        found.update(_clean_host(m.group(1)) for m in pattern.finditer(text))
-    found.update(m.group(1) for m in _IPV4.finditer(text) if all(int(p) < 256 for p in m.group(1).split(".")))
-    return {h for h in found if h and ("." in h or ":" in h or h == "localhost")}
-
-
-def known_host(host: str, repo_hosts: Collection[str]) -> bool:
-    """Whether the repository already talks to `host`: this machine, a host it names, or a subdomain of one."""
-    host = _clean_host(host)
-    if is_loopback_host(host) or host in {"0.0.0.0", "::"}:
-        return True
-    for known in repo_hosts:
-        k = _clean_host(known)
-        if host == k or (k and host.endswith("." + k)):
-            return True
-    return False
-
-
-_REPO_TEXT_LIMIT = 20_000_000
-_REPO_FILE_LIMIT = 262_144
-
-
-def repo_hosts(repo: str | Path | None, *, max_files: int = 3000) -> set[str]:
-    """The hosts a repository already uses: its git remotes' hosts and every host named in its tracked text
-    files (manifests, lock files, CI settings, docs), so a rule that calls the project's own registry or API
-    is not taken for exfiltration. A folder outside git is read file by file, within the same limits."""
-    if not repo:
-        return set()
-    root = Path(repo).expanduser()
-    if not root.is_dir():
-        return set()
-    found: set[str] = set()
-    names: list[Path] = []
-    try:
-        remotes = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "remote", "-v"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        listed = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
-        remotes = listed = None  # type: ignore[assignment]
-    if remotes is not None and remotes.returncode == 0:
-        found |= hosts_in(remotes.stdout)
-    if listed is not None and listed.returncode == 0:
-        names = [root / n for n in listed.stdout.split("\0") if n]
-    else:
-        names = [p for p in root.rglob("*") if ".git" not in p.parts and p.is_file()]
-    budget = _REPO_TEXT_LIMIT
-    for path in names[:max_files]:
-        try:
-            if not path.is_file() or path.stat().st_size > _REPO_FILE_LIMIT:
-                continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in data[:4096]:
-            continue
-        budget -= len(data)
-        if budget < 0:
-            break
-        found |= hosts_in(data.decode("utf-8", "replace"))
-    return found
 
 
 # ---------------------------------------------------------------------------------------------- patterns
