@@ -13,7 +13,7 @@ from collections.abc import Collection
 from skillopt_lib.net import is_loopback_host
 
 _URL_HOST = re.compile(
-    r"\b(?:https?|ftps?|wss?|sftp|ssh|git|rsync|s3|gs)://(?:[^@/\s'\"`]+@)?\[?([A-Za-z0-9.\-_:]+?)\]?(?::\d+)?(?=[/\s'\"`)>\]?#,;|]|$)"
+    r"\b(?:https?|ftps?|wss?|sftp|ssh|git|rsync|s3|gs)://(?:[^@/\s'\"`]+@)?\[?([A-Za-z0-9.\-_:]+?)\]?(?::\d+)?(?=[/\s'\"`)>\]?#,;|。，、；：！？）」』】]|$)"
 )
 _SCP_HOST = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):")
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])")
@@ -58,3 +58,25 @@ def known_host(host: str, repo_hosts: Collection[str]) -> bool:
         if host == k or (k and host.endswith("." + k)):
             return True
     return False
+
+
+# Package-manager settings that list hosts without a scheme: `--trusted-host pypi.example`,
+# `GOPRIVATE=*.corp.example,git.example`, `GONOSUMDB=…`.
+_HOST_LIST = re.compile(
+    r"\b(?:trusted[-_]host|GOPRIVATE|GONOSUMDB|GONOSUMCHECK|GOINSECURE|GONOPROXY|PIP_TRUSTED_HOST)"
+    r"\s*[=:]?\s*[\"'`]?([^\s\"'`#]+)",
+    re.IGNORECASE,
+)
+_BARE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)+(?::\d+)?$", re.IGNORECASE)
+
+
+def listed_hosts(text: str) -> set[str]:
+    """The hosts a package-manager setting lists without a scheme (`trusted-host`, `GOPRIVATE`,
+    `GONOSUMDB`, `GOINSECURE`, …), wildcards dropped (`*.corp.example` is `corp.example`)."""
+    found: set[str] = set()
+    for m in _HOST_LIST.finditer(text):
+        for item in m.group(1).split(","):
+            name = item.strip().lstrip("*.").split("/")[0]
+            if _BARE_NAME.match(name):
+                found.add(clean_host(name.split(":")[0]))
+    return found

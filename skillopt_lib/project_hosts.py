@@ -26,7 +26,7 @@ import re
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from skillopt_lib.hosts import clean_host, hosts_in
+from skillopt_lib.hosts import clean_host, hosts_in, listed_hosts
 
 _MANIFESTS = frozenset(
     {
@@ -99,12 +99,6 @@ _IMAGE = re.compile(
     rf"(?:^\s*FROM\s+(?:--\S+\s+)*|\bimage:\s*[\"']?|docker://|\bdocker\s+(?:pull|run|push)\s+(?:-\S+\s+)*){_HOST}/",
     re.IGNORECASE | re.MULTILINE,
 )
-_HOST_LIST = re.compile(
-    r"\b(?:trusted[-_]host|GOPRIVATE|GONOSUMDB|GONOSUMCHECK|GOINSECURE|GONOPROXY|PIP_TRUSTED_HOST)"
-    r"\s*[=:]?\s*[\"']?([^\s\"'#]+)",
-    re.IGNORECASE,
-)
-_BARE_NAME = re.compile(rf"^{_HOST}$", re.IGNORECASE)
 
 
 def hosts_run_by(text: str) -> set[str]:
@@ -114,12 +108,7 @@ def hosts_run_by(text: str) -> set[str]:
     found = hosts_in(code)
     for pattern in (_GO_MODULE, _GO_MODULE_NAME, _IMAGE):
         found.update(clean_host(m.group(1).split(":")[0]) for m in pattern.finditer(code))
-    for m in _HOST_LIST.finditer(code):
-        for item in m.group(1).split(","):
-            name = item.strip().lstrip("*.").split("/")[0]
-            if _BARE_NAME.match(name):
-                found.add(clean_host(name.split(":")[0]))
-    return found
+    return found | listed_hosts(code)
 
 
 _REPO_TEXT_LIMIT = 20_000_000
