@@ -8,6 +8,8 @@ the languages ("never", "nunca", "jamais", "n'… pas", "non … mai", "不要",
 ("`curl | sh` nicht verwenden", "`curl | sh` は実行しないでください", "… is forbidden"). A negation that is
 an exhortation ("don't forget to", "n'oubliez pas de", "no olvides", "别忘了", "忘れないで") is not one, and
 neither is one whose scope ends before the phrase ("never … without first running …").
+A phrase that spans a whole sentence ("put the tokens into the commit message") can hold its negation
+between its own words ("include no secrets in logs", "füge niemals Tokens in die Commit-Nachricht ein").
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ _AFTER = re.compile(
     r"\b(?:(?:is|are)\s+(?:not\s+allowed|forbidden|prohibited|banned|never\s+(?:ok|okay|allowed)))\b|"
     r"\b(?:nicht|nie|niemals|keinesfalls|verboten|interdit|prohibido|proibido|vietato)\b|"
     r"是禁止的|禁止|不允许|不可以|不得|(?<!忘れ)(?:しないで|しない|するな|しては(?:いけ|なり)|禁止|避け|使わない|ないでください)",
+    re.IGNORECASE,
+)
+# Negations that may sit between a phrase's words; "no" only before what it denies ("no secrets"), since in
+# Portuguese and Spanish "no" is also "in the" ("no corpo da issue").
+_INSIDE = re.compile(
+    r"\b(?:never|not|niemals|nie|nicht|keine?[nmrs]?|jamais|pas|nunca|jamás|mai|não|nenhu\w*|ningun\w*|ningún|"
+    r"nessun\w*)\b|\bno\s+(?=(?:secrets?|tokens?|passwords?|credentials?|keys?|environment|env)\b)",
     re.IGNORECASE,
 )
 # Words after a negation that turn it into an exhortation ("don't forget to", "never hesitate to").
@@ -57,12 +66,20 @@ _AFTER_REST = re.compile(
 )
 _CLAUSE = re.compile(r"[.;:!?\n。；：！？]|,\s|，|、|\band then\b", re.IGNORECASE)
 _WORDS = re.compile(r"[^\s`'\"*]+")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]*)?[,;:.!?]?")
 
 
-def prohibited(text: str, start: int, end: int | None = None) -> bool:
+def prohibited(text: str, start: int, end: int | None = None, *, inside: bool = False) -> bool:
     """Whether the phrase at `text[start:end]` is forbidden rather than asked for: a negation at most a few
-    words before it in the same clause, or (given `end`) right after it, and not an exhortation."""
-    return _before(text, start) or (end is not None and _after(text, end))
+    words before it in the same clause, or (given `end`) right after it, and not an exhortation. With
+    `inside`, a negation between the phrase's own words counts too: for phrases that span a whole sentence
+    ("put … into the commit message"), not for those that carry a negation of their own ("do not tell the
+    user")."""
+    if _before(text, start):
+        return True
+    if end is None:
+        return False
+    return (inside and _inside(text[start:end])) or _after(text, end)
 
 
 def _before(text: str, start: int) -> bool:
@@ -79,6 +96,14 @@ def _before(text: str, start: int) -> bool:
     if _EXHORTATION_BEFORE.search(clause[: last.start()].rstrip()):
         return False
     return len(_WORDS.findall(between)) <= 7
+
+
+def _inside(span: str) -> bool:
+    """A negation inside the phrase itself, between its words ("include no secrets in logs", "füge niemals
+    Tokens in die Commit-Nachricht ein"). Only plain words count: `--no-progress-meter`, `no.example` or a
+    code span are part of a command, not a negation."""
+    words = " ".join(w for w in _WORDS.findall(re.sub(r"`[^`]*`", " ", span)) if _PLAIN_WORD.fullmatch(w))
+    return any(not _EXHORTATION.match(words[neg.end() :]) for neg in _INSIDE.finditer(words))
 
 
 def _after(text: str, end: int) -> bool:

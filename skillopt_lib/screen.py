@@ -388,7 +388,7 @@ _SECRET_WORDS = (
     r"api[\s_-]?keys?|access\s+keys?|passwords?|credentials?|private\s+keys?|ssh\s+keys?|session\s+cookies?)\b"
     # "the token's expiry", "the environment name": facts about a secret, not the secret
     r"(?![\s'’s]*(?:expir|names?\b|counts?\b|ids?\b|numbers?\b|length|prefix|types?\b|scopes?\b|hash|rotation|"
-    r"ttl\b|age\b|format|polic|refresh|valid))|"
+    r"ttl\b|age\b|format|polic|refresh|valid|baseline|scan|manager|detect|store|rotat|handling|fix))|"
     r"`?\$\{?\w*(?:token|secret|api_?key|password|passwd|credentials?|private_key|access_key)\w*\}?`?)"
 )
 _RECORD_WORDS = (
@@ -524,9 +524,8 @@ _RULES: list[_Rule] = [
         r"\b(?:füg|schreib|kopier|setz|pack|häng|leg|nimm|übernimm)\w*[^\n.;]{0,40}(?:umgebungsvariablen|umgebung|"
         r"geheimnisse|secrets?|tokens?|schlüssel|passwörter|passwort|zugangsdaten)[^\n.;]{0,30}\b(?:in|ins|zur|zum|an)\s+"
         r"(?:die\s+|das\s+|den\s+)?(?:commit-nachricht|commit-message|commit|issue|pull-request|pr-beschreibung|logs?|protokoll)",
-        r"\b(?:pon|incluye|añade|agrega|pega|escribe|copia|inserta|mete|guarda|coloque|coloca|inclua|inclui|adicione|"
-        r"adiciona|cole|cola|escreva|copie|insira|insere|ponha|põe|grave|inserisci|metti|includi|aggiungi|incolla|scrivi|"
-        r"salva)\b[^\n.;]{0,40}(?:variables\s+de\s+entorno|entorno|secretos?|claves?|contraseñas?|credenciales|"
+        r"\b(?:pon|incluy|inclu|añad|agreg|peg|escrib|copi|insert|mete|guard|coloqu|coloc|adicion|col[ae]|escrev|"
+        r"insir|inser|ponh|põe|grav|inserisc|inserir|mett|includ|aggiung|incoll|scriv|salv)\w*[^\n.;]{0,40}(?:variables\s+de\s+entorno|entorno|secretos?|claves?|contraseñas?|credenciales|"
         r"variáveis\s+de\s+ambiente|segredos?|chaves?|senhas?|credenciais|variabili\s+d['’]ambiente|segreti|chiavi|"
         r"credenziali|tokens?|password)\b[^\n.;]{0,30}\b(?:en|al|a\s+la|dentro\s+de|n[oa]s?|em|ao|à|nel|nella|nei|nelle|"
         r"in|alla)\s+(?:el\s+|la\s+|los\s+|las\s+|o\s+|a\s+|il\s+|lo\s+)?(?:mensaje\s+(?:de(?:l)?\s+)?commit|"
@@ -537,6 +536,8 @@ _RULES: list[_Rule] = [
         r"(?:環境変数|シークレット|トークン|秘密鍵|パスワード|認証情報|APIキー|クレデンシャル)[^\n。]{0,30}"
         r"(?:コミットメッセージ|コミット|イシュー|issue|プルリクエスト|PR|ログ)(?:の中)?(?:に|へ)[^\n。]{0,6}"
         r"(?:含め|入れ|書|貼|追加|記録|出力|載せ)",
+        rf"\b(?:commit|push|publish)\s+(?:(?:the|all|your|its|every)\s+)*{_SECRET_WORDS}",
+        rf"\bgit\s+(?:add|commit)\b[^\n;|&]*\s[\"'`]?(?:\./)?(?:{_ENV_FILE}|{_CRED_PATH})",
     ),
     # (e) the agent's own permissions and sandbox
     *_rules(
@@ -792,7 +793,7 @@ def _line_findings(line: str, repo_hosts: Collection[str]) -> list[Finding]:
                 rule.negatable
                 and severity == "reject"
                 and not disguised
-                and prohibited(text, m.start(), m.end())
+                and prohibited(text, m.start(), m.end(), inside=rule.rule == RECORDS)
             ):
                 severity, why = "warn", f"{why}, stated as a prohibition"
             if disguised:

@@ -139,3 +139,40 @@ def test_hosts_named_without_a_scheme_in_manifests_are_read() -> None:
     assert hosts_run_by("[global]\ntrusted-host = pypi.acme.example\n") == {"pypi.acme.example"}
     assert hosts_run_by("GOPRIVATE=*.corp.example,git.acme.example\n") == {"corp.example", "git.acme.example"}
     assert hosts_run_by("# curl https://commented.example/x | sh\n") == set()
+
+
+COMPANY_REGISTRY_RULES = [
+    "Use the company registry at https://npm.corp.example/ for every install.",
+    "Run `npm config set registry https://npm.corp.example/` on a new machine.",
+    "Keep `registry=https://npm.corp.example/` in `.npmrc`.",
+    "Install with `npm install --registry=https://npm.corp.example/`.",
+    "Run `yarn config set npmRegistryServer https://npm.corp.example/`.",
+    "Run `pip config set global.index-url https://pypi.corp.example/simple`.",
+    "Set `PIP_INDEX_URL=https://pypi.corp.example/simple` in CI jobs.",
+    "Use `--index-url https://pypi.corp.example/simple` with pip.",
+    "Set `UV_INDEX_URL=https://pypi.corp.example/simple` for uv.",
+    "Set `GOPROXY=https://goproxy.corp.example,direct` and `GONOSUMDB=git.corp.example`.",
+    "Switch the npm registry to https://npm.corp.example/ when the public one is down.",
+    "Never switch the registry away from https://npm.corp.example/.",
+]
+
+
+def test_a_rule_naming_the_company_registry_stays_proposable(tmp_path: Path) -> None:
+    """The registries a project's own settings name are known, so a rule that points at them is only a
+    warning; the same rule pointing anywhere else is rejected."""
+    repo = _repo(
+        tmp_path / "corp",
+        {
+            ".npmrc": "registry=https://npm.corp.example/\n",
+            "pip.conf": "[global]\nindex-url = https://pypi.corp.example/simple\n",
+            ".gitlab-ci.yml": "variables:\n  GOPROXY: https://goproxy.corp.example,direct\n  GONOSUMDB: git.corp.example\n",
+            "README.md": "Mirror for outsiders: https://npm.mirror-outside.example/\n",
+        },
+    )
+    hosts = repo_hosts(repo)
+    kept = [line for line in COMPANY_REGISTRY_RULES if not screen([line], repo_hosts=hosts).rejected]
+    assert len(kept) >= 0.9 * len(COMPANY_REGISTRY_RULES), sorted(set(COMPANY_REGISTRY_RULES) - set(kept))
+    elsewhere = [
+        line.replace("corp.example", "mirror-outside.example") for line in COMPANY_REGISTRY_RULES[:-1]
+    ]
+    assert [line for line in elsewhere if not screen([line], repo_hosts=hosts).rejected] == []
