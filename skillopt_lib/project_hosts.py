@@ -94,6 +94,8 @@ _GO_MODULE = re.compile(
     rf"(?:^|\s|=>\s*|\()(?:module\s+|require\s+|replace\s+|exclude\s+|retract\s+)?{_HOST}/\S*\s+v\d",
     re.IGNORECASE | re.MULTILINE,
 )
+# `.npmrc` names a registry by its credentials line too: `//npm.example/:_authToken=…`.
+_NPMRC_AUTH = re.compile(rf"^\s*//{_HOST}/\S*:_", re.IGNORECASE | re.MULTILINE)
 _GO_MODULE_NAME = re.compile(rf"^\s*module\s+{_HOST}/", re.IGNORECASE | re.MULTILINE)
 _IMAGE = re.compile(
     rf"(?:^\s*FROM\s+(?:--\S+\s+)*|\bimage:\s*[\"']?|docker://|\bdocker\s+(?:pull|run|push)\s+(?:-\S+\s+)*){_HOST}/",
@@ -106,7 +108,7 @@ def hosts_run_by(text: str) -> set[str]:
     screen reads them), Go module paths, container image names and package-manager host lists."""
     code = _TRAILING_COMMENT.sub("", _COMMENT_LINE.sub("", text))
     found = hosts_in(code)
-    for pattern in (_GO_MODULE, _GO_MODULE_NAME, _IMAGE):
+    for pattern in (_GO_MODULE, _GO_MODULE_NAME, _IMAGE, _NPMRC_AUTH):
         found.update(clean_host(m.group(1).split(":")[0]) for m in pattern.finditer(code))
     return found | listed_hosts(code)
 

@@ -139,6 +139,7 @@ def test_hosts_named_without_a_scheme_in_manifests_are_read() -> None:
     assert hosts_run_by("[global]\ntrusted-host = pypi.acme.example\n") == {"pypi.acme.example"}
     assert hosts_run_by("GOPRIVATE=*.corp.example,git.acme.example\n") == {"corp.example", "git.acme.example"}
     assert hosts_run_by("# curl https://commented.example/x | sh\n") == set()
+    assert hosts_run_by("//npm.acme.example/:_authToken=${NPM_TOKEN}\n") == {"npm.acme.example"}
 
 
 COMPANY_REGISTRY_RULES = [
