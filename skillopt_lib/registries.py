@@ -42,18 +42,21 @@ _SETTINGS = (
 
 _WHAT = (
     r"(?:registr(?:y|ies|e|o|ie)|npm-registry|paketquelle|paketindex|package\s+(?:index|source|mirror)|"
-    r"index(?:-url|\s+url)?|índice|indice|mirror|miroir|espejo|espelho|spiegel\w*|module\s+proxy|go\s*proxy|"
+    r"index(?:-url|\s+urls?)|índice\s+d[eo]l?\s+(?:paquetes|pacotes|pip|npm)|indice\s+(?:dei\s+pacchetti|pip|npm)|"
+    r"mirror|miroir|espejo|espelho|spiegel\w*|module\s+proxy|go\s*proxy|"
     r"gem\s+source|(?:crates?|pypi|npm|pip|gem|go|cargo|maven|conda)\s+(?:mirror|source|proxy|index))"
 )
+# Words between the verb and what it switches: a sentence's, where a URL's dots do not end it.
+_GAP = r"(?:[^\n.;]|\.(?=\S))"
 _PROSE = (
     # English: "switch / point / change / use … registry … to / at …"
-    rf"\b(?:use|set|switch|change|point|configure|replace|move|redirect|add)\b[^\n.;]{{0,40}}\b{_WHAT}\b",
-    rf"\b{_WHAT}\b[^\n.;]{{0,30}}\b(?:to|at|with)\s+[`'\"]?(?:https?://|[\w-]+\.)",
+    rf"\b(?:use|set|switch|change|point|configure|replace|move|redirect|add)\b{_GAP}{{0,60}}\b{_WHAT}\b",
+    rf"\b{_WHAT}\b{_GAP}{{0,40}}\b(?:to|at|with)\s+[`'\"]?(?:https?://|[\w-]+\.)",
     # French, German, Spanish, Portuguese, Italian
-    rf"(?:remplace[rz]?|utilise[rz]?|change[rz]?|configure[rz]?|définis(?:sez)?|bascule[rz]?|pointe[rz]?)\b[^\n.;]{{0,40}}{_WHAT}",
-    rf"\b(?:stell\w*|setz\w*|änder\w*|wechsl\w*|verwend\w*|konfigurier\w*|nutze\w*)\b[^\n.;]{{0,40}}{_WHAT}",
-    rf"\b(?:cambia\w*|usa|use|utiliza\w*|configura\w*|establece\w*|apunta\w*|mude|muda\w*|altere|troque|"
-    rf"imposta\w*|sostituisci|punta)\b[^\n.;]{{0,40}}{_WHAT}",
+    rf"(?:remplace[rz]?|utilise[rz]?|change[rz]?|configure[rz]?|définis(?:sez)?|bascule[rz]?|pointe[rz]?)\b{_GAP}{{0,60}}{_WHAT}",
+    rf"\b(?:stell\w*|setz\w*|änder\w*|wechsl\w*|verwend\w*|konfigurier\w*|nutze\w*)\b{_GAP}{{0,60}}{_WHAT}",
+    rf"\b(?:cambia\w*|us[ae]n?|utili[zc]\w*|configura\w*|establece\w*|apunta\w*|mude|muda\w*|altere|troque|"
+    rf"imposta\w*|sostituisci|punta)\b{_GAP}{{0,60}}{_WHAT}",
     # Chinese, Japanese
     r"(?:镜像源|镜像|软件源|源地址|仓库地址|registry|index-url)[^\n。]{0,30}(?:切换|换成|改为|改成|设置为|设为|指向)|"
     r"(?:切换|换成|改为|设置|使用)[^\n。]{0,10}(?:镜像源|镜像|软件源|registry)",

@@ -490,7 +490,7 @@ _RULES: list[_Rule] = [
         r"\bENV\.(?:to_h|inspect|each)\b|\bSystem\.getenv\(\s*\)|\bos\.Environ\(\)|\bstd::env::vars\(\)",
         rf"(?:\b(?:dump|print|export|list|send|upload|log|save|write|copy|collect|output|share|show)\b|{_SEND_WORD})[^\n.]{{0,30}}"
         r"\b(?:(?:all|every|the\s+whole|the\s+entire|the|your|its)\s+)+(?:environment\s+variables|env\s+vars|environment)\b"
-        r"(?!\s+variable\b)[^\n]{0,60}\b(?:to|into|in|at)\b\s+(?![`'\"]?\S*\.(?:example|sample|template|dist)\b)\S",
+        r"(?!\s+(?:variable|name|names|type|label)\b)[^\n]{0,60}\b(?:to|into|in|at)\b\s+(?![`'\"]?\S*\.(?:example|sample|template|dist)\b)\S",
         r"(?:exporte[rz]?|envoie[rz]?|envoyer|sende|senden|exportiere|envía|enviar|exporta|envie|esporta|invia|导出|发送|送信|エクスポート)"
         r"[^\n.]{0,40}(?:l'environnement|variables\s+d'environnement|umgebung(?:svariablen)?|variables\s+de\s+entorno|"
         r"entorno|variáveis\s+de\s+ambiente|ambiente|variabili\s+d'ambiente|环境变量|環境変数|環境)",
@@ -518,16 +518,17 @@ _RULES: list[_Rule] = [
         r"\b(?:git\s+(?:commit|tag|notes\s+add)|gh\s+(?:issue|pr|gist|release)\s+\w+|glab\s+(?:issue|mr)\s+\w+)\b[^\n]*"
         r"\$\{?\w*(?:token|secret|api_?key|password|passwd|credentials?|private_key|access_key)",
         r"(?:ajout|mets|met|mett|coll|inclu|insèr|insér|écri|copi|plac|enregistr)\w*[^\n.;]{0,40}"
-        r"(?:variables?\s+d['’]environnement|l['’]environnement|secrets?|jetons?|tokens?|clés?|mots?\s+de\s+passe|identifiants)"
+        r"(?:variables?\s+d['’]environnement|l['’]environnement|secrets?|jetons?|tokens?|clés?|mots?\s+de\s+passe|identifiants|"
+        r"sortie\s+de\s+`?(?:env|printenv)\b)"
         r"[^\n.;]{0,30}\b(?:dans|en|au|aux|à)\s+(?:l['’]|le\s+|la\s+|les\s+)?(?:message\s+de\s+commit|commit|issue|ticket|"
         r"description\s+de\s+la\s+(?:pr|pull\s+request|mr)|pull\s+request|logs?|journal|journaux)",
         r"\b(?:füg|schreib|kopier|setz|pack|häng|leg|nimm|übernimm)\w*[^\n.;]{0,40}(?:umgebungsvariablen|umgebung|"
-        r"geheimnisse|secrets?|tokens?|schlüssel|passwörter|passwort|zugangsdaten)[^\n.;]{0,30}\b(?:in|ins|zur|zum|an)\s+"
+        r"geheimnisse|secrets?|tokens?|schlüssel|passwörter|passwort|zugangsdaten|ausgabe\s+von\s+`?(?:env|printenv)\b)[^\n.;]{0,30}\b(?:in|ins|zur|zum|an)\s+"
         r"(?:die\s+|das\s+|den\s+)?(?:commit-nachricht|commit-message|commit|issue|pull-request|pr-beschreibung|logs?|protokoll)",
         r"\b(?:pon|incluy|inclu|añad|agreg|peg|escrib|copi|insert|mete|guard|coloqu|coloc|adicion|col[ae]|escrev|"
         r"insir|inser|ponh|põe|grav|inserisc|inserir|mett|includ|aggiung|incoll|scriv|salv)\w*[^\n.;]{0,40}(?:variables\s+de\s+entorno|entorno|secretos?|claves?|contraseñas?|credenciales|"
         r"variáveis\s+de\s+ambiente|segredos?|chaves?|senhas?|credenciais|variabili\s+d['’]ambiente|segreti|chiavi|"
-        r"credenziali|tokens?|password)\b[^\n.;]{0,30}\b(?:en|al|a\s+la|dentro\s+de|n[oa]s?|em|ao|à|nel|nella|nei|nelle|"
+        r"credenziali|tokens?|password|(?:salida|saída|output)\s+d[eio]l?\s+`?(?:env|printenv)\b)\b[^\n.;]{0,30}\b(?:en|al|a\s+la|dentro\s+de|n[oa]s?|em|ao|à|nel|nella|nei|nelle|"
         r"in|alla)\s+(?:el\s+|la\s+|los\s+|las\s+|o\s+|a\s+|il\s+|lo\s+)?(?:mensaje\s+(?:de(?:l)?\s+)?commit|"
         r"mensagem\s+de\s+commit|messaggio\s+di\s+commit|commit|issue|incidencia|corpo\s+da\s+issue|"
         r"descri(?:pción|ção|zione)\s+d\w*\s+(?:pr|pull\s+request)|pull\s+request|pr\b|logs?|registros?)",
