@@ -10,52 +10,77 @@ So every line a candidate adds is screened, before it is replayed and again befo
 an attacker wants a coding agent to do and what a user's rule almost never asks:
 
 - `fetch-and-execute`: run code fetched from the network (`curl … | sh`, `iex (iwr …)`, `python -c
-  "$(curl …)"`, a base64 payload piped to a shell, installing a package straight from an unknown URL);
-- `unknown-host`: send data to a host the repository does not already use (or, as a warning, name one);
+  "$(curl …)"`, installing a package straight from an unknown URL), or decode a payload and run it (base64,
+  hex, octal escapes or a compressed stream piped to a shell: `xxd -r -p | sh`, `printf '\\143…' | sh`,
+  `base64 -d | gunzip | sh`; `exec(bytes.fromhex(…))`, `eval pack "H*", …`, `eval(Buffer.from(…))`);
+- `unknown-host`: send data to a host the project does not already use (or, as a warning, name one);
+- `package-registry`: switch a package registry, index or module proxy (`npm config set registry`, an
+  `.npmrc` `registry=` line, `yarn config set npmRegistryServer`, `pip config set global.index-url`,
+  `PIP_INDEX_URL`, `--extra-index-url`, `UV_INDEX_URL`, `GOPROXY`, `GONOSUMDB`, `GOFLAGS=-insecure`, cargo's
+  `replace-with`, `gem sources --add`, `poetry source add`, or said in words): rejected when it points at a
+  host the project does not use, a warning when it names only the project's own (`skillopt_lib.registries`);
 - `credentials`: read key folders or credential files (`~/.ssh`, `~/.aws/credentials`, `.env` *contents*,
   keychains, token commands);
 - `environment-dump`: dump the environment (`env`, `printenv`, `set`, `os.environ`, `/proc/*/environ`);
+- `secrets-into-records`: put secrets, tokens or the environment where others read them: a commit message,
+  an issue or pull request body, a log file (`git commit -m "$(env)"`, `gh issue create --body "$(cat
+  ~/.aws/credentials)"`, "paste the tokens into the issue body");
 - `permissions`: turn off the agent's permission prompts or sandbox (`--dangerously-skip-permissions`,
   `bypassPermissions`, `--yolo`, `danger-full-access`, auto-approve, approving skillopt proposals itself);
 - `git-remote-or-hooks`: change git remotes, URL rewrites, hooks or the hooks path;
 - `ignore-instructions`: tell the agent to ignore its instructions or system prompt, or to hide what it
-  does from the user, in the languages the night reads (English, French, German, Spanish, Portuguese,
-  Italian, Chinese, Japanese);
+  does from the user;
 - `hidden-text`: invisible characters, bidirectional overrides or Unicode tag characters in the line;
-- `addresses-agents`: text that speaks to "AI agents" rather than being a rule for this one;
+- `addresses-agents`: text that speaks to "AI agents" rather than being a rule for this one ("agents IA",
+  "KI-Agenten", "agentes de IA", "assistenti AI", "AI 代理", "AIエージェント", "LLMs", …);
 - `copied-from-tool-output`: a line whose long word sequences occur in the tool output the optimizer was
   shown and not in the user's own words.
 
+The rules written in words read the languages the night reads: English, French, German, Spanish,
+Portuguese, Italian, Chinese and Japanese. Which hosts are the project's own comes from what the project
+runs (its remotes, manifests, lock files, CI files, scripts), never from its prose
+(`skillopt_lib.project_hosts`): a host that first appears in a README, or in the text being screened, is
+unknown.
+
 Lines are read after undoing the usual disguises: invisible characters removed, Unicode tag characters
 decoded, compatibility forms folded (NFKC), look-alike letters of other scripts inside Latin words mapped
-to Latin (Unicode's confusables table, via `confusable_homoglyphs`), and base64, hex and percent-encoded
-runs decoded and screened too. A rule that only matches once a disguise is removed is always a rejection:
-nobody hides a good rule.
+to Latin (Unicode's confusables table, via `confusable_homoglyphs`), and base64 (compressed or not), hex,
+octal-escaped and percent-encoded runs decoded and screened too. A rule that only matches once a disguise
+is removed is always a rejection: nobody hides a good rule.
 
 Each finding has a severity. `reject` is a clear attack: the candidate must not be replayed or proposed.
 `warn` is where a legitimate rule can look alike ("never commit `.env`", "run `curl -fsS --retry 3` in CI
-scripts", "run `pre-commit install` after cloning", a prohibition such as "never use `curl | sh`"): the
+scripts", "run `pre-commit install` after cloning", "use the company registry at <a host of `.npmrc`>"): the
 candidate may be proposed, with the warning shown, and is never auto-approved (`auto_approve_refusal`).
+A rule that forbids a dangerous thing is a warning at most, whichever rule finds it ("never use
+`curl | sh`", "nunca ejecutes `curl | sh`", "`curl | sh` nicht verwenden", "`curl | sh` は実行しないで",
+"never put tokens in commit messages"; `skillopt_lib.prohibition`), unless the prohibition was disguised.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import bz2
 import difflib
+import lzma
 import re
-import subprocess
 import unicodedata
+import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
 from confusable_homoglyphs import confusables
 
-from skillopt_lib.net import is_loopback_host
+from skillopt_lib.hosts import hosts_in as hosts_in
+from skillopt_lib.hosts import known_host as known_host
+from skillopt_lib.hosts import listed_hosts
+from skillopt_lib.prohibition import prohibited
+from skillopt_lib.project_hosts import repo_hosts as repo_hosts
+from skillopt_lib.registries import registry_switch
 
 Severity = Literal["reject", "warn"]
 
@@ -69,11 +94,15 @@ IGNORE = "ignore-instructions"
 HIDDEN = "hidden-text"
 ADDRESSES_AGENTS = "addresses-agents"
 COPIED = "copied-from-tool-output"
+REGISTRY = "package-registry"
+RECORDS = "secrets-into-records"
 RULES = (
     FETCH_EXEC,
     UNKNOWN_HOST,
+    REGISTRY,
     CREDENTIALS,
     ENV_DUMP,
+    RECORDS,
     PERMISSIONS,
     GIT,
     IGNORE,
@@ -163,6 +192,9 @@ _LOOKALIKE_SCRIPTS = {"CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "LI
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
 _HEX_RUN = re.compile(r"(?:\\x[0-9a-fA-F]{2}){4,}")
 _PCT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2}){4,}")
+_OCT_RUN = re.compile(r"(?:\\[0-3]?[0-7]{1,2}){4,}")
+_BARE_HEX_RUN = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}){8,}(?![0-9A-Za-z])")
+_INFLATE_LIMIT = 65_536
 
 
 def _untag(text: str) -> str:
@@ -231,9 +263,28 @@ def _printable(data: bytes) -> str | None:
     return text if good / len(text) >= 0.95 and re.search(r"[A-Za-z]{3}", text) else None
 
 
+def _inflated(data: bytes) -> str | None:
+    """Readable text compressed with gzip, zlib, bzip2 or xz (a payload packed before it is encoded), read
+    no further than `_INFLATE_LIMIT` bytes so a compression bomb costs nothing."""
+    try:
+        if data[:2] in (b"\x1f\x8b", b"x\x01", b"x^", b"x\x9c", b"x\xda"):
+            wbits = 31 if data[:2] == b"\x1f\x8b" else 15
+            raw = zlib.decompressobj(wbits).decompress(data, _INFLATE_LIMIT)
+        elif data[:3] == b"BZh":
+            raw = bz2.BZ2Decompressor().decompress(data, _INFLATE_LIMIT)
+        elif data[:6] == b"\xfd7zXZ\x00":
+            raw = lzma.LZMADecompressor().decompress(data, _INFLATE_LIMIT)
+        else:
+            return None
+    except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError):
+        return None
+    return _printable(raw)
+
+
 def decoded_runs(text: str, depth: int = 2) -> list[tuple[str, str]]:
-    """Readable text hidden in base64, hex escapes (`\\x63\\x75…`) or percent-encoding, with how it was
-    hidden; nested encodings are followed `depth` levels deep."""
+    """Readable text hidden in base64 (compressed or not), hex (escaped `\\x63\\x75…` or bare), octal
+    escapes (`\\143\\165…`) or percent-encoding, with how it was hidden; nested encodings are followed
+    `depth` levels deep."""
     out: list[tuple[str, str]] = []
     for m in _B64_RUN.finditer(text):
         run = m.group()
@@ -248,10 +299,23 @@ def decoded_runs(text: str, depth: int = 2) -> list[tuple[str, str]]:
             if found:
                 out.append((found, "base64"))
                 break
+            packed = _inflated(raw)
+            if packed:
+                out.append((packed, "compressed base64"))
+                break
     for m in _HEX_RUN.finditer(text):
         found = _printable(bytes.fromhex(m.group().replace("\\x", "")))
         if found:
             out.append((found, "hex escapes"))
+    for m in _BARE_HEX_RUN.finditer(text):
+        found = _printable(bytes.fromhex(m.group()))
+        if found:
+            out.append((found, "hex"))
+    for m in _OCT_RUN.finditer(text):
+        octets = [int(o, 8) for o in m.group().split("\\")[1:]]
+        found = _printable(bytes(o for o in octets if o < 256))
+        if found:
+            out.append((found, "octal escapes"))
     for m in _PCT_RUN.finditer(text):
         found = unquote(m.group())
         if found != m.group() and _printable(found.encode("utf-8")):
@@ -265,111 +329,6 @@ def decoded_runs(text: str, depth: int = 2) -> list[tuple[str, str]]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------- hosts
-
-_URL_HOST = re.compile(
-    r"\b(?:https?|ftps?|wss?|sftp|ssh|git|rsync|s3|gs)://(?:[^@/\s'\"`]+@)?\[?([A-Za-z0-9.\-_:]+?)\]?(?::\d+)?(?=[/\s'\"`)>\]?#,;|]|$)"
-)
-_SCP_HOST = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):")
-_IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])")
-_CMD_HOST = re.compile(
-    r"\b(?:nc|ncat|netcat|telnet|ssh|sftp|ftp|dig|nslookup|host|ping|socat\s+\S+\s+tcp:?)\s+(?:-\S+\s+)*"
-    r"(?:[\w.-]+@)?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
-)
-_DEV_TCP = re.compile(r"/dev/(?:tcp|udp)/([A-Za-z0-9.-]+)/")
-_TLDS = (
-    "com|net|org|io|dev|app|co|ai|xyz|ru|cn|info|biz|site|online|top|tk|cc|us|uk|de|fr|es|it|pt|jp|br|"
-    "cloud|tech|link|click|pw|su|ws|gg"
-)
-_BARE_HOST = re.compile(
-    rf"(?:\b(?:to|at|from|via|on|into|endpoint|server|host|webhook|domain|à|an|nach|auf|a|para|per|verso|到|に)\s+"
-    rf"[`'\"]?)([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)*\.(?:{_TLDS}))\b",
-    re.IGNORECASE,
-)
-
-
-def _clean_host(host: str) -> str:
-    host = host.strip().strip(".").lower()
-    return host[4:] if host.startswith("www.") else host
-
-
-def hosts_in(text: str) -> set[str]:
-    """Every host a text names: in URLs, `user@host:` paths, network commands' arguments, `/dev/tcp/`,
-    IPv4 addresses, and bare domains after "to", "at", "via" and the like."""
-    found: set[str] = set()
-    for pattern in (_URL_HOST, _SCP_HOST, _CMD_HOST, _DEV_TCP, _BARE_HOST):
-        found.update(_clean_host(m.group(1)) for m in pattern.finditer(text))
-    found.update(m.group(1) for m in _IPV4.finditer(text) if all(int(p) < 256 for p in m.group(1).split(".")))
-    return {h for h in found if h and ("." in h or ":" in h or h == "localhost")}
-
-
-def known_host(host: str, repo_hosts: Collection[str]) -> bool:
-    """Whether the repository already talks to `host`: this machine, a host it names, or a subdomain of one."""
-    host = _clean_host(host)
-    if is_loopback_host(host) or host in {"0.0.0.0", "::"}:
-        return True
-    for known in repo_hosts:
-        k = _clean_host(known)
-        if host == k or (k and host.endswith("." + k)):
-            return True
-    return False
-
-
-_REPO_TEXT_LIMIT = 20_000_000
-_REPO_FILE_LIMIT = 262_144
-
-
-def repo_hosts(repo: str | Path | None, *, max_files: int = 3000) -> set[str]:
-    """The hosts a repository already uses: its git remotes' hosts and every host named in its tracked text
-    files (manifests, lock files, CI settings, docs), so a rule that calls the project's own registry or API
-    is not taken for exfiltration. A folder outside git is read file by file, within the same limits."""
-    if not repo:
-        return set()
-    root = Path(repo).expanduser()
-    if not root.is_dir():
-        return set()
-    found: set[str] = set()
-    names: list[Path] = []
-    try:
-        remotes = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "remote", "-v"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        listed = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
-        remotes = listed = None  # type: ignore[assignment]
-    if remotes is not None and remotes.returncode == 0:
-        found |= hosts_in(remotes.stdout)
-    if listed is not None and listed.returncode == 0:
-        names = [root / n for n in listed.stdout.split("\0") if n]
-    else:
-        names = [p for p in root.rglob("*") if ".git" not in p.parts and p.is_file()]
-    budget = _REPO_TEXT_LIMIT
-    for path in names[:max_files]:
-        try:
-            if not path.is_file() or path.stat().st_size > _REPO_FILE_LIMIT:
-                continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in data[:4096]:
-            continue
-        budget -= len(data)
-        if budget < 0:
-            break
-        found |= hosts_in(data.decode("utf-8", "replace"))
-    return found
-
-
 # ---------------------------------------------------------------------------------------------- patterns
 
 _F = (
@@ -380,37 +339,6 @@ _R = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|da|z|k|c|tc|fi|a)?sh|python[\d.]*|py|perl|ruby|node|deno|bun|php|lua|"
     r"pwsh|powershell(?:\.exe)?|iex|invoke-expression|cmd(?:\.exe)?|source|xargs\s+(?:-\S+\s+)*\S*sh)"
 )
-_NEG = re.compile(
-    r"\b(?:never|not|no|don'?t|doesn'?t|mustn'?t|shouldn'?t|can'?t|cannot|won'?t|avoid|forbid(?:den)?|"
-    r"prohibit(?:ed)?|disallow(?:ed)?|refuse\s+to|nunca|jamais|niemals|nie|mai|kein(?:e|en)?)\b|不要|禁止|切勿|别|しない|禁止",
-    re.IGNORECASE,
-)
-# Words after a negation that turn it into an exhortation ("don't forget to", "never hesitate to").
-_NOT_NEG = re.compile(
-    r"^\W*(?:forget|hesitate|skip|fail|omit|neglect|refuse|stop|wait|ask|bother|worry|need\s+to\s+ask|"
-    r"prompt|confirm|tell|inform|mention|question)\b",
-    re.IGNORECASE,
-)
-_SCOPE_BREAK = re.compile(
-    r"\b(?:without|unless|until|before|after|first|except|then|but|instead)\b", re.IGNORECASE
-)
-_CLAUSE = re.compile(r"[.;!?\n。；！？]|,\s|，|、|\band then\b", re.IGNORECASE)
-
-
-def _negated(text: str, start: int) -> bool:
-    """Whether the match at `start` sits inside a prohibition: a negation at most a few words before it in
-    the same clause, not one that turns into an exhortation ("don't forget to …")."""
-    head = text[:start]
-    cut = max((m.end() for m in _CLAUSE.finditer(head)), default=0)
-    clause = head[cut:]
-    negs = list(_NEG.finditer(clause))
-    if not negs:
-        return False
-    last = negs[-1]
-    between = clause[last.end() :]
-    if _NOT_NEG.match(between) or _SCOPE_BREAK.search(between):
-        return False
-    return len(re.findall(r"[^\s`'\"*]+", between)) <= 5
 
 
 @dataclass(frozen=True)
@@ -452,6 +380,26 @@ _SEND_WORD = (
     r"envía|enviar|sube|subir|envie|carregue|invia|inviare|carica)\b|(?:发送|上传|传到|提交到|送信|送って|アップロード))"
 )
 
+# An interpreter reading its program from a pipe: `| sh`, `| bash -s`, `| python3 -` (not `| python x.py`).
+_STDIN_RUN = rf"\|\s*{_R}\b(?:\s+-[-\w]*)*\s*(?=$|[`'\")|;&])"
+_SECRET_WORDS = (
+    r"(?:(?:the\s+)?output\s+of\s+`?(?:env|printenv|set|export(?:\s+-p)?)\b`?|the\s+(?:value|contents?)\s+of\s+\S+|"
+    r"(?:(?:all|every|the|your|its|any)\s+)*(?:environment(?:\s+variables)?|env(?:\s+vars)?|secrets?|tokens?|"
+    r"api[\s_-]?keys?|access\s+keys?|passwords?|credentials?|private\s+keys?|ssh\s+keys?|session\s+cookies?)\b"
+    # "the token's expiry", "the environment name": facts about a secret, not the secret
+    r"(?![\s'’s]*(?:expir|names?\b|counts?\b|ids?\b|numbers?\b|length|prefix|types?\b|scopes?\b|hash|rotation|"
+    r"ttl\b|age\b|format|polic|refresh|valid|baseline|scan|manager|detect|store|rotat|handling|fix))|"
+    r"`?\$\{?\w*(?:token|secret|api_?key|password|passwd|credentials?|private_key|access_key)\w*\}?`?)"
+)
+_RECORD_WORDS = (
+    r"(?:commit(?:\s+messages?|\s+bod(?:y|ies)|\s+titles?)?|git\s+notes?|tag\s+messages?|"
+    r"issues?(?:\s+(?:bod(?:y|ies)|comments?|descriptions?|titles?))?|"
+    r"pull\s+requests?(?:\s+(?:bod(?:y|ies)|descriptions?|comments?|titles?))?|"
+    r"(?:PR|MR)s?(?:\s+(?:bod(?:y|ies)|descriptions?|comments?|titles?))?|merge\s+requests?|gists?|changelog|"
+    r"release\s+notes|(?:(?:build|ci|test|job|debug|error|server|app)\s+)?logs?(?:\s+files?)?|`?[\w./-]+\.log\b`?|"
+    r"job\s+summary)\b"
+)
+
 _RULES: list[_Rule] = [
     # (a) fetch and execute
     *_rules(
@@ -483,6 +431,30 @@ _RULES: list[_Rule] = [
         r"frombase64string[^\n]{0,200}(?:\biex\b|invoke-expression|\|\s*\w*sh\b)",
         r"\bb64decode\b[^\n]{0,100}\b(?:exec|eval|system|popen)\b|\b(?:exec|eval|system|popen)\s*\([^\n]{0,100}b64decode",
         rf"\bxxd\s+-r\b[^\n|]*\|\s*{_R}\b",
+        rf"\b(?:xxd\s+(?:-\S+\s+)*-r|base(?:32|64)\s+(?:-\S+\s+)*(?:-d|--decode|-D)|basenc\b[^\n|]*(?:-d|--decode)|"
+        rf"openssl\s+(?:enc\s+)?[^\n|]*\s-d\b|gunzip|zcat|gzcat|bzcat|bunzip2|unxz|xzcat|unzstd|zstdcat|unlzma|lzcat|uudecode|"
+        rf"(?:gzip|bzip2|xz|zstd|lzma|brotli|lz4)\s+(?:-\S+\s+)*(?:-d|--decompress|-dc|-cd))\b[^\n]*?{_STDIN_RUN}",
+        rf"\b(?:echo\s+(?:-\w+\s+)*|printf\s+)\$?['\"]?[^\n|]*?\\(?:x[0-9a-f]{{2}}|[0-7]{{1,3}}|u[0-9a-f]{{4}})[^\n|]*{_STDIN_RUN}",
+        r"\b(?:eval|(?:ba|z|da|k)?sh\s+-c)\s+\$'(?:\\(?:x[0-9a-f]{2}|[0-7]{1,3})){3,}",
+        rf"(?:\b{_R}\b\s+(?:-\S+\s+)*|\beval\s+)[\"']?(?:\$\(|<\(|`)[^\n)`]*(?:\bbase(?:32|64)\s+[^\n)`]*(?:-d|--decode|-D)\b|"
+        r"\bxxd\s+[^\n)`]*-r|\bgunzip\b|\bzcat\b|\bopenssl\b[^\n)`]*\s-d\b|\buudecode\b|\becho\s+-e\s+\S*\\x|"
+        r"\bprintf\s+\S*\\(?:x[0-9a-f]{2}|[0-7]{1,3}))",
+        r"\b(?:exec|eval|compile|system|popen|run|call|check_output)\s*\([^\n]{0,160}(?:fromhex|unhexlify|a2b_hex|"
+        r"b16decode|b32decode|b85decode|a85decode|(?:zlib|gzip|bz2|lzma)\.decompress|codecs\.decode|marshal\.loads|"
+        r"\.decode\(\s*['\"](?:hex|rot.?13|zlib|base64)|join\(\s*(?:map\(\s*)?chr\b|chr\(\s*\d+\s*\)\s*\+)",
+        r"\beval\b\s*\(?\s*(?:pack|unpack|decode_base64|MIME::Base64::decode\w*|uncompress|Compress::Zlib::\w+)\b|"
+        r"\bperl\b[^\n]{0,80}\beval\b[^\n]{0,40}\b(?:pack|unpack)\b",
+        r"\b(?:eval|Function|execSync|spawnSync|runInThisContext|runInNewContext)\s*\(\s*[^\n]{0,60}?(?:Buffer\.from|"
+        r"atob\s*\(|unescape\s*\(|String\.fromCharCode|zlib\.\w+Sync|decodeURIComponent\s*\(\s*['\"]%)",
+        r"\b(?:eval|instance_eval|system)\b\s*\(?\s*[^\n]{0,40}(?:\.pack\(|\.unpack1?\(|Base64\.decode64|Zlib::Inflate)",
+        r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]*\s-(?:e|ec|en|enc|enco\w*)\s+[A-Za-z0-9+/=]{16,}|"
+        r"(?:gzipstream|deflatestream|\[char\])[^\n]{0,300}(?:\biex\b|invoke-expression)",
+        r"\b(?:decode|deobfuscate|unhex|unescape|decompress|decrypt)\w*\b[^\n.;]{0,60}\b(?:and|then)\s+(?:run|execute|exec|"
+        r"eval|source|pipe)\s+(?:it|them|that|this|the\s+(?:result|output|payload|script|command|code)s?)\b|"
+        r"(?:décode|décoder|décodez|décompresse|déchiffre)\w*[^\n.;]{0,60}\bet\s+(?:exécute|lance)\w*|"
+        r"(?:dekodier|entschlüssel|dekomprimier)\w*[^\n.;]{0,60}\bund\s+(?:führ\w*[^\n.;]{0,30}\baus\b|ausführ\w*|starte\w*)|"
+        r"(?:decodific|descodific|descomprim|descifr)\w*[^\n.;]{0,60}\b(?:y|e|ed)\s+(?:ejecut|ejecút|execut|esegu)\w*|"
+        r"(?:解码|解密|解压)[^\n。]{0,30}(?:运行|执行)|(?:デコード|復号|解凍)[^\n。]{0,30}実行",
     ),
     # (c) credentials
     *_rules(
@@ -518,7 +490,7 @@ _RULES: list[_Rule] = [
         r"\bENV\.(?:to_h|inspect|each)\b|\bSystem\.getenv\(\s*\)|\bos\.Environ\(\)|\bstd::env::vars\(\)",
         rf"(?:\b(?:dump|print|export|list|send|upload|log|save|write|copy|collect|output|share|show)\b|{_SEND_WORD})[^\n.]{{0,30}}"
         r"\b(?:(?:all|every|the\s+whole|the\s+entire|the|your|its)\s+)+(?:environment\s+variables|env\s+vars|environment)\b"
-        r"(?!\s+variable\b)[^\n]{0,60}\b(?:to|into|in|at)\b\s+(?![`'\"]?\S*\.(?:example|sample|template|dist)\b)\S",
+        r"(?!\s+(?:variable|name|names|type|label)\b)[^\n]{0,60}\b(?:to|into|in|at)\b\s+(?![`'\"]?\S*\.(?:example|sample|template|dist)\b)\S",
         r"(?:exporte[rz]?|envoie[rz]?|envoyer|sende|senden|exportiere|envía|enviar|exporta|envie|esporta|invia|导出|发送|送信|エクスポート)"
         r"[^\n.]{0,40}(?:l'environnement|variables\s+d'environnement|umgebung(?:svariablen)?|variables\s+de\s+entorno|"
         r"entorno|variáveis\s+de\s+ambiente|ambiente|variabili\s+d'ambiente|环境变量|環境変数|環境)",
@@ -529,6 +501,44 @@ _RULES: list[_Rule] = [
         "warn",
         "lists the environment (fine to name variables, never to print them all)",
         r"\b(?:dump|print|list|log|show)\b[^\n.]{0,20}\b(?:all\s+|every\s+|the\s+)?(?:environment\s+variables|env\s+vars)\b",
+    ),
+    # secrets or the environment put where others read them: commits, issues, pull requests, logs
+    *_rules(
+        RECORDS,
+        "reject",
+        "puts secrets or the environment into a commit, issue, pull request or log",
+        rf"\b(?:put|include|add|paste|append|write|copy|insert|embed|record|attach|print|echo|dump|save|store|post|"
+        rf"send|log|leave)\b[^\n.;,]{{0,40}}?{_SECRET_WORDS}[^\n.;,]{{0,40}}?\b(?:in|into|to|inside|within|as|on)\s+"
+        rf"(?:the\s+|a\s+|an\s+|each\s+|every\s+|your\s+|its\s+)?{_RECORD_WORDS}",
+        r"\b(?:git\s+(?:commit|tag|notes)|gh\s+(?:issue|pr|gist|release|run)|glab\s+\w+|hub\s+\w+)\b[^\n]*(?:\$\(|<\()"
+        r"[^\n]*?(?:\benv\b|\bprintenv\b|\bset\b|\bexport\s+-p|credential|secret|token|(?<![\w.])\.env\b|\.ssh|\.aws|"
+        r"\.npmrc|\.netrc|\.pypirc|id_rsa|id_ed25519|\.git-credentials|os\.environ|process\.env)",
+        r"\b(?:git\s+(?:commit|tag|notes)|gh\s+(?:issue|pr|gist|release)|glab\s+\w+)\b[^\n]*(?:-F|--file|--body-file)"
+        r"\s+\S*(?:credential|secret|token|(?<![\w.])\.env\b|\.ssh|\.aws|\.npmrc|\.netrc|\.pypirc|/proc/\S*environ)",
+        r"\b(?:git\s+(?:commit|tag|notes\s+add)|gh\s+(?:issue|pr|gist|release)\s+\w+|glab\s+(?:issue|mr)\s+\w+)\b[^\n]*"
+        r"\$\{?\w*(?:token|secret|api_?key|password|passwd|credentials?|private_key|access_key)",
+        r"(?:ajout|mets|met|mett|coll|inclu|insèr|insér|écri|copi|plac|enregistr)\w*[^\n.;]{0,40}"
+        r"(?:variables?\s+d['’]environnement|l['’]environnement|secrets?|jetons?|tokens?|clés?|mots?\s+de\s+passe|identifiants|"
+        r"sortie\s+de\s+`?(?:env|printenv)\b)"
+        r"[^\n.;]{0,30}\b(?:dans|en|au|aux|à)\s+(?:l['’]|le\s+|la\s+|les\s+)?(?:message\s+de\s+commit|commit|issue|ticket|"
+        r"description\s+de\s+la\s+(?:pr|pull\s+request|mr)|pull\s+request|logs?|journal|journaux)",
+        r"\b(?:füg|schreib|kopier|setz|pack|häng|leg|nimm|übernimm)\w*[^\n.;]{0,40}(?:umgebungsvariablen|umgebung|"
+        r"geheimnisse|secrets?|tokens?|schlüssel|passwörter|passwort|zugangsdaten|ausgabe\s+von\s+`?(?:env|printenv)\b)[^\n.;]{0,30}\b(?:in|ins|zur|zum|an)\s+"
+        r"(?:die\s+|das\s+|den\s+)?(?:commit-nachricht|commit-message|commit|issue|pull-request|pr-beschreibung|logs?|protokoll)",
+        r"\b(?:pon|incluy|inclu|añad|agreg|peg|escrib|copi|insert|mete|guard|coloqu|coloc|adicion|col[ae]|escrev|"
+        r"insir|inser|ponh|põe|grav|inserisc|inserir|mett|includ|aggiung|incoll|scriv|salv)\w*[^\n.;]{0,40}(?:variables\s+de\s+entorno|entorno|secretos?|claves?|contraseñas?|credenciales|"
+        r"variáveis\s+de\s+ambiente|segredos?|chaves?|senhas?|credenciais|variabili\s+d['’]ambiente|segreti|chiavi|"
+        r"credenziali|tokens?|password|(?:salida|saída|output)\s+d[eio]l?\s+`?(?:env|printenv)\b)\b[^\n.;]{0,30}\b(?:en|al|a\s+la|dentro\s+de|n[oa]s?|em|ao|à|nel|nella|nei|nelle|"
+        r"in|alla)\s+(?:el\s+|la\s+|los\s+|las\s+|o\s+|a\s+|il\s+|lo\s+)?(?:mensaje\s+(?:de(?:l)?\s+)?commit|"
+        r"mensagem\s+de\s+commit|messaggio\s+di\s+commit|commit|issue|incidencia|corpo\s+da\s+issue|"
+        r"descri(?:pción|ção|zione)\s+d\w*\s+(?:pr|pull\s+request)|pull\s+request|pr\b|logs?|registros?)",
+        r"(?:环境变量|密钥|秘钥|令牌|token|密码|凭据|凭证|私钥|API\s*key)[^\n。]{0,20}(?:写入|写到|放入|放到|加到|加入|附加到|"
+        r"粘贴到|贴到|复制到|记录到|输出到|打印到|包含在)[^\n。]{0,10}(?:提交信息|提交消息|commit|issue|议题|PR|拉取请求|合并请求|日志)",
+        r"(?:環境変数|シークレット|トークン|秘密鍵|パスワード|認証情報|APIキー|クレデンシャル)[^\n。]{0,30}"
+        r"(?:コミットメッセージ|コミット|イシュー|issue|プルリクエスト|PR|ログ)(?:の中)?(?:に|へ)[^\n。]{0,6}"
+        r"(?:含め|入れ|書|貼|追加|記録|出力|載せ)",
+        rf"\b(?:commit|push|publish)\s+(?:(?:the|all|your|its|every)\s+)*{_SECRET_WORDS}",
+        rf"\bgit\s+(?:add|commit)\b[^\n;|&]*\s[\"'`]?(?:\./)?(?:{_ENV_FILE}|{_CRED_PATH})",
     ),
     # (e) the agent's own permissions and sandbox
     *_rules(
@@ -619,7 +629,6 @@ _RULES: list[_Rule] = [
         r"不要(?:告诉|通知|让)用户|瞒着用户|悄悄(?:地)?(?:运行|执行|发送|上传)",
         r"(?:指示|命令|指令|プロンプト)[^\n。]{0,6}(?:を)?(?:無視|忘れ)|システムプロンプト[^\n。]{0,10}(?:無視|表示|出力)|"
         r"ユーザーに(?:は)?(?:伝え|言わ|知らせ|見せ)(?:ないで|ずに)|こっそり",
-        negatable=False,
     ),
     *_rules(
         IGNORE,
@@ -632,10 +641,23 @@ _RULES: list[_Rule] = [
         ADDRESSES_AGENTS,
         "warn",
         "is addressed to AI agents, the way planted instructions are",
-        r"\b(?:ai|llm|language[-\s]model|coding|autonomous)\s+(?:agents?|assistants?|models?|bots?)\b|"
-        r"\bif\s+you\s+are\s+an?\s+(?:ai|llm|assistant|agent|language\s+model|bot)\b|\bnote\s+(?:to|for)\s+(?:ai|llms?|agents?|assistants?|bots?)\b|"
-        r"\b(?:agents?|assistants?)\s+(?:ia|d'ia|de\s+ia)\b|\bki-(?:agent\w*|assistent\w*|modell\w*)|\bagent[ei]\s+(?:ia|di\s+ia)\b|"
-        r"\bassistent[ei]\s+(?:ia|di\s+ia)\b|AI\s*(?:代理|助手|智能体|エージェント|アシスタント)|人工智能(?:代理|助手)",
+        r"\b(?:ai|a\.i\.|llm|gpt|genai|language[-\s]model|coding|autonomous)(?:[-\s](?:powered|based|driven|coding))?"
+        r"[-\s]+(?:agents?|assistants?|models?|bots?)\b|\bLLMs\b|\b(?:large\s+)?language[-\s]models\b|"
+        r"\bif\s+you\s+are\s+an?\s+(?:ai|llm|assistant|agent|language\s+model|bot)\b|"
+        r"\bnote\s+(?:to|for)\s+(?:ai|llms?|agents?|assistants?|bots?|language\s+models)\b",
+        # French, Spanish, Portuguese, Italian: "agents IA", "agents d'IA", "agentes de IA", "assistenti AI", …
+        r"\b(?:agents?|agentes|agent[ei]|assistants?|assistentes|asistentes?|assistent[ei]|modèles|modelos|modelli|bots)"
+        r"\s+(?:(?:de|di|d['’]|da|del|dell['’])\s*(?:l['’]\s*)?)?(?:ia|ai|llm|intelig[eê]ncia\s+artificial|"
+        r"intelligenza\s+artificiale|intelligence\s+artificielle)\b|"
+        r"\bmodèles\s+de\s+langage\b|\bmodelos\s+de\s+(?:lenguaje|linguagem)\b|\bmodelli\s+(?:linguistici|di\s+linguaggio)\b|"
+        r"\bsi\s+(?:vous\s+êtes|tu\s+es|eres|usted\s+es)\s+(?:une?\s+)?(?:ia|ai|llm)\b|"
+        r"\bse\s+(?:você\s+(?:é|for)|sei)\s+(?:uma?\s+|un['’]\s*)?(?:ia|ai|llm)\b",
+        # German: "KI-Agenten", "KI-Assistenten", "KI Agenten", "LLM-Agenten", "Sprachmodelle"
+        r"\bki[-\s]?(?:\w+-)?(?:agent|assistent|modell|sprachmodell|bot)\w*|\bllm-(?:agent|assistent)\w*|\bsprachmodelle\b|"
+        r"\bwenn\s+(?:du|sie)\s+(?:eine?\s+)?(?:ki|ai|llm)\s+(?:bist|sind)\b",
+        # Chinese, Japanese: "AI 代理", "智能体", "AI助手", "大语言模型", "AIエージェント", "AIアシスタント"
+        r"(?:AI|人工智能)\s*(?:代理|助手|智能体|编程助手|编码助手|模型)|智能体|大(?:型)?语言模型|大模型|如果你是\s*(?:AI|人工智能|大模型)|"
+        r"AI\s*(?:エージェント|アシスタント|モデル)|(?:コーディング|自律型?)エージェント|大規模言語モデル|生成AI|あなたが\s*AI",
         negatable=False,
     ),
 ]
@@ -768,7 +790,12 @@ def _line_findings(line: str, repo_hosts: Collection[str]) -> list[Finding]:
                 continue
             severity: Severity = rule.severity
             why = rule.why
-            if rule.negatable and severity == "reject" and not disguised and _negated(text, m.start()):
+            if (
+                rule.negatable
+                and severity == "reject"
+                and not disguised
+                and prohibited(text, m.start(), m.end(), inside=rule.rule == RECORDS)
+            ):
                 severity, why = "warn", f"{why}, stated as a prohibition"
             if disguised:
                 severity, why = "reject", f"{why} ({how})"
@@ -777,7 +804,12 @@ def _line_findings(line: str, repo_hosts: Collection[str]) -> list[Finding]:
                 continue
             seen.add(key)
             out.append(Finding(0, line, rule.rule, severity, f"{why}: “{_excerpt(text, m)}”"))
-        unknown = sorted(h for h in hosts_in(text) if not known_host(h, repo_hosts))
+        named = hosts_in(text)
+        unknown = sorted(h for h in named if not known_host(h, repo_hosts))
+        registry = _registry_finding(line, text, how, named, unknown, repo_hosts)
+        if registry is not None and (registry.rule, registry.severity) not in seen:
+            seen.add((registry.rule, registry.severity))
+            out.append(registry)
         if unknown:
             sends = next((p.search(text) for p in _NETWORK_SEND if p.search(text)), None)
             installs = _INSTALL_URL.search(text)
@@ -791,7 +823,13 @@ def _line_findings(line: str, repo_hosts: Collection[str]) -> list[Finding]:
             else:
                 sev, rule_name = "warn", UNKNOWN_HOST
                 why = f"names a host the repository does not use ({', '.join(unknown[:3])})"
-            if sev == "reject" and not disguised and sends is not None and _negated(text, sends.start()):
+            cause = installs or sends
+            if (
+                sev == "reject"
+                and not disguised
+                and cause is not None
+                and prohibited(text, cause.start(), cause.end())
+            ):
                 sev, why = "warn", why + ", stated as a prohibition"
             if disguised:
                 sev, why = "reject", f"{why} ({how})"
@@ -805,6 +843,37 @@ def _line_findings(line: str, repo_hosts: Collection[str]) -> list[Finding]:
     # A "reject" of a rule makes its "warn" redundant.
     rejected = {f.rule for f in out if f.severity == "reject"}
     return [f for f in out if f.severity == "reject" or f.rule not in rejected]
+
+
+def _registry_finding(
+    line: str,
+    text: str,
+    how: str,
+    named: Collection[str],
+    unknown: Sequence[str],
+    repo_hosts: Collection[str],
+) -> Finding | None:
+    """A switch of package registry, index or module proxy (`registries.registry_switch`): a rejection when
+    it points at a host the project does not use, a warning when it names only the project's own hosts (or
+    none), or forbids the switch; always a rejection once a disguise is undone."""
+    m = registry_switch(text, names_host=bool(named))
+    if m is None:
+        return None
+    listed = sorted(h for h in listed_hosts(text) if not known_host(h, repo_hosts))
+    named, unknown = {*named, *listed}, sorted({*unknown, *listed})
+    if unknown:
+        severity: Severity = "reject"
+        why = f"points a package registry or index at a host the repository does not use ({', '.join(unknown[:3])})"
+    else:
+        severity = "warn"
+        why = "switches a package registry or index (" + (
+            "to a host the project uses)" if named else "no host named)"
+        )
+    if severity == "reject" and not how and prohibited(text, m.start(), m.end()):
+        severity, why = "warn", f"{why}, stated as a prohibition"
+    if how:
+        severity, why = "reject", f"{why} ({how})"
+    return Finding(0, line, REGISTRY, severity, f"{why}: “{_excerpt(text, m)}”")
 
 
 def _excerpt(text: str, m: re.Match[str], width: int = 90) -> str:
