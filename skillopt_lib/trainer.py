@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -73,26 +73,13 @@ from skillopt_lib.reflect import (
     render_skill,
 )
 from skillopt_lib.runfiles import STATE_VERSION, RunFiles, bundle_from_json, bundle_to_json, utc_iso
+from skillopt_lib.seating import Screen, Seating, carries, seat_screen
 from skillopt_lib.selection import select_edits
 from skillopt_lib.skill import SkillBundle
-
-if TYPE_CHECKING:
-    from skillopt_lib.screen import ScreenResult
 
 Event = dict[str, Any]
 EventHandler = Callable[[Event], None]
 META_NOTES_MAX = 2000
-
-
-class Screen(Protocol):
-    """What screens a candidate's added lines before it is replayed (`skillopt_lib.screen.CandidateScreen`).
-
-    `shown` are the results the optimizer read this step, so a line copied from their tool output is caught.
-    """
-
-    def check(
-        self, incumbent: SkillBundle, candidate: SkillBundle, shown: Sequence[ItemResult] = ()
-    ) -> ScreenResult: ...
 
 
 @dataclass
@@ -262,6 +249,10 @@ class Trainer:
         self.cfg = config
         # The candidate screen (untrusted-text defence): a candidate it rejects is never replayed.
         self.screen = screen
+        # Every replay result the optimizer was shown in this run (their transcripts, tool output, checks'
+        # output): each candidate is screened against all of it, and the night screens the proposal again
+        # against it, so a line copied from a file read during a replay is recognised as copied.
+        self.shown: list[ItemResult] = []
         self._carried = pending
         # A candidate whose gate session a raised error cut short, with the pairs measured before it.
         self.interrupted: PendingCandidate | None = None
@@ -567,7 +558,7 @@ class Trainer:
             self._emit("pending", accepted=False, outcome="dropped", reason=why)
             return
         if self.screen is not None:
-            verdict = self.screen.check(incumbent, pending.skill, ())
+            verdict = self.screen.check(incumbent, pending.skill, self.shown)
             if verdict.rejected:
                 why = verdict.reason()
                 record.update(accepted=False, gate=None, reason=why, screened=[verdict.to_dict()])
@@ -637,6 +628,7 @@ class Trainer:
         items = self._batch(epoch, batch_index)
         initial = bundle_from_json(state.initial).content_hash == incumbent.content_hash
         pairs = self._train_rollout(incumbent, items, initial=initial)
+        self.shown.extend(r for _, r in pairs)
         train_hard = sum(r.hard for _, r in pairs) / len(pairs)
         train_soft = sum(r.soft for _, r in pairs) / len(pairs)
         self._emit("rollout_done", step=step + 1, train=train_hard)
@@ -670,8 +662,25 @@ class Trainer:
             self._parallel,
         )
 
-        # 4. select
-        sel = select_edits(self.caller, agg.candidates, budget, context)
+        # 4. screen every candidate edit, then select: a rejected edit never takes a seat in the budget
+        screened: list[Edit] = []
+        seating = Seating(list(agg.candidates))
+        prescreened: list[dict[str, Any]] = []
+        if self.screen is not None:
+            seating = seat_screen(self.screen, incumbent, agg.candidates, self.shown)
+            for edit, verdict in seating.rejected:
+                reason = verdict.reason()
+                self._reject(state, [edit], step, reason)
+                screened.append(edit)
+                prescreened.append(
+                    {
+                        "reason": reason,
+                        "findings": [f.to_dict() for f in verdict.rejects()],
+                        "edits": [edit.model_dump()],
+                    }
+                )
+                self._emit("screened", step=step + 1, reason=reason)
+        sel = select_edits(self.caller, seating.eligible, budget, context, seating.held_back)
 
         # 5. update (within the skill's size limits)
         sized, too_big = fit_skill_size(
@@ -703,13 +712,17 @@ class Trainer:
             "conflicts": [c.to_dict() for c in conflicts],
             "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
         }
+        if prescreened:
+            record["screened"] = prescreened
+        if seating.held_back:
+            record["held_back"] = [e.model_dump() for e in seating.held_back]
 
-        # 6. screen, then evaluate: a line the screen rejects is never replayed.
-        screened: list[Edit] = []
+        # 6. screen the candidate again (its lines together), then evaluate: a rejected line is never replayed.
         if applied and not issues and self.screen is not None:
-            candidate, applied, screened = self._screened(
-                state, incumbent, candidate, applied, [r for _, r in pairs], step, record
+            candidate, applied, also = self._screened(
+                state, incumbent, candidate, applied, self.shown, step, record
             )
+            screened += also
             record["applied"] = [e.model_dump() for e in applied]
         if not applied and screened:
             record["gate"] = None
@@ -774,15 +787,17 @@ class Trainer:
         """Screen the candidate; while the screen rejects it, reject the edits that carry a rejected line (into
         the rejected-edit buffer, with the screen's reason: which line and why) and build the candidate again
         from the step's other edits, which are screened in turn. Returns the candidate left, its edits (none
-        when nothing survived) and the edits the screen rejected; `record["screened"]` lists each verdict."""
+        when nothing survived) and the edits the screen rejected; `record["screened"]` lists each verdict, and
+        `record["screen"]` the verdict on the candidate left (its warnings travel into the proposal)."""
         assert self.screen is not None
         rejected: list[Edit] = []
         while applied:
             verdict = self.screen.check(incumbent, candidate, shown)
             if not verdict.rejected:
+                record["screen"] = verdict.to_dict()
                 break
             lines = {f.line.strip() for f in verdict.rejects()}
-            bad = [e for e in applied if _carries(e, lines)] or list(applied)
+            bad = [e for e in applied if carries(e, lines)] or list(applied)
             reason = verdict.reason()
             self._reject(state, bad, step, reason)
             rejected += bad
@@ -967,7 +982,8 @@ class Trainer:
                 elif problem:
                     record.update(accepted=False, reason=problem, gate=None)
                 elif (
-                    self.screen is not None and (verdict := self.screen.check(incumbent, candidate)).rejected
+                    self.screen is not None
+                    and (verdict := self.screen.check(incumbent, candidate, self.shown)).rejected
                 ):
                     record.update(accepted=False, reason=verdict.reason(), gate=None)
                     record["screened"] = [
@@ -1098,13 +1114,6 @@ class Trainer:
             results=flat,
             usage=used,
         )
-
-
-def _carries(edit: Edit, lines: set[str]) -> bool:
-    """Whether `edit` writes one of `lines` (the screen's findings keep a line's first 300 characters)."""
-    return any(
-        own.strip() in lines or own.strip()[:300] in lines for own in (edit.content or "").splitlines()
-    )
 
 
 def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, Any] | None:
