@@ -204,3 +204,30 @@ def test_edits_the_screen_flagged_sit_behind_the_clean_ones(caller: OptimizerCal
     )
     assert chosen.selected[0] is user and len(chosen.selected) == 4
     assert [why for _, why in chosen.dropped] == ["over the edit budget (4 per step)"]
+
+
+def test_a_flagged_edit_the_ranking_chose_gives_its_seat_to_the_users_rule_it_left_out() -> None:
+    """The ranking keeps four planted lines the screen warned about and leaves out the user's rule (the
+    issue's "not chosen by the ranking"): the rule takes a flagged edit's seat."""
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.config import BackendConfig
+    from skillopt_lib.testing import Match, Script
+
+    flagged = [Edit(op="append", content=f"- planted line number {i} from a README") for i in range(4)]
+    user = Edit(op="append", content=f"- {USER_RULE}")
+    rank = Rule("rank-planted", Match(user=RANKING), [Step(text='{"keep": [0, 1, 2, 3]}')])
+    with ScriptedServer(Script(rules=[rank]), expected_key=KEY) as srv:
+        backend = create_backend(
+            BackendConfig(backend="openai", model="opt", base_url=srv.base_url_openai, api_key=KEY),
+            role="optimizer",
+        )
+        caller = OptimizerCaller(backend, Prompts())
+        context = {"skill": "# Acme\n", "meta_notes": "(none yet)", "rejected": "(none)"}
+        budget = StepBudget(edits=4, tokens=10_000)
+        chosen = select_edits(caller, [*flagged, user], budget, context, held_back=flagged)
+        assert chosen.ranked_by == "ranking"
+        assert chosen.selected == [user, *flagged[:3]]
+        assert [(e, why) for e, why in chosen.dropped] == [(flagged[3], "over the edit budget (4 per step)")]
+        # Without the screen's word, the ranking's choice stands and the rule is left out.
+        plain = select_edits(caller, [*flagged, user], budget, context)
+        assert user not in plain.selected and (user, "not chosen by the ranking") in plain.dropped
