@@ -84,6 +84,14 @@ def status(json_out: bool = JSON_OPT) -> None:
             ],
         )
         for p in pending:
+            missing = p.get("provenance_missing") or []
+            if missing:
+                console.print(
+                    f"[bold yellow]{literal(p['short_id'])} adds {len(missing)} line(s) with no provenance[/] "
+                    "(no correction of yours says them; never auto-approved): "
+                    + literal("; ".join(str(x) for x in missing)),
+                    highlight=False,
+                )
             if p.get("screen_warnings"):
                 console.print(
                     f"[bold red]{literal(p['short_id'])} was flagged by the candidate screen[/] "

@@ -46,6 +46,10 @@ def test_diff_and_status_show_the_screens_warning_and_the_line_without_provenanc
     assert view["proposal"]["screen_warnings"][0].startswith("line 1 (unknown-host, warn)")
     status = env.cli("status", check=True).stdout
     assert "was flagged by the candidate screen" in status and "notes.partner-cdn.example" in status
+    flat = " ".join(status.split())
+    assert "adds 1 line(s) with no provenance" in flat and flat.index("no provenance") < flat.index(
+        "was flagged"
+    )
 
 
 def test_the_dashboards_proposal_page_shows_the_warning_and_the_unasked_line(env: Any) -> None:
