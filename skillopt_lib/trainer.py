@@ -251,7 +251,8 @@ class Trainer:
         self.screen = screen
         # Every replay result the optimizer was shown in this run (their transcripts, tool output, checks'
         # output): each candidate is screened against all of it, and the night screens the proposal again
-        # against it, so a line copied from a file read during a replay is recognised as copied.
+        # against it, so a line copied from a file read during a replay is recognised as copied. Newest first:
+        # the screen reads a bounded amount of text, and the step's own replays must be in it.
         self.shown: list[ItemResult] = []
         self._carried = pending
         # A candidate whose gate session a raised error cut short, with the pairs measured before it.
@@ -628,7 +629,7 @@ class Trainer:
         items = self._batch(epoch, batch_index)
         initial = bundle_from_json(state.initial).content_hash == incumbent.content_hash
         pairs = self._train_rollout(incumbent, items, initial=initial)
-        self.shown.extend(r for _, r in pairs)
+        self.shown[:0] = [r for _, r in pairs]
         train_hard = sum(r.hard for _, r in pairs) / len(pairs)
         train_soft = sum(r.soft for _, r in pairs) / len(pairs)
         self._emit("rollout_done", step=step + 1, train=train_hard)
