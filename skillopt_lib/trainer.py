@@ -1,4 +1,5 @@
-"""The training loop: rollout → reflect → aggregate → select → update → evaluate, one step per batch.
+"""The training loop: rollout → reflect → aggregate → screen → select → update → screen → evaluate, one
+step per batch (the screens run when a candidate screen is given: `skillopt_lib.seating`).
 
 `Trainer` trains a skill for a frozen agent on any `Environment`. It holds no database and knows nothing of
 the daemon: the nightly cycle reuses it on replayed tasks exactly as `skillopt train` uses it on a benchmark.
