@@ -90,12 +90,16 @@ class PendingCandidate:
     Serialisable (`to_dict` / `from_dict`). Pass it as `Trainer(..., pending=...)` to a later run on the same
     incumbent: that run first adds paired replays on its own validation items (new tasks of the family count)
     and accepts, refutes or keeps it pending. A caller stores it between runs; nothing here keeps state.
+    `findings` are what the candidate screen found on its lines in the run that made it (warnings: a line
+    copied from a file a replay read), carried so that whichever run decides it still shows them; the
+    replays they were found in are not carried.
     """
 
     skill: SkillBundle
     incumbent_hash: str
     evidence: PairedEvidence
     reason: str = ""
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +107,7 @@ class PendingCandidate:
             "incumbent_hash": self.incumbent_hash,
             "evidence": self.evidence.to_dict(),
             "reason": self.reason,
+            "findings": list(self.findings),
         }
 
     @classmethod
@@ -112,6 +117,7 @@ class PendingCandidate:
             incumbent_hash=str(data["incumbent_hash"]),
             evidence=PairedEvidence.from_dict(data["evidence"]),
             reason=str(data.get("reason", "")),
+            findings=[f for f in data.get("findings") or [] if isinstance(f, dict)],
         )
 
 
@@ -553,6 +559,9 @@ class Trainer:
         """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
         incumbent = bundle_from_json(state.incumbent)
         record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
+        if pending.findings:
+            # What the screen found when the candidate was made, in this run's history for its proposal.
+            record["screen"] = {"findings": list(pending.findings)}
         why = self._carried_mismatch(pending, incumbent)
         if why:
             record.update(accepted=False, gate=None, reason=why)
@@ -587,7 +596,7 @@ class Trainer:
             self._accept(state, pending.skill, [], decision)
         elif decision.pending:
             state.pending = PendingCandidate(
-                pending.skill, incumbent.content_hash, evidence, decision.reason
+                pending.skill, incumbent.content_hash, evidence, decision.reason, pending.findings
             ).to_dict()
         if not decision.pending:
             self.ledger.decided(incumbent.content_hash, pending.skill.content_hash, str(decision.outcome))
@@ -741,6 +750,7 @@ class Trainer:
             state.no_improve += 1
         else:
             decision = self._decide(state, candidate, incumbent)
+            self._pending_findings(state, candidate, record)
             record["gate"] = decision.to_dict()
             record["accepted"] = decision.accepted
             record["reason"] = decision.reason
@@ -907,6 +917,15 @@ class Trainer:
         state.pending = PendingCandidate(
             candidate, incumbent.content_hash, decision.evidence, decision.reason
         ).to_dict()
+
+    def _pending_findings(self, state: RunState, candidate: SkillBundle, record: dict[str, Any]) -> None:
+        """When `candidate` is the one kept pending, carry the screen's findings on it (`record["screen"]`)."""
+        held = state.pending
+        screen = record.get("screen")
+        if held is None or not isinstance(screen, dict) or not screen.get("findings"):
+            return
+        if bundle_from_json(held["skill"]).content_hash == candidate.content_hash:
+            held["findings"] = list(screen["findings"])
 
     def _accept(
         self, state: RunState, candidate: SkillBundle, applied: list[Edit], decision: GateDecision

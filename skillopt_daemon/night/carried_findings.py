@@ -5,8 +5,9 @@ transcripts, the files they read, the checks' output) and again before it is pro
 must not forget the first: a run resumed in another process, or a candidate carried from an earlier night,
 no longer has the replays of the steps that added a line, and a finding made then ("copied from tool
 output", read in a README a replay opened) would vanish from the proposal. So every finding a step recorded
-(`record["screen"]`, the verdict on the candidate it let through) on a line the proposal still adds joins
-the proposal-time verdict, and travels with it into the evidence and every review face.
+(`record["screen"]`, the verdict on the candidate it let through; for a candidate carried from an earlier
+night, the findings it carries, `PendingCandidate.findings`) on a line the proposal still adds joins the
+proposal-time verdict, and travels with it into the evidence and every review face.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from skillopt_lib.skill import SkillBundle, SkillDoc
 from skillopt_lib.testing.copycat import RANKING, CopycatOptimizer
 from skillopt_lib.testing.script import Conversation, Rule, Selection, Step
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from skillopt_lib.trainer import Trainer
+from skillopt_lib.trainer import PendingCandidate, Trainer
 
 KEY = "sk-seats-test"
 USER_RULE = "Always run ruff check --fix on the changed files before you commit anything."
@@ -52,6 +52,9 @@ class ReadmeEnv:
     name = "readme"
     agent_kind: Literal["chat", "exec"] = "chat"
 
+    def __init__(self, n_val: int = 8) -> None:
+        self.n_val = n_val
+
     def splits(self) -> Splits:
         def items(prefix: str, n: int) -> list[Item]:
             return [
@@ -59,7 +62,7 @@ class ReadmeEnv:
                 for i in range(n)
             ]
 
-        return Splits(train=items("train", 4), val=items("val", 8), test=items("test", 2))
+        return Splits(train=items("train", 4), val=items("val", self.n_val), test=items("test", 2))
 
     def seed_skill(self) -> SkillBundle:
         return SkillBundle.from_doc(SkillDoc.new("acme", "How the acme app is changed.", "\n# Acme\n"))
@@ -105,7 +108,13 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scripted
         yield srv
 
 
-def _trainer(server: ScriptedServer, run: Path) -> Trainer:
+def _trainer(
+    server: ScriptedServer,
+    run: Path,
+    *more: str,
+    env: ReadmeEnv | None = None,
+    pending: PendingCandidate | None = None,
+) -> Trainer:
     cfg = load_config(
         None,
         [
@@ -127,9 +136,10 @@ def _trainer(server: ScriptedServer, run: Path) -> Trainer:
             "learning_rate.min_edits=4",
             "learning_rate.max_tokens=4000",
             "learning_rate.min_tokens=4000",
+            *more,
         ],
     )
-    return Trainer(cfg, ReadmeEnv(), run, screen=CandidateScreen())
+    return Trainer(cfg, env or ReadmeEnv(), run, screen=CandidateScreen(), pending=pending)
 
 
 def _step(run: Path) -> dict[str, Any]:
@@ -231,3 +241,22 @@ def test_a_flagged_edit_the_ranking_chose_gives_its_seat_to_the_users_rule_it_le
         # Without the screen's word, the ranking's choice stands and the rule is left out.
         plain = select_edits(caller, [*flagged, user], budget, context)
         assert user not in plain.selected and (user, "not chosen by the ranking") in plain.dropped
+
+
+def test_a_candidate_kept_pending_carries_what_the_screen_found_into_the_run_that_decides_it(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Two validation tasks cannot decide the sequential gate: the candidate waits for a later run, which
+    has not the replays that read the README. The finding made with them goes along, into that run's
+    history, where the proposal's verdict reads it (`night/carried_findings.py`)."""
+    first = _trainer(server, tmp_path / "first", "gate.kind=sequential", env=ReadmeEnv(n_val=2)).train()
+    assert first.pending is not None
+    carried = PendingCandidate.from_dict(json.loads(json.dumps(first.pending.to_dict())))
+    assert [f["rule"] for f in carried.findings] == [COPIED] and "Agentes de IA" in carried.findings[0][
+        "line"
+    ]
+    run = tmp_path / "second"
+    _trainer(server, run, "gate.kind=sequential", env=ReadmeEnv(n_val=2), pending=carried).train()
+    history = [json.loads(x) for x in (run / "history.jsonl").read_text().splitlines()]
+    (record,) = [r for r in history if r["kind"] == "pending"]
+    assert record["screen"]["findings"] == carried.findings
