@@ -29,6 +29,7 @@ from skillopt_lib.errors import ConfigError
 from skillopt_lib.jsonreply import parse_json_object
 from skillopt_lib.origin import (
     AGENT,
+    CHECK,
     FEEDBACK,
     PREFERENCES_HEADER,
     REJECTED,
@@ -234,7 +235,7 @@ def _taught(res: ItemResult) -> list[str]:
         parts = [
             fence(
                 f"$ {c.get('command')}  (exit code {c.get('exit_code')})\n{str(c.get('output', '')).strip()}",
-                TOOL,
+                CHECK,
             )
             for c in checks
         ]
