@@ -27,7 +27,17 @@ from skillopt_lib.edits import Edit, Patch, SourceType, parse_edits
 from skillopt_lib.envs.base import Item, ItemResult, describe_item
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.jsonreply import parse_json_object
-from skillopt_lib.origin import AGENT, FEEDBACK, PREFERENCES_HEADER, TASK, TOOL, fence, preference_line
+from skillopt_lib.origin import (
+    AGENT,
+    CHECK,
+    FEEDBACK,
+    PREFERENCES_HEADER,
+    REJECTED,
+    TASK,
+    TOOL,
+    fence,
+    preference_line,
+)
 from skillopt_lib.skill import SKILL_FILE, SkillBundle
 
 PROMPT_NAMES = ("system", "analyst_failure", "analyst_success", "merge", "rank", "slow_update", "meta_skill")
@@ -167,7 +177,8 @@ def render_rejected(rejected: Sequence[dict[str, Any]], limit: int = 30) -> str:
     for entry in list(rejected)[-limit:]:
         edit = Edit.model_validate(entry["edit"])
         lines.append(f"- [step {entry.get('step')}] {edit.short(160)} — {entry.get('reason', 'rejected')}")
-    return "\n".join(lines)
+    # Rejected edits carry what the screen rejected (a planted line, quoted in its reason): data, fenced.
+    return fence("\n".join(lines), REJECTED)
 
 
 def render_edits(edits: Sequence[Edit], numbered: bool = False) -> str:
@@ -224,7 +235,7 @@ def _taught(res: ItemResult) -> list[str]:
         parts = [
             fence(
                 f"$ {c.get('command')}  (exit code {c.get('exit_code')})\n{str(c.get('output', '')).strip()}",
-                TOOL,
+                CHECK,
             )
             for c in checks
         ]

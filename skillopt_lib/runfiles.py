@@ -84,6 +84,8 @@ class HistoryRecord(TypedDict, total=False):
     changed_tokens: int
     rejected_edits: list[dict[str, Any]]
     screened: list[dict[str, Any]]  # the candidate screen's verdicts on what it rejected
+    screen: dict[str, Any]  # its verdict on the candidate it let through (warnings carried to a proposal)
+    held_back: list[dict[str, Any]]  # edits it warned about: seated only after every clean edit
     invalid_skill: list[str]
     applied: list[dict[str, Any]]
     proposed: list[dict[str, Any]]

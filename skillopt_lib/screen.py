@@ -1013,13 +1013,12 @@ def rule_lines(lines: Sequence[str], frontmatter: Collection[str] = ()) -> list[
 def provenance_missing(
     lines: Sequence[str], provenance: Sequence[Mapping[str, Any]], frontmatter: Collection[str] = ()
 ) -> list[str]:
-    """The added rule lines traced to nothing: no correction of the user's shares their words and no failed
-    replay stands behind them (entries as the night's provenance records them: `line`, `matched`,
-    `failed_replays`). `skillopt diff` and the dashboard flag these lines. Frontmatter, headings, blank
-    lines and pure formatting are not rules and are never listed (`rule_lines`)."""
-    traced = {
-        str(e.get("line", "")).strip() for e in provenance if e.get("matched") or e.get("failed_replays")
-    }
+    """The added rule lines no correction of the user's stands behind (entries as the night's provenance
+    records them: `line`, `matched`). Failed replays do not trace a line: they stand behind every line of a
+    step, a line planted in what the replays read included. `skillopt diff` and the dashboard list these
+    lines first, and such a proposal is never approved automatically. Frontmatter, headings, blank lines and
+    pure formatting are not rules and are never listed (`rule_lines`)."""
+    traced = {str(e.get("line", "")).strip() for e in provenance if e.get("matched")}
     return [line for line in rule_lines(lines, frontmatter) if line.strip() not in traced]
 
 

@@ -1,4 +1,5 @@
-"""The training loop: rollout → reflect → aggregate → select → update → evaluate, one step per batch.
+"""The training loop: rollout → reflect → aggregate → screen → select → update → screen → evaluate, one
+step per batch (the screens run when a candidate screen is given: `skillopt_lib.seating`).
 
 `Trainer` trains a skill for a frozen agent on any `Environment`. It holds no database and knows nothing of
 the daemon: the nightly cycle reuses it on replayed tasks exactly as `skillopt train` uses it on a benchmark.
@@ -17,7 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -73,26 +74,13 @@ from skillopt_lib.reflect import (
     render_skill,
 )
 from skillopt_lib.runfiles import STATE_VERSION, RunFiles, bundle_from_json, bundle_to_json, utc_iso
+from skillopt_lib.seating import Screen, Seating, carries, seat_screen
 from skillopt_lib.selection import select_edits
 from skillopt_lib.skill import SkillBundle
-
-if TYPE_CHECKING:
-    from skillopt_lib.screen import ScreenResult
 
 Event = dict[str, Any]
 EventHandler = Callable[[Event], None]
 META_NOTES_MAX = 2000
-
-
-class Screen(Protocol):
-    """What screens a candidate's added lines before it is replayed (`skillopt_lib.screen.CandidateScreen`).
-
-    `shown` are the results the optimizer read this step, so a line copied from their tool output is caught.
-    """
-
-    def check(
-        self, incumbent: SkillBundle, candidate: SkillBundle, shown: Sequence[ItemResult] = ()
-    ) -> ScreenResult: ...
 
 
 @dataclass
@@ -102,12 +90,16 @@ class PendingCandidate:
     Serialisable (`to_dict` / `from_dict`). Pass it as `Trainer(..., pending=...)` to a later run on the same
     incumbent: that run first adds paired replays on its own validation items (new tasks of the family count)
     and accepts, refutes or keeps it pending. A caller stores it between runs; nothing here keeps state.
+    `findings` are what the candidate screen found on its lines in the run that made it (warnings: a line
+    copied from a file a replay read), carried so that whichever run decides it still shows them; the
+    replays they were found in are not carried.
     """
 
     skill: SkillBundle
     incumbent_hash: str
     evidence: PairedEvidence
     reason: str = ""
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +107,7 @@ class PendingCandidate:
             "incumbent_hash": self.incumbent_hash,
             "evidence": self.evidence.to_dict(),
             "reason": self.reason,
+            "findings": list(self.findings),
         }
 
     @classmethod
@@ -124,6 +117,7 @@ class PendingCandidate:
             incumbent_hash=str(data["incumbent_hash"]),
             evidence=PairedEvidence.from_dict(data["evidence"]),
             reason=str(data.get("reason", "")),
+            findings=[f for f in data.get("findings") or [] if isinstance(f, dict)],
         )
 
 
@@ -262,6 +256,11 @@ class Trainer:
         self.cfg = config
         # The candidate screen (untrusted-text defence): a candidate it rejects is never replayed.
         self.screen = screen
+        # Every replay result the optimizer was shown in this run (their transcripts, tool output, checks'
+        # output): each candidate is screened against all of it, and the night screens the proposal again
+        # against it, so a line copied from a file read during a replay is recognised as copied. Newest first:
+        # the screen reads a bounded amount of text, and the step's own replays must be in it.
+        self.shown: list[ItemResult] = []
         self._carried = pending
         # A candidate whose gate session a raised error cut short, with the pairs measured before it.
         self.interrupted: PendingCandidate | None = None
@@ -560,6 +559,9 @@ class Trainer:
         """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
         incumbent = bundle_from_json(state.incumbent)
         record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
+        if pending.findings:
+            # What the screen found when the candidate was made, in this run's history for its proposal.
+            record["screen"] = {"findings": list(pending.findings)}
         why = self._carried_mismatch(pending, incumbent)
         if why:
             record.update(accepted=False, gate=None, reason=why)
@@ -567,7 +569,7 @@ class Trainer:
             self._emit("pending", accepted=False, outcome="dropped", reason=why)
             return
         if self.screen is not None:
-            verdict = self.screen.check(incumbent, pending.skill, ())
+            verdict = self.screen.check(incumbent, pending.skill, self.shown)
             if verdict.rejected:
                 why = verdict.reason()
                 record.update(accepted=False, gate=None, reason=why, screened=[verdict.to_dict()])
@@ -594,7 +596,7 @@ class Trainer:
             self._accept(state, pending.skill, [], decision)
         elif decision.pending:
             state.pending = PendingCandidate(
-                pending.skill, incumbent.content_hash, evidence, decision.reason
+                pending.skill, incumbent.content_hash, evidence, decision.reason, pending.findings
             ).to_dict()
         if not decision.pending:
             self.ledger.decided(incumbent.content_hash, pending.skill.content_hash, str(decision.outcome))
@@ -637,6 +639,7 @@ class Trainer:
         items = self._batch(epoch, batch_index)
         initial = bundle_from_json(state.initial).content_hash == incumbent.content_hash
         pairs = self._train_rollout(incumbent, items, initial=initial)
+        self.shown[:0] = [r for _, r in pairs]
         train_hard = sum(r.hard for _, r in pairs) / len(pairs)
         train_soft = sum(r.soft for _, r in pairs) / len(pairs)
         self._emit("rollout_done", step=step + 1, train=train_hard)
@@ -670,8 +673,25 @@ class Trainer:
             self._parallel,
         )
 
-        # 4. select
-        sel = select_edits(self.caller, agg.candidates, budget, context)
+        # 4. screen every candidate edit, then select: a rejected edit never takes a seat in the budget
+        screened: list[Edit] = []
+        seating = Seating(list(agg.candidates))
+        prescreened: list[dict[str, Any]] = []
+        if self.screen is not None:
+            seating = seat_screen(self.screen, incumbent, agg.candidates, self.shown)
+            for edit, verdict in seating.rejected:
+                reason = verdict.reason()
+                self._reject(state, [edit], step, reason)
+                screened.append(edit)
+                prescreened.append(
+                    {
+                        "reason": reason,
+                        "findings": [f.to_dict() for f in verdict.rejects()],
+                        "edits": [edit.model_dump()],
+                    }
+                )
+                self._emit("screened", step=step + 1, reason=reason)
+        sel = select_edits(self.caller, seating.eligible, budget, context, seating.held_back)
 
         # 5. update (within the skill's size limits)
         sized, too_big = fit_skill_size(
@@ -703,13 +723,17 @@ class Trainer:
             "conflicts": [c.to_dict() for c in conflicts],
             "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
         }
+        if prescreened:
+            record["screened"] = prescreened
+        if seating.held_back:
+            record["held_back"] = [e.model_dump() for e in seating.held_back]
 
-        # 6. screen, then evaluate: a line the screen rejects is never replayed.
-        screened: list[Edit] = []
+        # 6. screen the candidate again (its lines together), then evaluate: a rejected line is never replayed.
         if applied and not issues and self.screen is not None:
-            candidate, applied, screened = self._screened(
-                state, incumbent, candidate, applied, [r for _, r in pairs], step, record
+            candidate, applied, also = self._screened(
+                state, incumbent, candidate, applied, self.shown, step, record
             )
+            screened += also
             record["applied"] = [e.model_dump() for e in applied]
         if not applied and screened:
             record["gate"] = None
@@ -726,6 +750,7 @@ class Trainer:
             state.no_improve += 1
         else:
             decision = self._decide(state, candidate, incumbent)
+            self._pending_findings(state, candidate, record)
             record["gate"] = decision.to_dict()
             record["accepted"] = decision.accepted
             record["reason"] = decision.reason
@@ -774,15 +799,17 @@ class Trainer:
         """Screen the candidate; while the screen rejects it, reject the edits that carry a rejected line (into
         the rejected-edit buffer, with the screen's reason: which line and why) and build the candidate again
         from the step's other edits, which are screened in turn. Returns the candidate left, its edits (none
-        when nothing survived) and the edits the screen rejected; `record["screened"]` lists each verdict."""
+        when nothing survived) and the edits the screen rejected; `record["screened"]` lists each verdict, and
+        `record["screen"]` the verdict on the candidate left (its warnings travel into the proposal)."""
         assert self.screen is not None
         rejected: list[Edit] = []
         while applied:
             verdict = self.screen.check(incumbent, candidate, shown)
             if not verdict.rejected:
+                record["screen"] = verdict.to_dict()
                 break
             lines = {f.line.strip() for f in verdict.rejects()}
-            bad = [e for e in applied if _carries(e, lines)] or list(applied)
+            bad = [e for e in applied if carries(e, lines)] or list(applied)
             reason = verdict.reason()
             self._reject(state, bad, step, reason)
             rejected += bad
@@ -891,6 +918,15 @@ class Trainer:
             candidate, incumbent.content_hash, decision.evidence, decision.reason
         ).to_dict()
 
+    def _pending_findings(self, state: RunState, candidate: SkillBundle, record: dict[str, Any]) -> None:
+        """When `candidate` is the one kept pending, carry the screen's findings on it (`record["screen"]`)."""
+        held = state.pending
+        screen = record.get("screen")
+        if held is None or not isinstance(screen, dict) or not screen.get("findings"):
+            return
+        if bundle_from_json(held["skill"]).content_hash == candidate.content_hash:
+            held["findings"] = list(screen["findings"])
+
     def _accept(
         self, state: RunState, candidate: SkillBundle, applied: list[Edit], decision: GateDecision
     ) -> None:
@@ -967,7 +1003,8 @@ class Trainer:
                 elif problem:
                     record.update(accepted=False, reason=problem, gate=None)
                 elif (
-                    self.screen is not None and (verdict := self.screen.check(incumbent, candidate)).rejected
+                    self.screen is not None
+                    and (verdict := self.screen.check(incumbent, candidate, self.shown)).rejected
                 ):
                     record.update(accepted=False, reason=verdict.reason(), gate=None)
                     record["screened"] = [
@@ -1098,13 +1135,6 @@ class Trainer:
             results=flat,
             usage=used,
         )
-
-
-def _carries(edit: Edit, lines: set[str]) -> bool:
-    """Whether `edit` writes one of `lines` (the screen's findings keep a line's first 300 characters)."""
-    return any(
-        own.strip() in lines or own.strip()[:300] in lines for own in (edit.content or "").splitlines()
-    )
 
 
 def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, Any] | None:

@@ -85,6 +85,14 @@ def status(json_out: bool = JSON_OPT) -> None:
             ],
         )
         for p in pending:
+            missing = p.get("provenance_missing") or []
+            if missing:
+                console.print(
+                    f"[bold yellow]{literal(p['short_id'])} adds {len(missing)} line(s) with no provenance[/] "
+                    "(no correction of yours says them; never auto-approved): "
+                    + literal("; ".join(str(x) for x in missing)),
+                    highlight=False,
+                )
             if p.get("screen_warnings"):
                 console.print(
                     f"[bold red]{literal(p['short_id'])} was flagged by the candidate screen[/] "
@@ -217,7 +225,17 @@ def propose(
 
 
 def _screen_notes(item: dict[str, Any]) -> None:
-    """The screen's warnings and the lines with no provenance, before the diff (on stderr, like the tier)."""
+    """The lines with no provenance, then the screen's warnings, before the diff (on stderr, like the tier):
+    a line nobody asked for is the first thing a reviewer reads."""
+    missing = item.get("provenance_missing") or []
+    if missing:
+        err_console.print(
+            f"[bold yellow]{len(missing)} added line(s) with no provenance[/] (no correction of yours says "
+            "them; never approved automatically; marked ⚠ in the diff):",
+            highlight=False,
+        )
+        for line in missing:
+            err_console.print(f"  [yellow]⚠ {literal(str(line))}[/]", highlight=False)
     warnings = item.get("screen_warnings") or []
     if warnings:
         err_console.print(
@@ -226,13 +244,6 @@ def _screen_notes(item: dict[str, Any]) -> None:
         )
         for w in warnings:
             err_console.print(f"  [red]⚠ {literal(w)}[/]", highlight=False)
-    missing = item.get("provenance_missing") or []
-    if missing:
-        err_console.print(
-            f"[bold yellow]{len(missing)} added line(s) with no provenance[/] (no correction of yours and no "
-            "failed replay stands behind them; marked ⚠ in the diff)",
-            highlight=False,
-        )
 
 
 def diff(

@@ -7,8 +7,9 @@ train-split tasks may ever reach the optimizer: `for_optimizer` is the one place
 returns nothing for any other split.
 
 Provenance uses the same records: each line a proposal adds is traced to the corrections (and their
-sessions) that most plausibly motivated it, for `skillopt diff` and the dashboard. Nothing of this is
-written into the skill itself.
+sessions) its content follows from (`wording.follows_from`: a long common phrase or a good share of its
+content words, never one shared term), for `skillopt diff` and the dashboard; a line no correction stands
+behind has no provenance, whatever else the night read. Nothing of this is written into the skill itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from skillopt_daemon.night.wording import follows_from, overlap
 from skillopt_lib.origin import PREFERENCES_HEADER, preference_line
 
 if TYPE_CHECKING:
@@ -126,26 +128,29 @@ def provenance(
     prefs: Sequence[Preference],
     failed_replays: Sequence[str],
 ) -> list[dict[str, Any]]:
-    """For each added line: the corrections that share its words (all the train corrections when none do,
-    since the optimizer read them all), their sessions, and the train replays that failed before it."""
+    """For each added line: the corrections its content follows from (`wording.follows_from`), closest
+    first, their sessions, and the train replays that failed before it. `matched` is False, and
+    `learned_from` empty, for a line no correction stands behind: the failed replays explain why the night
+    changed the skill, not where the line's words came from (a planted README line rides on them too)."""
     out: list[dict[str, Any]] = []
     for line in added_lines:
         if not line.strip():
             continue
-        terms = _terms(line)
-        scored = [(len(terms & _terms(p.text)), p) for p in prefs]
-        matched = [p for score, p in sorted(scored, key=lambda sp: -sp[0]) if score > 0]
-        chosen = matched or list(prefs)
+        followed = [p for p in prefs if follows_from(line, p.text)]
+        chosen = sorted(followed, key=lambda p: -overlap(line, p.text))
         out.append(
             {
                 "line": line,
                 "learned_from": [p.to_dict() for p in chosen[:5]],
                 "sessions": sorted({p.session for p in chosen if p.session}),
                 "failed_replays": list(failed_replays),
-                "matched": bool(matched),
+                "matched": bool(chosen),
             }
         )
     return out
+
+
+NO_PROVENANCE = "no provenance: no correction of yours says this"
 
 
 def describe(entry: dict[str, Any]) -> str:
@@ -157,7 +162,10 @@ def describe(entry: dict[str, Any]) -> str:
         # A removal's provenance: why the rule goes (the user's contradicting words, or that it went stale).
         why = str(entry.get("why") or "no longer wanted")
         return f"removed because {why}" + (": " + "; ".join(parts) if parts else "")
-    text = "learned from: " + "; ".join(parts) if parts else "learned from: failed replays"
+    if not entry.get("matched", True) or not parts:
+        text = NO_PROVENANCE
+    else:
+        text = "learned from: " + "; ".join(parts)
     failed = entry.get("failed_replays") or []
     if failed:
         text += f" · {len(failed)} failed replay{'s' if len(failed) != 1 else ''}"

@@ -29,6 +29,7 @@ from skillopt_daemon.core.repos import repository_of
 from skillopt_daemon.night import noharm, planning, replay_cost, scope, seeding
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
+from skillopt_daemon.night.carried_findings import with_step_findings
 from skillopt_daemon.night.evidence import evidence
 from skillopt_daemon.night.ledger import DryLedger, StoreLedger, lineage_of, new_skill_target
 from skillopt_daemon.night.nearcopies import fingerprint, regroup
@@ -621,8 +622,11 @@ def _train_and_propose(
     if not ok:
         outcome.status, outcome.reason = "leak", why
         return outcome
-    # Screened again before it is proposed: every line the proposal adds over what the user approved.
-    verdict = screen.check(incumbent if not new else NOTHING, best)
+    # Screened again before it is proposed: every line the proposal adds over what the user approved, against
+    # the sessions and everything the optimizer was shown tonight (the replays' transcripts and the files they
+    # read), with what the steps found on those lines.
+    verdict = screen.check(incumbent if not new else NOTHING, best, trainer.shown)
+    verdict = with_step_findings(verdict, result.run_dir)
     if verdict.rejected:
         return _screened(outcome, verdict)
     phoned = refused_hosts(env, best.content_hash) - refused_hosts(env, incumbent.content_hash)
@@ -910,9 +914,10 @@ def _propose(
         outcome.reason += "; " + ScreenResult.from_dict(found["screen"]).reason()
     if name not in ctx.settings.night.auto_approve:
         return outcome
-    # A likely proposal is shown to the user, never installed unreviewed; nor is one the screen flagged.
+    # A likely proposal is shown to the user, never installed unreviewed; nor is one the screen flagged, nor
+    # one that adds a line no correction of the user's stands behind.
     refusal = "it is likely, not yet proven" if found.get("tier") == "likely" else None
-    refusal = refusal or auto_approve_refusal(found.get("screen"))
+    refusal = refusal or auto_approve_refusal(found.get("screen")) or _unasked(found)
     if refusal:
         outcome.reason += f" (not auto-approved: {refusal})"
         return outcome
@@ -920,6 +925,14 @@ def _propose(
     outcome.status = "approved"
     outcome.reason += " (auto-approved)"
     return outcome
+
+
+def _unasked(found: dict[str, Any]) -> str | None:
+    """Why a proposal with lines nobody asked for may not be approved automatically, or None."""
+    missing = found.get("provenance_missing") or []
+    if not missing:
+        return None
+    return f"{len(missing)} added line(s) have no provenance (no correction of yours says them)"
 
 
 # What a new skill's lines are screened against: nothing the user approved.

@@ -151,7 +151,7 @@ def _summary(reg: Registry, v: Version) -> str:
 # ------------------------------------------------------------------------------------------------ screen
 
 SCREEN_MARK = "  ⚠ "
-NO_PROVENANCE = "no provenance: no correction of yours and no failed replay stands behind this line"
+NO_PROVENANCE = "no provenance: no correction of yours says this (never approved automatically)"
 
 
 def _findings(evidence: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -169,9 +169,9 @@ def screen_warnings(evidence: Mapping[str, Any]) -> list[str]:
 
 
 def annotate_screen(diff: str, evidence: Mapping[str, Any], missing: Sequence[str] | None = None) -> str:
-    """The diff with the screen's findings and the rule lines without provenance flagged after their line
-    (`missing`: those lines, by default the evidence's `provenance_missing`); a note is written once under
-    a line, however many times the evidence names it."""
+    """The diff with the rule lines without provenance and the screen's findings flagged after their line,
+    the missing provenance first (`missing`: those lines, by default the evidence's `provenance_missing`); a
+    note is written once under a line, however many times the evidence names it."""
     by_line: dict[str, list[str]] = {}
 
     def note(line: str, text: str) -> None:
@@ -179,12 +179,12 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any], missing: Sequence[st
         if text not in notes:
             notes.append(text)
 
-    for f in _findings(evidence):
-        note(str(f.get("line", "")), f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}")
     if missing is None:
         missing = [str(x) for x in evidence.get("provenance_missing") or []]
     for line in missing:
         note(str(line), NO_PROVENANCE)
+    for f in _findings(evidence):
+        note(str(f.get("line", "")), f"screen {f.get('severity')}: {f.get('rule')}: {f.get('why')}")
     if not by_line:
         return diff
     out: list[str] = []
@@ -196,7 +196,7 @@ def annotate_screen(diff: str, evidence: Mapping[str, Any], missing: Sequence[st
 
 
 def provenance_missing(reg: Registry, v: Version) -> list[str]:
-    """The rule lines of `v` that no correction and no failed replay stands behind, as its evidence lists
+    """The rule lines of `v` that no correction of the user's stands behind, as its evidence lists
     them, less what is not a rule: frontmatter (a new skill's, or a changed description), headings, blank
     lines and formatting. Evidence written before the night judged only rule lines still lists those."""
     stored = [str(x) for x in v.evidence.get("provenance_missing") or []]

@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(1800)
 
 KINDS = tuple(corpus_kinds("tune"))
 SKILL = "lint-house-rules"
-WEAK = "- Never silence lint with # noqa."
+WEAK = "- Never silence lint with # noqa; fix the code."
 DOCSTRING = "- Give every new function a docstring."
 STRONG = "no — not # noqa and not # type: ignore either; fix the code"
 CONTRADICTION = "actually, it's fine to skip the docstring here"
@@ -96,6 +96,11 @@ def _install_learned_lines(w: Any) -> None:
         tasks = [NightTask.from_row(r, []) for r in rows]
         prov = preferences.provenance([WEAK, DOCSTRING], preferences.train_preferences(tasks), [])
         assert any(p["text"] == "no noqa, fix the code" for p in prov[0]["learned_from"]), prov
+        # No correction of the first sessions says the docstring line (it has no provenance of its own); the
+        # earlier night is taken to have learned it from the same corrected tasks, which is what ties it to
+        # the family whose later sessions contradict it.
+        assert not prov[1]["matched"]
+        prov[1] = {**prov[1], "learned_from": prov[0]["learned_from"], "sessions": prov[0]["sessions"]}
         reg = Registry(db, actor="night")
         current = reg.current_version(SKILL)
         assert current is not None

@@ -32,18 +32,24 @@ def test_diff_and_status_show_the_screens_warning_and_the_line_without_provenanc
     assert "flagged by the candidate screen (never auto-approved)" in shown.stderr
     assert "unknown-host" in shown.stderr and "notes.partner-cdn.example" in shown.stderr
     assert "1 added line(s) with no provenance" in shown.stderr
+    # The line nobody asked for leads: before the screen's warnings, and first under its line.
+    assert shown.stderr.index("no provenance") < shown.stderr.index("flagged by the candidate screen")
+    assert f"⚠ {RULE}" in shown.stderr
     lines = shown.stdout.splitlines()
     at = lines.index("+" + RULE)
-    assert lines[at + 1].startswith("  ⚠ screen warn: unknown-host: names a host the repository does not use")
     assert (
-        lines[at + 2]
-        == "  ⚠ no provenance: no correction of yours and no failed replay stands behind this line"
+        lines[at + 1] == "  ⚠ no provenance: no correction of yours says this (never approved automatically)"
     )
+    assert lines[at + 2].startswith("  ⚠ screen warn: unknown-host: names a host the repository does not use")
     view = json.loads(env.cli("diff", pid, "--json", check=True).stdout)
     assert view["proposal"]["provenance_missing"] == [RULE]
     assert view["proposal"]["screen_warnings"][0].startswith("line 1 (unknown-host, warn)")
     status = env.cli("status", check=True).stdout
     assert "was flagged by the candidate screen" in status and "notes.partner-cdn.example" in status
+    flat = " ".join(status.split())
+    assert "adds 1 line(s) with no provenance" in flat and flat.index("no provenance") < flat.index(
+        "was flagged"
+    )
 
 
 def test_the_dashboards_proposal_page_shows_the_warning_and_the_unasked_line(env: Any) -> None:
@@ -59,6 +65,7 @@ def test_the_dashboards_proposal_page_shows_the_warning_and_the_unasked_line(env
         assert client.get(f"/?token={token}", follow_redirects=False).status_code == 303
         page = client.get(f"/proposals/{pid}").text
     assert 'id="proposal-screen"' in page and 'id="proposal-provenance"' in page
+    assert page.index('id="proposal-provenance"') < page.index('id="proposal-screen"')
     text = " ".join(unescape(re.sub(r"<[^>]+>", " ", page)).split())
     assert "The candidate screen flagged this proposal" in text and "never approved automatically" in text
     assert "line 1 (unknown-host, warn)" in text

@@ -216,7 +216,8 @@ def test_lines_traced_to_nothing_are_listed() -> None:
         {"line": "- Run make lint.", "matched": False, "failed_replays": ["t3"]},
         {"line": "- Be nice.", "matched": False, "failed_replays": []},
     ]
-    assert provenance_missing(lines, provenance) == ["- Be nice."]
+    # A failed replay stands behind every line of its step, a planted one included: only the user's words trace.
+    assert provenance_missing(lines, provenance) == ["- Run make lint.", "- Be nice."]
     assert provenance_missing(lines, []) == lines
 
 
