@@ -112,3 +112,16 @@ def test_doctor_names_the_shared_folders_and_the_skills_opencodes_own_copy_hides
     monkeypatch.setenv("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1")
     ((_, _, off),) = doctor(_tool())
     assert "scans of other tools' folders are off" in off
+
+
+def test_skillopt_install_opencode_places_the_skillopt_skill_and_uninstall_removes_it(home: Path) -> None:
+    from harness import cli
+
+    (home / ".local/share/opencode").mkdir(parents=True)  # OpenCode has run here: it is detected
+    placed = home / ".config/opencode/skills/skillopt/SKILL.md"
+    cli.here("install", "opencode", check=True)
+    assert placed.is_file() and b"name: skillopt" in placed.read_bytes()
+    doctor_text = cli.here("doctor", check=False).stdout
+    assert "installed: user" in doctor_text and "OpenCode reads" in doctor_text
+    cli.here("uninstall", "opencode", check=True)
+    assert not placed.exists()
