@@ -1,8 +1,9 @@
 """OpenCode (`opencode`, npm `opencode-ai`) as an agent tool, registered through `skillopt_agent_tools`.
 
 One row says everything skillopt needs: sessions are read from OpenCode's SQLite database (`source`), approved
-skills go where OpenCode reads them (`installer`), and `skillopt doctor` reports skill folders that would make a
-skill appear twice (`doctor`). Parts are named, not imported, so listing plugins loads none of them.
+skills go where OpenCode reads them (`installer`), `skillopt doctor` says which other tools' skill folders
+OpenCode also lists (`doctor`), and tasks are replayed with `opencode run` (`backend`, registered through
+`skillopt_backends`). Parts are named, not imported, so listing plugins loads none of them.
 
 The tool's home is OpenCode's data folder (`~/.local/share/opencode`, where the database lives); its user skills
 are in its config folder (`~/.config/opencode/skills`), which the installer finds from `XDG_CONFIG_HOME`.
@@ -34,7 +35,12 @@ def skillopt_agent_tools() -> list[ToolSpec]:
             scopes=("user", "project"),
             source="skillopt_daemon.plugins.opencode.source:OpenCodeSource",
             installer="skillopt_daemon.plugins.opencode.installer:OpenCodeInstaller",
-            backend=None,  # mined, not replayed yet
+            backend="opencode",
             doctor="skillopt_daemon.plugins.opencode.installer:doctor",
         )
     ]
+
+
+@hookimpl
+def skillopt_backends() -> list[tuple[str, str]]:
+    return [("opencode", "skillopt_daemon.plugins.opencode.backend:create")]

@@ -5,37 +5,25 @@ lists from Claude Code's and the shared `.agents` folders, and which of those sk
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness.opencode import opencode_plugin
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.plugins.opencode.installer import OpenCodeInstaller, doctor
 from skillopt_daemon.registry import Registry
 from skillopt_daemon.registry.installers import get_installer
 from skillopt_daemon.registry.installers.base import InstallTarget
-from skillopt_lib import plugins
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConflictError
 from skillopt_lib.skill import SkillBundle
 
 SKILL = b"---\nname: release-check\ndescription: how to run the release check\n---\nUse --strict.\n"
+pytestmark = pytest.mark.usefixtures("opencode_plugin")
+__all__ = ["opencode_plugin"]
+
 NEWER = SKILL.replace(b"--strict", b"--strict --all")
-
-
-@pytest.fixture(autouse=True)
-def opencode_plugin() -> Iterator[None]:
-    """The plugin as its entry point registers it, unless the installed skillopt already did."""
-    if "opencode" in AgentTool:
-        yield
-        return
-    plugins.register(importlib.import_module("skillopt_daemon.plugins.opencode"), name="opencode")
-    try:
-        yield
-    finally:
-        plugins.unregister("opencode")
 
 
 @pytest.fixture

@@ -4,47 +4,25 @@ the shared `.agents` folder: the facts the installer and `skillopt doctor` rely 
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from harness.agents import SCRIPTED_API_KEY
-from harness.fixtures import require
+from harness.opencode import opencode_cli, opencode_plugin
 
 from skillopt_daemon.registry.installers import get_installer
 from skillopt_daemon.registry.installers.base import InstallTarget
-from skillopt_lib import plugins
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.opencode_cli import opencode_env, run_opencode
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
-pytestmark = [pytest.mark.agent_cli]
+pytestmark = [pytest.mark.agent_cli, pytest.mark.usefixtures("opencode_plugin")]
+__all__ = ["opencode_cli", "opencode_plugin"]
 
 SKILL = b"---\nname: release-check\ndescription: how to run the release check\n---\nUse --strict.\n"
 SHARED = b"---\nname: notes-style\ndescription: how to write release notes\n---\nShort lines.\n"
-
-
-@pytest.fixture(autouse=True)
-def opencode_plugin() -> Iterator[None]:
-    if "opencode" in AgentTool:
-        yield
-        return
-    plugins.register(importlib.import_module("skillopt_daemon.plugins.opencode"), name="opencode")
-    try:
-        yield
-    finally:
-        plugins.unregister("opencode")
-
-
-@pytest.fixture
-def opencode_cli(agent_clis: ac.AgentCLIs) -> Path:
-    path = agent_clis.root / "node_modules" / ".bin" / "opencode"
-    require(path.exists(), agent_clis.why_missing("opencode"))
-    return path
 
 
 def _system_prompts(server: ScriptedServer) -> str:

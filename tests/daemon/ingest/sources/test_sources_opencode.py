@@ -9,17 +9,16 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from harness.ingest_home import Env
+from harness.opencode import opencode_plugin
 
 from skillopt_daemon import ingest
 from skillopt_daemon.ingest.sources import SOURCES, build_source
 from skillopt_daemon.ingest.sources.base import FileUnusable, SkipRecord
 from skillopt_daemon.plugins.opencode.source import KNOWN_MIGRATION, OpenCodeSource
-from skillopt_lib import plugins
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.testing import opencode_cli
 
@@ -30,26 +29,13 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
+pytestmark = pytest.mark.usefixtures("opencode_plugin")
+__all__ = ["opencode_plugin"]
+
 REAL_DB = FIXTURES / "real" / "opencode" / "opencode.db"
 ROOT = Path(__file__).resolve().parents[4]
 MAIN = "ses_dbb773e3bffefmJHn8PX2EnxBI"
 PLUGIN = "skillopt_daemon.plugins.opencode"
-
-
-@pytest.fixture(autouse=True)
-def opencode_plugin() -> Iterator[None]:
-    """The plugin as its entry point registers it, unless the installed skillopt already did."""
-    import importlib
-
-    module = importlib.import_module(PLUGIN)
-    if "opencode" in AgentTool:
-        yield
-        return
-    plugins.register(module, name="opencode")
-    try:
-        yield
-    finally:
-        plugins.unregister("opencode")
 
 
 def _copy(tmp_path: Path) -> Path:
