@@ -12,15 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness.agents import SCRIPTED_API_KEY
 from harness.ingest_home import Env
-from harness.opencode import opencode_plugin
+from harness.opencode import opencode_cli, opencode_plugin
 
 from skillopt_daemon import ingest
 from skillopt_daemon.ingest.sources import SOURCES, build_source
 from skillopt_daemon.ingest.sources.base import FileUnusable, SkipRecord
 from skillopt_daemon.plugins.opencode.source import KNOWN_MIGRATION, OpenCodeSource
 from skillopt_lib.agents import AgentTool, spec
-from skillopt_lib.testing import opencode_cli
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing import opencode_cli as oc
+from skillopt_lib.testing.opencode_cli import opencode_env as opencode_cli_env
+from skillopt_lib.testing.opencode_cli import run_opencode
+from skillopt_lib.testing.scripted_server import ScriptedServer
 
 from .helpers import FIXTURES, parse_path, parsed
 
@@ -30,7 +35,7 @@ else:
     import tomli as tomllib
 
 pytestmark = pytest.mark.usefixtures("opencode_plugin")
-__all__ = ["opencode_plugin"]
+__all__ = ["opencode_cli", "opencode_plugin"]
 
 REAL_DB = FIXTURES / "real" / "opencode" / "opencode.db"
 ROOT = Path(__file__).resolve().parents[4]
@@ -49,10 +54,10 @@ def test_the_plugin_is_registered_by_an_entry_point_and_pins_the_tested_version(
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["entry-points"]["skillopt"]["opencode"] == PLUGIN
     script = (ROOT / "scripts" / "install-agent-clis.sh").read_text()
-    assert f'OPENCODE_VERSION="{opencode_cli.OPENCODE_VERSION}"' in script
+    assert f'OPENCODE_VERSION="{oc.OPENCODE_VERSION}"' in script
     tool = AgentTool.parse("opencode")
-    assert spec(tool).tested_versions == (opencode_cli.OPENCODE_VERSION,) * 2
-    assert OpenCodeSource.known_version == opencode_cli.OPENCODE_VERSION
+    assert spec(tool).tested_versions == (oc.OPENCODE_VERSION,) * 2
+    assert OpenCodeSource.known_version == oc.OPENCODE_VERSION
     assert SOURCES[tool] is OpenCodeSource
 
 
@@ -182,3 +187,65 @@ def test_a_half_written_database_is_a_problem_and_nothing_read_before_is_lost(
     message = problems["unreadable-database"]
     assert str(db) in message and "OpenCode database" in message and "PRAGMA integrity_check" in message
     assert pipeline.db.execute("SELECT session_id, turn_count FROM sessions ORDER BY 1").fetchall() == before
+
+
+def test_a_session_added_in_place_is_read_at_the_rescan_without_duplicating_the_others(
+    env: Env, pipeline: ingest.Pipeline
+) -> None:
+    db = _home_db(env)
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
+    turns_before = pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+    with sqlite3.connect(db) as conn:  # OpenCode starting another session in the same project
+        conn.execute(
+            "INSERT INTO session SELECT 'ses_new', project_id, workspace_id, NULL, 'new-one', directory, path, "
+            "'another', version, share_url, summary_additions, summary_deletions, summary_files, summary_diffs, "
+            "metadata, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, "
+            "revert, permission, agent, model, time_created + 60000, time_updated + 60000, time_compacting, "
+            "time_archived FROM session WHERE id = ?",
+            [MAIN],
+        )
+        conn.execute(
+            "INSERT INTO message VALUES ('msg_new', 'ses_new', 1796446300000, 1796446300000, ?)",
+            ['{"role":"user","time":{"created":1796446300000}}'],
+        )
+        conn.execute(
+            "INSERT INTO part VALUES ('prt_new', 'msg_new', 'ses_new', 1796446300000, 1796446300000, ?)",
+            ['{"type":"text","text":"run the linter"}'],
+        )
+    conn.close()
+    changed = [(s, p) for s, p in pipeline.discover() if pipeline.needs_read(p)]
+    assert [p for _, p in changed] == [db]
+    pipeline.ingest_paths(changed)
+    assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 4
+    assert pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == turns_before + 1
+
+
+@pytest.mark.agent_cli
+def test_a_session_the_real_opencode_just_wrote_is_ingested_from_its_write_ahead_log(
+    env: Env, pipeline: ingest.Pipeline, opencode_cli: Path, model_server: ScriptedServer
+) -> None:
+    """OpenCode leaves its rows in `opencode.db-wal` when it exits; a first ingest reads them all the same."""
+    project = env.root / "shop"
+    project.mkdir()
+    model_server.set_script(
+        Script(
+            rules=[
+                Rule(
+                    name="t",
+                    match=Match(user="lint"),
+                    steps=[Step(tool_calls=[bash("echo ok")]), Step(text="Linted.")],
+                )
+            ]
+        )
+    )
+    oc_env = opencode_cli_env(env.home, model_server.base_url_openai, api_key=SCRIPTED_API_KEY)
+    run = run_opencode(opencode_cli, "run the lint", cwd=project, env=oc_env)
+    assert run.returncode == 0 and run.transcript is not None, run.describe()
+    assert run.transcript == env.home / ".local/share/opencode/opencode.db"
+    wal = run.transcript.with_name("opencode.db-wal")
+    assert wal.stat().st_size > run.transcript.stat().st_size  # the rows are still in the log
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == run.transcript])
+    rows = pipeline.db.execute("SELECT tool, session_id, project_path FROM sessions").fetchall()
+    assert rows == [("opencode", run.session_id, str(project))]
+    (name, summary) = pipeline.db.execute("SELECT name, input_summary FROM tool_calls").fetchone()
+    assert (name, summary) == ("bash", "echo ok")
