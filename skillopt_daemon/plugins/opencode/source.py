@@ -89,6 +89,13 @@ class OpenCodeSource(BaseSource):
         return None
 
     def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
+        # The database is read through SQLite at its path, not from `data`: a file of another name was not
+        # chosen by `is_transcript` and holds nothing of OpenCode's, and one gone since it was opened (OpenCode
+        # replaced it) is left for the next rescan rather than read as empty, which would drop its sessions.
+        if ctx.path.name != DATABASE_NAME:
+            return [SkipRecord("not OpenCode's database", ctx.path.name)]
+        if not ctx.path.exists():
+            raise FileBusy(str(ctx.path))
         out: list[Record] = []
         try:
             conn = _connect(ctx.path)
