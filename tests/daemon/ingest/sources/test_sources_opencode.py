@@ -1,0 +1,251 @@
+"""OpenCode's reader, a plugin registered through `skillopt_agent_tools`, on the database the real OpenCode
+(1.18.33) wrote offline against the scripted model server (`fixtures/real/opencode/`, re-recorded by
+`record_opencode_fixtures.py`): a task whose first check fails, a follow-up and a correction in the same
+session, and a task handed to a subagent. Also what happens when the database is cut short, a row's JSON is,
+or the schema is one the reader does not know."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from harness.agents import SCRIPTED_API_KEY
+from harness.ingest_home import Env
+from harness.opencode import opencode_cli, opencode_plugin
+
+from skillopt_daemon import ingest
+from skillopt_daemon.ingest.sources import SOURCES, build_source
+from skillopt_daemon.ingest.sources.base import FileUnusable, SkipRecord
+from skillopt_daemon.plugins.opencode.source import KNOWN_MIGRATION, OpenCodeSource
+from skillopt_lib.agents import AgentTool, spec
+from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from skillopt_lib.testing import opencode_cli as oc
+from skillopt_lib.testing.opencode_cli import opencode_env as opencode_cli_env
+from skillopt_lib.testing.opencode_cli import run_opencode
+from skillopt_lib.testing.scripted_server import ScriptedServer
+
+from .helpers import FIXTURES, parse_path, parsed
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+pytestmark = pytest.mark.usefixtures("opencode_plugin")
+__all__ = ["opencode_cli", "opencode_plugin"]
+
+REAL_DB = FIXTURES / "real" / "opencode" / "opencode.db"
+ROOT = Path(__file__).resolve().parents[4]
+MAIN = "ses_dbb773e3bffefmJHn8PX2EnxBI"
+PLUGIN = "skillopt_daemon.plugins.opencode"
+
+
+def _copy(tmp_path: Path) -> Path:
+    db = tmp_path / "opencode" / "opencode.db"
+    db.parent.mkdir(parents=True)
+    shutil.copy(REAL_DB, db)
+    return db
+
+
+def test_the_plugin_is_registered_by_an_entry_point_and_pins_the_tested_version() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["entry-points"]["skillopt"]["opencode"] == PLUGIN
+    script = (ROOT / "scripts" / "install-agent-clis.sh").read_text()
+    assert f'OPENCODE_VERSION="{oc.OPENCODE_VERSION}"' in script
+    tool = AgentTool.parse("opencode")
+    assert spec(tool).tested_versions == (oc.OPENCODE_VERSION,) * 2
+    assert OpenCodeSource.known_version == oc.OPENCODE_VERSION
+    assert SOURCES[tool] is OpenCodeSource
+
+
+def test_a_real_session_gives_its_project_turns_calls_and_failed_check() -> None:
+    src = build_source(OpenCodeSource, REAL_DB.parent, pin_repo=False)
+    assert src.roots() == [REAL_DB.parent] and src.is_transcript(REAL_DB)
+    records = parse_path(src, REAL_DB)
+    assert not [r for r in records if isinstance(r, SkipRecord)]
+    p = parsed(src, REAL_DB)
+    main = [i for i in p.infos if i.session_id == MAIN]
+    assert main[0].project_path == "/home/dev/project"
+    assert main[0].tool_version == "1.18.33" and main[0].is_automation is None
+    assert main[0].started_at and main[0].started_at.startswith("2026-")
+    turns = [t for t in p.turns if t.session_id == MAIN]
+    # `opencode run "..."` keeps the prompt as typed on the command line, quotes and all.
+    assert [t.text for t in turns if t.role == "user"] == [
+        '"fix the failing test"',
+        '"now run it again"',
+        '"no, use pytest"',
+    ]
+    assistant = [t for t in turns if t.role == "assistant"]
+    assert assistant[0].model == "gpt-4.1" and assistant[0].input_tokens and assistant[0].output_tokens
+    assert assistant[-1].text == "Understood: pytest."
+    calls = [c for c in p.calls if c.session_id == MAIN]
+    assert [c.name for c in calls] == ["bash", "write", "bash"]
+    assert calls[2].input_summary == "python3 fix.py && echo passed"
+    results = {r.call_key: r for r in p.results if r.session_id == MAIN}
+    failed = results[calls[0].key]
+    assert (
+        failed.exit_code == 3
+        and failed.is_error is False
+        and "FAILED tests/test_x.py" in failed.output_excerpt
+    )
+    assert results[calls[2].key].exit_code == 0 and "passed" in results[calls[2].key].output_excerpt
+    assert calls[0].turn_key == assistant[0].key
+
+
+def test_a_subagent_session_is_kept_as_automation_naming_its_parent() -> None:
+    p = parsed(build_source(OpenCodeSource, REAL_DB.parent, pin_repo=False), REAL_DB)
+    (sub,) = [i for i in p.infos if i.is_automation]
+    parent = sub.extra["parent_session"]
+    delegate = [c for c in p.calls if c.session_id == parent]
+    assert [c.name for c in delegate] == ["task"]
+    sub_user = [t.text for t in p.turns if t.session_id == sub.session_id and t.role == "user"]
+    assert sub_user == ["helper: list the project files"]
+    assert [c.input_summary for c in p.calls if c.session_id == sub.session_id] == ["ls"]
+
+
+def test_a_row_whose_json_is_cut_short_is_noted_and_the_rest_is_read(tmp_path: Path) -> None:
+    db = _copy(tmp_path)
+    with sqlite3.connect(db) as conn:
+        (pid, data) = conn.execute(
+            "SELECT id, data FROM part WHERE data LIKE '%now run it again%'"
+        ).fetchone()
+        conn.execute("UPDATE part SET data = ? WHERE id = ?", [data[: len(data) // 2], pid])
+    conn.close()
+    src = build_source(OpenCodeSource, db.parent, pin_repo=False)
+    records = parse_path(src, db)
+    assert [(r.reason, r.detail) for r in records if isinstance(r, SkipRecord)] == [
+        ("invalid json", f"part {pid}")
+    ]
+    p = parsed(src, db)
+    users = [t.text for t in p.turns if t.session_id == MAIN and t.role == "user"]
+    assert users == ['"fix the failing test"', "", '"no, use pytest"']  # the turn stays; its text is lost
+    assert len([c for c in p.calls if c.session_id == MAIN]) == 3
+
+
+def test_a_newer_schema_is_read_with_a_note_naming_its_version(tmp_path: Path) -> None:
+    db = _copy(tmp_path)
+    newer = "20270101000000_something_new"
+    assert newer > KNOWN_MIGRATION
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO migration VALUES (?, 0)", [newer])
+    conn.close()
+    src = build_source(OpenCodeSource, db.parent, pin_repo=False)
+    records = parse_path(src, db)
+    notes = [r for r in records if isinstance(r, SkipRecord)]
+    assert [n.detail for n in notes] == [f"{newer}; checked with {KNOWN_MIGRATION}"]
+    assert len({i.session_id for i in parsed(src, db).infos}) == 3
+
+
+def test_an_unknown_schema_is_refused_with_a_message_naming_its_version(tmp_path: Path) -> None:
+    db = _copy(tmp_path)
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO migration VALUES ('20280101000000_parts_moved', 0)")
+        conn.execute("ALTER TABLE part RENAME COLUMN data TO body")
+    conn.close()
+    src = build_source(OpenCodeSource, db.parent, pin_repo=False)
+    with pytest.raises(FileUnusable) as caught:
+        src.parse_file(src.context(db), b"")
+    message = caught.value.message
+    assert "storage version 20280101000000_parts_moved" in message and "part.data" in message
+    assert f"OpenCode {OpenCodeSource.known_version}" in message and str(db) in message
+    assert src.unusable(db) == caught.value.short
+
+
+def _home_db(env: Env) -> Path:
+    db = env.home / ".local" / "share" / "opencode" / "opencode.db"
+    db.parent.mkdir(parents=True)
+    shutil.copy(REAL_DB, db)
+    return db
+
+
+def test_the_pipeline_stores_the_sessions_under_opencode(env: Env, pipeline: ingest.Pipeline) -> None:
+    db = _home_db(env)
+    assert [p for _, p in pipeline.discover() if p.name == "opencode.db"] == [db]
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
+    rows = pipeline.db.execute(
+        "SELECT tool, session_id, project_path, turn_count FROM sessions ORDER BY session_id"
+    ).fetchall()
+    assert {r[0] for r in rows} == {"opencode"} and len(rows) == 3
+    assert all(r[2] == "/home/dev/project" for r in rows)
+    assert dict((r[1], r[3]) for r in rows)[MAIN] == 9  # three prompts, six model turns
+
+
+def test_a_half_written_database_is_a_problem_and_nothing_read_before_is_lost(
+    env: Env, pipeline: ingest.Pipeline
+) -> None:
+    db = _home_db(env)
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
+    before = pipeline.db.execute("SELECT session_id, turn_count FROM sessions ORDER BY 1").fetchall()
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])  # a copy or a disk that stopped half-way
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
+    problems = dict(pipeline.db.execute("SELECT kind, message FROM ingest_errors").fetchall())
+    assert set(problems) == {"truncated", "unreadable-database"}  # it shrank, and cannot be read
+    message = problems["unreadable-database"]
+    assert str(db) in message and "OpenCode database" in message and "PRAGMA integrity_check" in message
+    assert pipeline.db.execute("SELECT session_id, turn_count FROM sessions ORDER BY 1").fetchall() == before
+
+
+def test_a_session_added_in_place_is_read_at_the_rescan_without_duplicating_the_others(
+    env: Env, pipeline: ingest.Pipeline
+) -> None:
+    db = _home_db(env)
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
+    turns_before = pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+    with sqlite3.connect(db) as conn:  # OpenCode starting another session in the same project
+        conn.execute(
+            "INSERT INTO session SELECT 'ses_new', project_id, workspace_id, NULL, 'new-one', directory, path, "
+            "'another', version, share_url, summary_additions, summary_deletions, summary_files, summary_diffs, "
+            "metadata, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, "
+            "revert, permission, agent, model, time_created + 60000, time_updated + 60000, time_compacting, "
+            "time_archived FROM session WHERE id = ?",
+            [MAIN],
+        )
+        conn.execute(
+            "INSERT INTO message VALUES ('msg_new', 'ses_new', 1796446300000, 1796446300000, ?)",
+            ['{"role":"user","time":{"created":1796446300000}}'],
+        )
+        conn.execute(
+            "INSERT INTO part VALUES ('prt_new', 'msg_new', 'ses_new', 1796446300000, 1796446300000, ?)",
+            ['{"type":"text","text":"run the linter"}'],
+        )
+    conn.close()
+    changed = [(s, p) for s, p in pipeline.discover() if pipeline.needs_read(p)]
+    assert [p for _, p in changed] == [db]
+    pipeline.ingest_paths(changed)
+    assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 4
+    assert pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == turns_before + 1
+
+
+@pytest.mark.agent_cli
+def test_a_session_the_real_opencode_just_wrote_is_ingested_from_its_write_ahead_log(
+    env: Env, pipeline: ingest.Pipeline, opencode_cli: Path, model_server: ScriptedServer
+) -> None:
+    """OpenCode leaves its rows in `opencode.db-wal` when it exits; a first ingest reads them all the same."""
+    project = env.root / "shop"
+    project.mkdir()
+    model_server.set_script(
+        Script(
+            rules=[
+                Rule(
+                    name="t",
+                    match=Match(user="lint"),
+                    steps=[Step(tool_calls=[bash("echo ok")]), Step(text="Linted.")],
+                )
+            ]
+        )
+    )
+    oc_env = opencode_cli_env(env.home, model_server.base_url_openai, api_key=SCRIPTED_API_KEY)
+    run = run_opencode(opencode_cli, "run the lint", cwd=project, env=oc_env)
+    assert run.returncode == 0 and run.transcript is not None, run.describe()
+    assert run.transcript == env.home / ".local/share/opencode/opencode.db"
+    wal = run.transcript.with_name("opencode.db-wal")
+    assert wal.stat().st_size > run.transcript.stat().st_size  # the rows are still in the log
+    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == run.transcript])
+    rows = pipeline.db.execute("SELECT tool, session_id, project_path FROM sessions").fetchall()
+    assert rows == [("opencode", run.session_id, str(project))]
+    (name, summary) = pipeline.db.execute("SELECT name, input_summary FROM tool_calls").fetchone()
+    assert (name, summary) == ("bash", "echo ok")
