@@ -1,0 +1,174 @@
+"""Rules teammates shared, queued for this user's night: the night's side of the team channel.
+
+`skillopt team pull` files each rule a teammate published here (the store's `shared_rules` table, m014),
+after screening every line of it as untrusted text. A queued rule is a candidate like any the optimizer
+writes: the night measures it against the user's installed version on the user's own replays, and the gate
+alone decides. What the publisher says about it (`claimed`: their gate's figures) is kept to show, never
+to decide. A rule that helps becomes a proposal that says where it came from (`proposal_note`); one that
+does not help is not proposed, and either way the night records its verdict here (`decide`), with counts
+only, for `skillopt team publish --verdicts` to share.
+
+The contract for the night (`queued`, `decide`): a rule is taken for the skill it names, measured once per
+content (a republished, changed rule is queued again), and its verdict is one of `VERDICTS`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import sqlite_utils
+
+from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_lib.runfiles import bundle_from_json, bundle_to_json
+from skillopt_lib.skill import SkillBundle
+
+TABLE = "shared_rules"
+Verdict = Literal["helped", "hurt", "unmeasured"]
+VERDICTS: tuple[str, ...] = ("helped", "hurt", "unmeasured")
+Received = Literal["new", "unchanged", "changed", "refused"]
+
+
+@dataclass
+class SharedRule:
+    """One rule a teammate published, as this machine received it and what its night made of it."""
+
+    key: str
+    skill: str
+    published_by: str
+    bundle: SkillBundle
+    commit: str
+    state: str = "queued"
+    note: str = ""
+    claimed: dict[str, Any] = field(default_factory=dict)
+    screen: dict[str, Any] = field(default_factory=dict)
+    verdict: str | None = None
+    items: int = 0
+    better: int = 0
+    worse: int = 0
+
+    @property
+    def content_hash(self) -> str:
+        return self.bundle.content_hash
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> SharedRule:
+        return cls(
+            key=row["key"],
+            skill=row["skill"],
+            published_by=row["published_by"] or "",
+            bundle=bundle_from_json(json.loads(row["bundle"])),
+            commit=row["commit_sha"] or "",
+            state=row["state"],
+            note=row["note"] or "",
+            claimed=json.loads(row["claimed"] or "{}"),
+            screen=json.loads(row["screen"] or "{}"),
+            verdict=row["verdict"],
+            items=int(row["items"] or 0),
+            better=int(row["better"] or 0),
+            worse=int(row["worse"] or 0),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "skill": self.skill,
+            "published_by": self.published_by,
+            "content_hash": self.content_hash,
+            "state": self.state,
+            "note": self.note,
+            "verdict": self.verdict,
+            "items": self.items,
+            "better": self.better,
+            "worse": self.worse,
+        }
+
+
+def receive(db: sqlite_utils.Database, rule: SharedRule) -> Received:
+    """File a pulled rule. The same content already received keeps its row (and its verdict); new or
+    changed content is queued afresh, or kept refused (`rule.state == "refused"`) with its note."""
+    old = get(db, rule.key)
+    if old is not None and old.content_hash == rule.content_hash and old.state != "gone":
+        if old.commit != rule.commit:
+            with db.conn:
+                db.execute(f"UPDATE {TABLE} SET commit_sha = ? WHERE key = ?", [rule.commit, rule.key])
+        return "unchanged"
+    row = {
+        "key": rule.key,
+        "skill": rule.skill,
+        "published_by": rule.published_by,
+        "content_hash": rule.content_hash,
+        "bundle": json.dumps(bundle_to_json(rule.bundle)),
+        "claimed": json.dumps(rule.claimed),
+        "commit_sha": rule.commit,
+        "state": rule.state,
+        "note": rule.note,
+        "screen": json.dumps(rule.screen),
+        "verdict": None,
+        "items": 0,
+        "better": 0,
+        "worse": 0,
+        "received_at": utcnow_iso(),
+        "decided_at": None,
+    }
+    with db.conn:
+        db.table(TABLE).upsert(row, pk="key")
+    if rule.state == "refused":
+        return "refused"
+    return "new" if old is None else "changed"
+
+
+def get(db: sqlite_utils.Database, key: str) -> SharedRule | None:
+    rows = list(db.query(f"SELECT * FROM {TABLE} WHERE key = ?", [key]))
+    return SharedRule.from_row(rows[0]) if rows else None
+
+
+def rules(db: sqlite_utils.Database) -> list[SharedRule]:
+    """Every rule received, in the order received."""
+    return [SharedRule.from_row(r) for r in db.query(f"SELECT * FROM {TABLE} ORDER BY received_at, key")]
+
+
+def queued(db: sqlite_utils.Database, skill: str | None = None) -> list[SharedRule]:
+    """The rules waiting for a night, for one skill or all, oldest first."""
+    where, args = ("state = 'queued'", []) if skill is None else ("state = 'queued' AND skill = ?", [skill])
+    return [
+        SharedRule.from_row(r)
+        for r in db.query(f"SELECT * FROM {TABLE} WHERE {where} ORDER BY received_at", args)
+    ]
+
+
+def forget_missing(db: sqlite_utils.Database, present: set[str]) -> list[str]:
+    """Mark rules whose branch the team deleted as gone (their verdicts stay); the keys marked."""
+    gone = [r.key for r in rules(db) if r.key not in present and r.state != "gone"]
+    with db.conn:
+        for key in gone:
+            db.execute(f"UPDATE {TABLE} SET state = 'gone' WHERE key = ?", [key])
+    return gone
+
+
+def verdict_of(accepted: bool, better: int, worse: int) -> Verdict:
+    """The verdict of one night's gate on a shared rule: helped when the gate accepted it, hurt when more
+    of the user's tasks got worse than better, else it could not be measured."""
+    if accepted:
+        return "helped"
+    return "hurt" if worse > better else "unmeasured"
+
+
+def decide(
+    db: sqlite_utils.Database, key: str, verdict: Verdict, items: int, better: int, worse: int
+) -> None:
+    """Record what this machine's gate made of a shared rule (counts only)."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}")
+    with db.conn:
+        db.execute(
+            f"UPDATE {TABLE} SET state = 'decided', verdict = ?, items = ?, better = ?, worse = ?, decided_at = ? "
+            "WHERE key = ?",
+            [verdict, items, better, worse, utcnow_iso(), key],
+        )
+
+
+def proposal_note(rule: SharedRule, proven_on: int) -> str:
+    """What a proposal built from a shared rule says first."""
+    return f"from the team (published by {rule.published_by or 'a teammate'}), proven on {proven_on} of your tasks"
