@@ -8,21 +8,34 @@ to decide. A rule that helps becomes a proposal that says where it came from (`p
 does not help is not proposed, and either way the night records its verdict here (`decide`), with counts
 only, for `skillopt team publish --verdicts` to share.
 
-The contract for the night (`queued`, `decide`): a rule is taken for the skill it names, measured once per
-content (a republished, changed rule is queued again), and its verdict is one of `VERDICTS`.
+The seam into the night is the trainer's carried candidate (`Trainer(pending=...)`), the same path a
+candidate left undecided by an earlier night takes: `carried` offers the oldest queued rule for a skill as a
+carried candidate with no evidence yet, so the trainer screens it with the night's own corpora, measures
+it against the installed version on the user's validation replays and lets the sequential gate accept,
+refute or keep it pending (its evidence then waits in `pending_evidence` like any other). `settle` reads
+what the run decided about it and records the verdict. The contract for the night: a rule is taken for the
+skill it names, measured once per content (a republished, changed rule is queued again), and its verdict
+is one of `VERDICTS`.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
 
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_lib.runfiles import bundle_from_json, bundle_to_json
+from skillopt_daemon.night.pending import Carried
+from skillopt_lib.gate import PairedEvidence
+from skillopt_lib.runfiles import bundle_from_json, bundle_to_json, read_history
 from skillopt_lib.skill import SkillBundle
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from skillopt_lib.trainer import PendingCandidate
 
 TABLE = "shared_rules"
 Verdict = Literal["helped", "hurt", "unmeasured"]
@@ -172,3 +185,57 @@ def decide(
 def proposal_note(rule: SharedRule, proven_on: int) -> str:
     """What a proposal built from a shared rule says first."""
     return f"from the team (published by {rule.published_by or 'a teammate'}), proven on {proven_on} of your tasks"
+
+
+def carried(db: sqlite_utils.Database, skill: str, incumbent: SkillBundle) -> Carried | None:
+    """The oldest queued rule for `skill` as a candidate the trainer carries into tonight's run, with no
+    evidence yet (the publisher's figures are never evidence here), or None. A rule whose text the user
+    already runs has nothing to prove: it is recorded as unmeasured and not offered."""
+    from skillopt_lib.trainer import PendingCandidate
+
+    for rule in queued(db, skill):
+        if rule.content_hash == incumbent.content_hash:
+            with db.conn:
+                db.execute(
+                    f"UPDATE {TABLE} SET state = 'decided', verdict = 'unmeasured', note = ?, decided_at = ? "
+                    "WHERE key = ?",
+                    ["you already run this text", utcnow_iso(), rule.key],
+                )
+            continue
+        evidence = PairedEvidence(rule.content_hash, incumbent.content_hash)
+        reason = f"a rule from the team (published by {rule.published_by or 'a teammate'})"
+        pending: PendingCandidate = PendingCandidate(rule.bundle, incumbent.content_hash, evidence, reason)
+        return Carried(pending)
+    return None
+
+
+def settle(db: sqlite_utils.Database, skill: str, run_dir: Path) -> SharedRule | None:
+    """Record what a training run's gate decided about the queued rules of `skill` it measured (its
+    `pending` records); the rule it accepted, or None. A rule still undecided stays queued, its evidence
+    kept as the target's pending evidence for the next nights."""
+    accepted: SharedRule | None = None
+    by_hash = {r.content_hash: r for r in queued(db, skill)}
+    for rec in read_history(run_dir):
+        if rec.get("kind") != "pending":
+            continue
+        rule = by_hash.get(str(rec.get("skill_hash")))
+        gate = rec.get("gate")
+        if rule is None:
+            continue
+        if not isinstance(gate, dict):  # never measured: the night's screen refused it, or it was dropped
+            with db.conn:
+                db.execute(
+                    f"UPDATE {TABLE} SET state = 'refused', note = ?, decided_at = ? WHERE key = ?",
+                    [f"tonight: {rec.get('reason') or 'not measured'}", utcnow_iso(), rule.key],
+                )
+            continue
+        if gate.get("outcome") == "pending":
+            continue
+        stats = gate.get("stats") or {}
+        better, worse = int(stats.get("improved_items") or 0), int(stats.get("worsened_items") or 0)
+        items = int(stats.get("items") or stats.get("n") or 0)
+        verdict = verdict_of(bool(rec.get("accepted")), better, worse)
+        decide(db, rule.key, verdict, items, better, worse)
+        if verdict == "helped":
+            accepted = get(db, rule.key)
+    return accepted
