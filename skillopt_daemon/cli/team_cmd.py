@@ -6,6 +6,7 @@ The face only: the channel, policy, sanitiser, pull and verdicts are `skillopt_d
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -228,6 +229,31 @@ def status_cmd(json_out: bool = JSON_OPT) -> None:
             ["skill", "published by", "state", "verdict", "note"],
             [[r["skill"], r["published_by"], r["state"], r["verdict"] or "", r["note"]] for r in mine],
         )
+
+
+@team_app.command("recognise")
+def recognise_cmd(
+    project: Path = typer.Argument(None, help="the repository to look in (default: the current folder)"),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Register the team rules committed in a repository (skill folders holding skillopt-rule.json) as
+    yours; skillopt never writes over them, and later edits are recorded as hand edits."""
+    from skillopt_daemon.team.recognise import recognise
+
+    found = recognise(cli_registry(), project or Path.cwd())
+    if json_out:
+        print_json([r.to_dict() for r in found])
+        return
+    if not found:
+        console.print(
+            "no team rules committed here (no skill folder holds skillopt-rule.json)", highlight=False
+        )
+        return
+    print_table(
+        "Team rules in this repository",
+        ["skill", "target", "here"],
+        [[r.skill, r.target.key if r.target else "", r.message] for r in found],
+    )
 
 
 def register(app: typer.Typer) -> None:
