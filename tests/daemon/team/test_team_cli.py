@@ -7,6 +7,7 @@ import json
 import socket
 import sqlite3
 
+import pytest
 from harness.team_home import LEARNED, SKILL, Member, Team, git
 
 from skillopt_daemon.core.store import open_db
@@ -236,3 +237,23 @@ def test_no_network_to_the_remote_is_a_clear_error_and_loses_nothing(team: Team)
     # the rest of skillopt goes on without the team
     assert bob.run("status", check=True).returncode == 0
     assert sqlite3.connect(bob.db()).execute("SELECT COUNT(*) FROM shared_rules").fetchone() == (1,)
+
+
+def test_the_scheduled_night_pulls_first_and_goes_on_without_the_remote(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skillopt_daemon.team.nightly import pull_before_night
+
+    alice, bob = team.member("Alice"), team.member("Bob")
+    _learned_version(alice)
+    alice.run("team", "init", str(team.remote), check=True)
+    alice.run("team", "publish", "tidy-commits", check=True)
+    for var in ("HOME", "SKILLOPT_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.setenv(var, bob.env[var])
+    assert pull_before_night() is None  # no team set up: nothing to do
+    bob.run("team", "init", str(team.remote), check=True)
+    assert pull_before_night() is None
+    assert [r["state"] for r in bob.json("team", "status")["received"]] == ["queued"]
+    team.remote.rename(team.remote.with_name("offline.git"))
+    why = pull_before_night()
+    assert why is not None and "cannot reach the team repository" in why and "the night goes on" in why
