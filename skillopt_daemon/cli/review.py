@@ -91,6 +91,8 @@ def status(json_out: bool = JSON_OPT) -> None:
                     + literal("; ".join(p["screen_warnings"])),
                     highlight=False,
                 )
+            if p.get("from_team"):
+                console.print(f"{literal(p['short_id'])} is {literal(p['from_team'])}", highlight=False)
             if not p.get("proven", True) and p.get("tier_note"):
                 console.print(
                     f"[bold yellow]{literal(p['short_id'])} is {literal(p['tier_label'])}:[/] "

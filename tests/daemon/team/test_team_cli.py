@@ -257,3 +257,20 @@ def test_the_scheduled_night_pulls_first_and_goes_on_without_the_remote(
     team.remote.rename(team.remote.with_name("offline.git"))
     why = pull_before_night()
     assert why is not None and "cannot reach the team repository" in why and "the night goes on" in why
+
+
+def test_a_proposal_from_the_team_says_so_in_status(team: Team) -> None:
+    bob = team.member("Bob")
+    bob.write_skill()
+    bob.run("skills", "import", str(bob.skills / "tidy-commits"), check=True)
+    cand = bob.root / "cand" / "tidy-commits"
+    cand.mkdir(parents=True)
+    (cand / "SKILL.md").write_text(LEARNED)
+    note = "from the team (published by Alice), proven on 4 of your tasks"
+    evidence = {"tier": "proven", "gate": {"stats": {"n": 5, "improved_items": 4}}, "team": {"note": note}}
+    (bob.root / "ev.json").write_text(json.dumps(evidence))
+    v = bob.json("propose", "tidy-commits", str(cand), "--trained", "--evidence", f"@{bob.root / 'ev.json'}")
+    out = bob.run("status", check=True).stdout
+    assert f"{v['id'][:8]} is {note}" in out
+    (item,) = bob.json("status")["pending"]["items"]
+    assert item["from_team"] == note
