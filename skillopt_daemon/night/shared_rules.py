@@ -21,6 +21,7 @@ is one of `VERDICTS`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -107,6 +108,36 @@ def receive(db: sqlite_utils.Database, rule: SharedRule) -> Received:
             with db.conn:
                 db.execute(f"UPDATE {TABLE} SET commit_sha = ? WHERE key = ?", [rule.commit, rule.key])
         return "unchanged"
+    same = _same_content(db, rule)
+    if old is None and same is not None and rule.state != "refused":
+        # The same text under another key (a branch the team merged into main, then deleted): one rule,
+        # measured once. The new key inherits what is known of it, verdict included.
+        rule.state = same.state if same.state != "gone" else ("decided" if same.verdict else "queued")
+        rule.note = same.note
+        _insert(db, rule, verdict=same.verdict, counts=(same.items, same.better, same.worse))
+        return "unchanged"
+    _insert(db, rule)
+    if rule.state == "refused":
+        return "refused"
+    return "new" if old is None else "changed"
+
+
+def _same_content(db: sqlite_utils.Database, rule: SharedRule) -> SharedRule | None:
+    rows = db.query(
+        f"SELECT * FROM {TABLE} WHERE skill = ? AND content_hash = ? AND key != ? AND state != 'refused' "
+        "ORDER BY received_at LIMIT 1",
+        [rule.skill, rule.content_hash, rule.key],
+    )
+    found = next(iter(rows), None)
+    return SharedRule.from_row(found) if found is not None else None
+
+
+def _insert(
+    db: sqlite_utils.Database,
+    rule: SharedRule,
+    verdict: str | None = None,
+    counts: tuple[int, int, int] = (0, 0, 0),
+) -> None:
     row = {
         "key": rule.key,
         "skill": rule.skill,
@@ -118,18 +149,15 @@ def receive(db: sqlite_utils.Database, rule: SharedRule) -> Received:
         "state": rule.state,
         "note": rule.note,
         "screen": json.dumps(rule.screen),
-        "verdict": None,
-        "items": 0,
-        "better": 0,
-        "worse": 0,
+        "verdict": verdict,
+        "items": counts[0],
+        "better": counts[1],
+        "worse": counts[2],
         "received_at": utcnow_iso(),
         "decided_at": None,
     }
     with db.conn:
         db.table(TABLE).upsert(row, pk="key")
-    if rule.state == "refused":
-        return "refused"
-    return "new" if old is None else "changed"
 
 
 def get(db: sqlite_utils.Database, key: str) -> SharedRule | None:
@@ -214,28 +242,33 @@ def settle(db: sqlite_utils.Database, skill: str, run_dir: Path) -> SharedRule |
     `pending` records); the rule it accepted, or None. A rule still undecided stays queued, its evidence
     kept as the target's pending evidence for the next nights."""
     accepted: SharedRule | None = None
-    by_hash = {r.content_hash: r for r in queued(db, skill)}
+    by_hash: dict[str, list[SharedRule]] = {}
+    for r in queued(db, skill):  # the same text can come on a branch and, once merged, on main
+        by_hash.setdefault(r.content_hash, []).append(r)
     for rec in read_history(run_dir):
         if rec.get("kind") != "pending":
             continue
-        rule = by_hash.get(str(rec.get("skill_hash")))
-        gate = rec.get("gate")
-        if rule is None:
-            continue
-        if not isinstance(gate, dict):  # never measured: the night's screen refused it, or it was dropped
-            with db.conn:
-                db.execute(
-                    f"UPDATE {TABLE} SET state = 'refused', note = ?, decided_at = ? WHERE key = ?",
-                    [f"tonight: {rec.get('reason') or 'not measured'}", utcnow_iso(), rule.key],
-                )
-            continue
-        if gate.get("outcome") == "pending":
-            continue
-        stats = gate.get("stats") or {}
-        better, worse = int(stats.get("improved_items") or 0), int(stats.get("worsened_items") or 0)
-        items = int(stats.get("items") or stats.get("n") or 0)
-        verdict = verdict_of(bool(rec.get("accepted")), better, worse)
-        decide(db, rule.key, verdict, items, better, worse)
-        if verdict == "helped":
-            accepted = get(db, rule.key)
+        for rule in by_hash.get(str(rec.get("skill_hash")), []):
+            if _settle_one(db, rule, rec) == "helped":
+                accepted = get(db, rule.key)
     return accepted
+
+
+def _settle_one(db: sqlite_utils.Database, rule: SharedRule, rec: Mapping[str, Any]) -> str | None:
+    """Record one run's `pending` record about `rule`; the verdict, or None while it is undecided."""
+    gate = rec.get("gate")
+    if not isinstance(gate, dict):  # never measured: the night's screen refused it, or it was dropped
+        with db.conn:
+            db.execute(
+                f"UPDATE {TABLE} SET state = 'refused', note = ?, decided_at = ? WHERE key = ?",
+                [f"tonight: {rec.get('reason') or 'not measured'}", utcnow_iso(), rule.key],
+            )
+        return None
+    if gate.get("outcome") == "pending":
+        return None
+    stats = gate.get("stats") or {}
+    better, worse = int(stats.get("improved_items") or 0), int(stats.get("worsened_items") or 0)
+    items = int(stats.get("items") or stats.get("n") or 0)
+    verdict = verdict_of(bool(rec.get("accepted")), better, worse)
+    decide(db, rule.key, verdict, items, better, worse)
+    return verdict

@@ -274,3 +274,58 @@ def test_a_proposal_from_the_team_says_so_in_status(team: Team) -> None:
     assert f"{v['id'][:8]} is {note}" in out
     (item,) = bob.json("status")["pending"]["items"]
     assert item["from_team"] == note
+
+
+def test_a_rule_merged_into_main_is_the_same_rule_measured_once(team: Team) -> None:
+    alice, bob = team.member("Alice"), team.member("Bob")
+    _learned_version(alice)
+    alice.run("team", "init", str(team.remote), check=True)
+    branch = alice.json("team", "publish", "tidy-commits")["branch"]
+    bob.run("team", "init", str(team.remote), check=True)
+    bob.run("team", "pull", check=True)
+    db = open_db(bob.db())
+    shared_rules.decide(db, shared_rules.queued(db)[0].key, "helped", 5, 4, 0)
+    db.conn.close()
+
+    # The team merges the branch into main and deletes it.
+    work = alice.root / "merge"
+    alice.git("clone", "--quiet", str(team.remote), str(work))
+    alice.git("merge", "--quiet", "--no-edit", f"origin/{branch}", cwd=work)
+    alice.git("push", "--quiet", "origin", "main", f":{branch}", cwd=work)
+
+    (got,) = bob.json("team", "pull")
+    assert (got["key"], got["status"]) == ("main:tidy-commits", "unchanged")
+    received = {r["key"]: r for r in bob.json("team", "status")["received"]}
+    assert received["main:tidy-commits"]["verdict"] == "helped"
+    assert received[f"{branch}:tidy-commits"]["state"] == "gone"
+    db = open_db(bob.db())
+    assert shared_rules.queued(db) == []
+    db.conn.close()
+
+
+def test_a_signed_in_forge_cli_opens_the_pull_request(team: Team) -> None:
+    alice = team.member("Alice")
+    _learned_version(alice)
+    alice.run("team", "init", str(team.remote), check=True)
+    bin_dir = alice.root / "bin"
+    bin_dir.mkdir()
+    calls = alice.root / "gh-calls.txt"
+    gh = bin_dir / "gh"
+    gh.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> "{calls}"\n'
+        'if [ "$1" = pr ]; then echo "https://forge.example/acme/skills/pull/7"; fi\n'
+    )
+    gh.chmod(0o755)
+    alice.env["PATH"] = f"{bin_dir}:{alice.env['PATH']}"
+    done = alice.json("team", "publish", "tidy-commits")
+    assert done["review"] == {"url": "https://forge.example/acme/skills/pull/7", "how": "opened with gh"}
+    auth, create = calls.read_text().splitlines()[:2]
+    assert auth == "auth status"
+    assert f"pr create --head {done['branch']} --base main" in create
+
+    gh.write_text("#!/bin/sh\nexit 1\n")  # installed, not signed in: what to do by hand
+    alice.write_skill(LEARNED + "- Squash fixups before pushing.\n")
+    alice.run("skills", "import", str(alice.skills / "tidy-commits"), check=True)
+    done = alice.json("team", "publish", "tidy-commits")
+    assert done["review"]["url"] is None and "gh auth login" in done["review"]["how"]
