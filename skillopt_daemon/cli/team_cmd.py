@@ -236,8 +236,9 @@ def recognise_cmd(
     project: Path = typer.Argument(None, help="the repository to look in (default: the current folder)"),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Register the team rules committed in a repository (skill folders holding skillopt-rule.json) as
-    yours; skillopt never writes over them, and later edits are recorded as hand edits."""
+    """Register team rules committed in a repository (skill folders with skillopt-rule.json) as yours.
+
+    skillopt never writes over them, and later edits are recorded as hand edits."""
     from skillopt_daemon.team.recognise import recognise
 
     found = recognise(cli_registry(), project or Path.cwd())
