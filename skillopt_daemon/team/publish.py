@@ -60,7 +60,7 @@ def scope_of(reg: Registry, skill: str) -> str:
 
 def version_to_share(reg: Registry, skill: str) -> Version:
     """The version a user shares: the skill's active one (what they run), approved."""
-    if reg.skill_names() and skill not in reg.skill_names():
+    if skill not in reg.skill_names():
         raise NotFoundError(f"no skill named {skill!r}", hint="see `skillopt skills list`")
     current = reg.current_version(skill)
     if current is None or current.state != "approved":

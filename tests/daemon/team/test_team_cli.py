@@ -329,3 +329,20 @@ def test_a_signed_in_forge_cli_opens_the_pull_request(team: Team) -> None:
     alice.run("skills", "import", str(alice.skills / "tidy-commits"), check=True)
     done = alice.json("team", "publish", "tidy-commits")
     assert done["review"]["url"] is None and "gh auth login" in done["review"]["how"]
+
+
+def test_a_policy_tightened_after_publication_refuses_the_rule_on_pull(team: Team) -> None:
+    alice, bob = team.member("Alice"), team.member("Bob")
+    _learned_version(alice)
+    alice.run("team", "init", str(team.remote), check=True)
+    assert alice.json("team", "publish", "tidy-commits")["pushed"]  # user scope, allowed then
+    work = alice.root / "policy"
+    alice.git("clone", "--quiet", str(team.remote), str(work))
+    policy = work / ".skillopt" / "team.toml"
+    policy.write_text(policy.read_text().replace('scopes = ["project", "user"]', 'scopes = ["project"]'))
+    alice.git("commit", "--quiet", "-am", "Project rules only", cwd=work)
+    alice.git("push", "--quiet", "origin", "main", cwd=work)
+    bob.run("team", "init", str(team.remote), check=True)
+    (got,) = bob.json("team", "pull")
+    assert got["status"] == "refused" and "does not allow user-scope rules" in got["note"]
+    assert bob.run("team", "publish", "nothing-here").returncode == 3  # an unknown skill: not found
