@@ -37,6 +37,7 @@ def git(*args: str, cwd: Path | None = None, check: bool = True, timeout: float 
             env=_env(),
             capture_output=True,
             text=True,
+            errors="replace",  # a file in the team repository that is not UTF-8 must not crash a pull
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )

@@ -6,6 +6,7 @@ beside it is what its publisher *claims*; it is shown, never trusted, and the re
 A rule is refused (kept, with why, never queued) when:
 
 - the team policy on the main branch does not list its commit's author as a publisher, or forbids its scope;
+- its `SKILL.md` names another skill than its folder (a rule aimed at a skill it does not claim to be);
 - its text is not what was published (the hash in its evidence file differs: edited after publication);
 - the screen rejects a line of it.
 
@@ -29,6 +30,7 @@ from skillopt_daemon.team.channel import Channel, member_slug
 from skillopt_daemon.team.git import git, identity
 from skillopt_daemon.team.policy import TeamPolicy
 from skillopt_daemon.team.sanitise import RULE_FILE
+from skillopt_lib.errors import SkillOptError
 from skillopt_lib.screen import added_lines, screen
 from skillopt_lib.skill import SkillBundle
 
@@ -115,7 +117,7 @@ def _receive(
     old = shared_rules.get(db, key)
     rewritten = old is not None and old.commit and not channel.descends(old.commit, commit)
     notes = ["its branch was rewritten (force-pushed) since the last pull"] if rewritten else []
-    why = _refusal(policy, claimed, author_name, author_email, files)
+    why = _refusal(policy, claimed, author_name, author_email, files, skill)
     state, findings = "queued", {}
     bundle = SkillBundle(files=files) if files else SkillBundle(files={"SKILL.md": b""})
     if why is None:
@@ -144,7 +146,12 @@ def _receive(
 
 
 def _refusal(
-    policy: TeamPolicy, claimed: dict[str, Any] | None, name: str, email: str, files: dict[str, bytes]
+    policy: TeamPolicy,
+    claimed: dict[str, Any] | None,
+    name: str,
+    email: str,
+    files: dict[str, bytes],
+    skill: str,
 ) -> str | None:
     if claimed is None:
         return f"its {RULE_FILE} is missing or not valid JSON"
@@ -155,7 +162,14 @@ def _refusal(
     scope = str(claimed.get("scope") or "project")
     if scope not in policy.scopes:
         return f"the team policy does not allow {scope}-scope rules"
-    if claimed.get("content_hash") != SkillBundle(files=files).content_hash:
+    bundle = SkillBundle(files=files)
+    try:
+        named = bundle.doc.name
+    except SkillOptError:
+        return "its SKILL.md is not a valid skill document"
+    if named != skill:
+        return f"its SKILL.md names another skill ({named!r}) than its folder"
+    if claimed.get("content_hash") != bundle.content_hash:
         return (
             "its text is not what was published (edited after publication): ask its author to publish again"
         )

@@ -346,3 +346,25 @@ def test_a_policy_tightened_after_publication_refuses_the_rule_on_pull(team: Tea
     (got,) = bob.json("team", "pull")
     assert got["status"] == "refused" and "does not allow user-scope rules" in got["note"]
     assert bob.run("team", "publish", "nothing-here").returncode == 3  # an unknown skill: not found
+
+
+def test_a_rule_pushed_by_hand_that_names_another_skill_or_is_not_text_is_refused(team: Team) -> None:
+    alice, mallory, bob = team.member("Alice"), team.member("Mallory"), team.member("Bob")
+    alice.run("team", "init", str(team.remote), check=True)
+    work = mallory.root / "forge"
+    mallory.git("clone", "--quiet", str(team.remote), str(work))
+    mallory.git("checkout", "--quiet", "-b", "skillopt/mallory/tidy-commits-0000", cwd=work)
+    rules = work / ".skillopt" / "rules"
+    (rules / "tidy-commits").mkdir(parents=True)
+    (rules / "tidy-commits" / "SKILL.md").write_text(SKILL.replace("name: tidy-commits", "name: deploy-prod"))
+    (rules / "tidy-commits" / "skillopt-rule.json").write_text(json.dumps({"scope": "project"}))
+    (rules / "release-notes").mkdir()
+    (rules / "release-notes" / "SKILL.md").write_bytes(b"---\nname: release-notes\n\xff\xfe\x00garbage\n")
+    (rules / "release-notes" / "skillopt-rule.json").write_text("{not json")
+    mallory.git("add", "-A", cwd=work)
+    mallory.git("commit", "--quiet", "-m", "rules", cwd=work)
+    mallory.git("push", "--quiet", "origin", "HEAD", cwd=work)
+    bob.run("team", "init", str(team.remote), check=True)
+    got = {p["skill"]: p for p in bob.json("team", "pull")}
+    assert got["tidy-commits"]["status"] == "refused" and "names another skill" in got["tidy-commits"]["note"]
+    assert got["release-notes"]["status"] == "refused" and "not valid JSON" in got["release-notes"]["note"]
