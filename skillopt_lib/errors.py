@@ -96,6 +96,7 @@ EXIT_CODES: dict[int, str] = {
     9: "invalid skill document",
     10: "model backend failed after retries",
     11: "a skill folder cannot be written (permissions, or a symlink leading outside the tool's folders)",
+    12: "not shared: what would leave the machine holds a secret, a path, the hostname or the home folder",
 }
 
 

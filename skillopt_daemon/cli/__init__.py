@@ -63,6 +63,7 @@ COMMAND_MODULES = [
     "keys_cmd",
     "plugins_cmd",
     "report_cmd",
+    "team_cmd",
 ]
 
 # Which module registers each top-level command. `main` imports only the module a command needs, so that
@@ -96,6 +97,7 @@ COMMANDS: dict[str, str] = {
     "keys": "keys_cmd",
     "plugins": "plugins_cmd",
     "report": "report_cmd",
+    "team": "team_cmd",
 }
 _loaded: set[str] = set()
 

@@ -105,6 +105,8 @@ def status(json_out: bool = JSON_OPT) -> None:
                     f"{literal(p['short_id'])} installs in {literal(describe_scope(p['scope']))}",
                     highlight=False,
                 )
+            if p.get("from_team"):
+                console.print(f"{literal(p['short_id'])} is {literal(p['from_team'])}", highlight=False)
             if not p.get("proven", True) and p.get("tier_note"):
                 console.print(
                     f"[bold yellow]{literal(p['short_id'])} is {literal(p['tier_label'])}:[/] "

@@ -26,7 +26,7 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
 from skillopt_daemon.core.repos import repository_of
-from skillopt_daemon.night import noharm, planning, replay_cost, scope, seeding
+from skillopt_daemon.night import noharm, planning, replay_cost, scope, seeding, shared_rules
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.carried_findings import with_step_findings
@@ -506,6 +506,9 @@ def _train_and_propose(
         carried = load_pending(ctx.db, target, ctx.report.warnings, lineage=lineage, write=not ctx.dry_run)
     if carried is not None and carried.pending.incumbent_hash != incumbent.content_hash:
         carried = None  # measured against a version that is no longer the incumbent
+    if carried is None and not new and not ctx.dry_run:
+        # A rule a teammate shared (`skillopt team pull`) enters as a carried candidate: re-proved here.
+        carried = shared_rules.carried(ctx.db, name, incumbent)
     took_back = retracted(ctx.registry)
     n_tasks = len(tasks)  # the family's, even when tonight replays part of it
 
@@ -579,6 +582,7 @@ def _train_and_propose(
         _fingerprint(result.pending, tasks)
     if not ctx.dry_run:
         store_pending(ctx.db, target, result.pending, incumbent if new else None, lineage)
+    shared = None if ctx.dry_run or new else shared_rules.settle(ctx.db, name, result.run_dir)
     summary = result.summary
     outcome = SkillOutcome(
         name,
@@ -661,7 +665,12 @@ def _train_and_propose(
         outcome.status = "dry-run"
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
-    return _propose(ctx, outcome, best, found, parent)
+    if shared is None:
+        return _propose(ctx, outcome, best, found, parent)
+    found["team"] = {**shared.to_dict(), "note": shared_rules.proposal_note(shared, shared.better)}
+    proposed = _propose(ctx, outcome, best, found, parent)
+    proposed.reason = f"{found['team']['note']}; {proposed.reason}"
+    return proposed
 
 
 def _no_harm(

@@ -388,6 +388,9 @@ def stop_dashboard(server: Any) -> None:
 def nightly_job() -> None:
     """What the scheduler calls: skip when nothing new arrived, else one night, never raising."""
     try:
+        from skillopt_daemon.team.nightly import pull_before_night
+
+        pull_before_night()  # teammates' rules, when a team is set up; a failure is logged, never raised
         report = cycle.run_scheduled()
         log.info("nightly cycle: %s", report.status if report else "skipped")
     except Exception:  # the daemon must survive a failed night; the run row says what happened

@@ -239,9 +239,18 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "provenance_missing": provenance_missing(reg, v),
         # Where it installs and why (a new skill's: `registry/scope.py`); None: where the skill is installed.
         "scope": placement(v.evidence),
+        "from_team": from_team(v.evidence),
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }
+
+
+def from_team(evidence: Mapping[str, Any]) -> str | None:
+    """Where a proposal built on a teammate's shared rule came from, in the night's words ("from the team
+    (published by NAME), proven on N of your tasks"), or None for a rule of the user's own work."""
+    team = evidence.get("team")
+    note = team.get("note") if isinstance(team, Mapping) else None
+    return str(note) if note else None
 
 
 def newest_pending(reg: Registry) -> tuple[Version | None, int]:

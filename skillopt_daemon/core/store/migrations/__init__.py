@@ -22,6 +22,7 @@ from skillopt_daemon.core.store.migrations import (
     m011_replay_caps,
     m012_gate_budgets,
     m013_family_grouping,
+    m014_shared_rules,
 )
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -39,4 +40,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m011_replay_caps", m011_replay_caps.migrate),
     ("m012_gate_budgets", m012_gate_budgets.migrate),
     ("m013_family_grouping", m013_family_grouping.migrate),
+    ("m014_shared_rules", m014_shared_rules.migrate),
 ]
