@@ -62,6 +62,7 @@ def _decided_by(monkeypatch: pytest.MonkeyPatch, accepted: bool, better: int, wo
     class Decided:
         def __init__(self, run_dir: Path, carried: Any, incumbent: SkillBundle) -> None:
             self.run_dir, self.carried, self.incumbent = run_dir, carried, incumbent
+            self.shown: list[Any] = []  # what the optimizer was shown: nothing, no step ran
 
         def train(self) -> TrainResult:
             self.run_dir.mkdir(parents=True, exist_ok=True)
