@@ -297,37 +297,57 @@ def test_a_session_waiting_in_the_write_ahead_log_is_read_at_the_rescan_and_afte
 
 
 @pytest.mark.agent_cli
-def test_the_running_daemon_reads_a_new_opencode_session_from_the_write_ahead_log_at_once(
+def test_real_opencode_sessions_in_the_write_ahead_log_reach_the_next_ingest_and_the_running_daemon(
     env: Env, opencode_cli: Path, model_server: ScriptedServer
 ) -> None:
-    """A first reading finds the rows OpenCode left in its write-ahead log; after a checkpoint, the next run's
-    rows are in the log alone, and the daemon's watcher hears the log change and reads them, long before its
-    periodic rescan."""
+    """A first `skillopt ingest` finds the rows OpenCode left in its write-ahead log. After a checkpoint, each
+    later run's rows are in the log alone: the next `skillopt ingest` (a new process, comparing the log with
+    what the store last saw) reads them, and so does the running daemon, whose watcher hears the log change
+    long before its periodic rescan."""
     project = env.root / "shop"
     project.mkdir()
     _lint_script(model_server)
     oc_env = opencode_cli_env(env.home, model_server.base_url_openai, api_key=SCRIPTED_API_KEY)
-    first = run_opencode(opencode_cli, "run the lint", cwd=project, env=oc_env)
-    assert first.returncode == 0 and first.transcript is not None, first.describe()
-    assert first.transcript == env.home / ".local/share/opencode/opencode.db"
-    wal = first.transcript.with_name("opencode.db-wal")
-    assert wal.stat().st_size > first.transcript.stat().st_size  # the rows are still in the log
+
+    def opencode(prompt: str) -> str:
+        run = run_opencode(opencode_cli, prompt, cwd=project, env=oc_env)
+        assert run.returncode == 0 and run.session_id and run.transcript == db, run.describe()
+        return run.session_id
+
+    def sessions() -> list[tuple[str, ...]]:
+        return query(env.db, "SELECT session_id FROM sessions ORDER BY started_at")
+
+    db = env.home / ".local/share/opencode/opencode.db"
+    first = opencode("run the lint")
+    assert db.with_name("opencode.db-wal").stat().st_size > db.stat().st_size  # the rows are still in the log
+    assert cli(env.environ(), "ingest", "--quiet").returncode == 0
+    assert query(env.db, "SELECT tool, session_id, project_path FROM sessions") == [
+        ("opencode", first, str(project))
+    ]
+    assert query(env.db, "SELECT name, input_summary FROM tool_calls") == [("bash", "echo ok")]
+
+    _checkpoint(db)  # as the next OpenCode process would as it starts
+    assert cli(env.environ(), "ingest", "--quiet").returncode == 0
+    before = _stat(db)
+    second = opencode("lint it again")
+    assert _stat(db) == before  # no checkpoint: only the log changed
+    assert cli(env.environ(), "ingest", "--quiet").returncode == 0
+    assert sessions() == [(first,), (second,)]
+
     assert cli(env.environ(), "config", "set", "ingest.rescan_interval_s", "600").returncode == 0
     proc = start_daemon(env.environ(), env.root / "daemon.log")
     try:
         wait_for(
-            lambda: query(env.db, "SELECT 1 FROM ingest_meta WHERE key = 'backfill_done_at'"), timeout=30
+            lambda: query(env.db, "SELECT 1 FROM ingest_meta WHERE key = 'daemon_started_at'"), timeout=30
         )
-        rows = query(env.db, "SELECT tool, session_id, project_path FROM sessions")
-        assert rows == [("opencode", first.session_id, str(project))]
-        assert query(env.db, "SELECT name, input_summary FROM tool_calls") == [("bash", "echo ok")]
-        _checkpoint(first.transcript)
-        time.sleep(0.5)  # the daemon reads the checkpointed file (nothing new in it) before the next run
-        before = _stat(first.transcript)
-        second = run_opencode(opencode_cli, "lint it again", cwd=project, env=oc_env)
-        assert second.returncode == 0 and second.session_id, second.describe()
-        assert _stat(first.transcript) == before
-        wait_for(lambda: query(env.db, "SELECT 1 FROM sessions WHERE session_id = ?", [second.session_id]), 5)
+        # A new OpenCode process checkpoints what an earlier one left in the log as it starts; what it
+        # writes itself stays in the log until the next one starts.
+        _checkpoint(db)
+        time.sleep(1.0)  # the daemon's backfill and its reading of the checkpointed file (nothing new) done
+        before = _stat(db)
+        third = opencode("lint once more")
+        assert _stat(db) == before
+        wait_for(lambda: (third,) in sessions(), 10)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
