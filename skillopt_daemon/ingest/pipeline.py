@@ -67,6 +67,9 @@ def load_sources(settings: Settings, tools: Iterable[AgentTool] | None = None) -
 
 # A file's outcome when its tool held it locked: left for the next rescan.
 LOCKED = "locked"
+# In a document's stored state: its companions' identity at its last read (`Source.companions`), so a
+# restarted process sees a log that changed while it was down.
+COMPANIONS_KEY = "_companions"
 
 
 class _Overtaken(Exception):
@@ -164,6 +167,10 @@ class Pipeline:
                 self._roots.append((Path(os.path.abspath(root)), source))
         # Fast path for rescans: (device, inode, size, mtime_ns) of each file as last fully read.
         self._seen: dict[str, tuple[int, int, int, int]] = {}
+        # A document's companions (`Source.companions`) as they were at its last read, and which document
+        # each companion belongs to (for the watcher, which hears of the companion's change).
+        self._seen_companions: dict[str, list[list[int]]] = {}
+        self._companion_of: dict[str, tuple[Source, Path]] = {}
         self._reported: set[tuple[str, str]] = set()
         self._stale_since: dict[int, float] = {}
         self._bulk_indexing = False  # this process suspended the search index's triggers for a backfill
@@ -186,6 +193,21 @@ class Pipeline:
                 return source
         return None
 
+    def document_for(self, path: Path) -> tuple[Source, Path] | None:
+        """The document a companion file belongs to (one `discover` or a read has met), or None."""
+        return self._companion_of.get(os.path.abspath(path))
+
+    def _companion_stamp(self, source: Source, path: Path) -> list[list[int]]:
+        """Identity (inode, size, mtime_ns) of each of the document's companions; [] for one that is absent."""
+        if source.line_oriented:
+            return []
+        stamp: list[list[int]] = []
+        for companion in source.companions(path):
+            self._companion_of[os.path.abspath(companion)] = (source, path)
+            quick = tail.quick_stat(companion)
+            stamp.append([] if quick is None else [quick[1], quick[2], quick[3]])
+        return stamp
+
     def discover(self) -> list[tuple[Source, Path]]:
         """Every transcript under every root (walk problems are recorded, once per path and kind)."""
         found: list[tuple[Source, Path]] = []
@@ -200,14 +222,22 @@ class Pipeline:
                 if str(path) not in seen and ident not in seen:
                     seen.update((str(path), ident))
                     found.append((source, path))
+                    if not source.line_oriented:
+                        self._companion_stamp(source, path)  # so the watcher knows whose they are
             for p in problems:
                 self.report_once(p.kind, p.message, path=p.path, tool=source.tool.value)
         return found
 
     def needs_read(self, path: Path) -> bool:
-        """Cheap check used by rescans: has this file changed since it was last read to the end?"""
+        """Cheap check used by rescans: has this file, or a companion of it, changed since it was last read
+        to the end?"""
         quick = tail.quick_stat(path)
-        return quick is None or self._seen.get(str(path)) != quick
+        if quick is None or self._seen.get(str(path)) != quick:
+            return True
+        source = self.source_for(path)
+        if source is None or source.line_oriented:
+            return False
+        return self._seen_companions.get(str(path), []) != self._companion_stamp(source, path)
 
     def pending_bytes(self, files: Iterable[tuple[Source, Path]]) -> int:
         offsets = {
@@ -547,17 +577,26 @@ class Pipeline:
     def _ingest_document(
         self, source: Source, path: Path, f: BinaryIO, on_bytes: Callable[[int], None] | None
     ) -> FileOutcome:
+        # Taken before the read: a companion changing while the document is read is read again next time.
+        stamp = self._companion_stamp(source, path)
         row, ident, change = self._start(source, path, f)
         outcome = FileOutcome(str(path), source.tool.value, change=change)
         if change == tail.ALIAS:
             return outcome
-        if row is not None and (
-            change == tail.UNCHANGED
-            or (row.size == ident.size and row.mtime_ns == ident.mtime_ns and row.offset == ident.size)
+        if (
+            row is not None
+            and (
+                change == tail.UNCHANGED
+                or (row.size == ident.size and row.mtime_ns == ident.mtime_ns and row.offset == ident.size)
+            )
+            and json.loads(row.state_json or "{}").get(COMPANIONS_KEY, []) == stamp
         ):
             self._seen[str(path)] = (ident.device, ident.inode, ident.size, ident.mtime_ns)
+            self._seen_companions[str(path)] = stamp
             outcome.change = tail.UNCHANGED
             return outcome
+        if change == tail.UNCHANGED:
+            outcome.change = tail.GREW  # its file is as it was, a companion (its write-ahead log) is not
         if ident.size > self.settings.ingest.max_document_bytes:
             return self._file_error(
                 source,
@@ -587,7 +626,8 @@ class Pipeline:
                     self._forget_document(row.id, batch)
                 row_id = row.id if row is not None else self._create_row(source, path)
                 self.writer.apply(source.tool.value, records, row_id, batch)
-                self._save_file(row_id, source, path, ident, None, ctx.state, len(records), batch)
+                state = {**ctx.state, COMPANIONS_KEY: stamp}
+                self._save_file(row_id, source, path, ident, None, state, len(records), batch)
                 self.writer.finish(batch, row_id)
                 self._pins_due.update(batch.new_sessions)
         except BaseException:
@@ -596,6 +636,7 @@ class Pipeline:
         if on_bytes:
             on_bytes(ident.size)
         self._seen[str(path)] = (ident.device, ident.inode, ident.size, ident.mtime_ns)
+        self._seen_companions[str(path)] = stamp
         outcome.records = len(records)
         outcome.bytes_read = ident.size
         return outcome

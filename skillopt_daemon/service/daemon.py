@@ -328,18 +328,23 @@ class Daemon:
                 break
             pending[str(path)] = path
         inbox = paths.inbox_dir()
-        todo = []
+        todo: dict[str, tuple[Any, Path]] = {}
         for path in pending.values():
             if path.parent == inbox:
                 continue  # notes are read by _handle_notes
             if path.is_dir():
-                todo.extend(self._walk(path))
+                todo.update((str(p), (s, p)) for s, p in self._walk(path))
                 continue
             source = self.pipeline.source_for(path)
             if source is not None:
-                todo.append((source, path))
+                todo[str(path)] = (source, path)
+                continue
+            # A database's write-ahead log changed: its document has new rows, whatever its own file says.
+            document = self.pipeline.document_for(path)
+            if document is not None:
+                todo[str(document[1])] = document
         if todo:
-            self.pipeline.ingest_paths(todo, should_stop=self._stop.is_set, signals=False)
+            self.pipeline.ingest_paths(list(todo.values()), should_stop=self._stop.is_set, signals=False)
 
     def _walk(self, folder: Path) -> list[tuple[Any, Path]]:
         out = []

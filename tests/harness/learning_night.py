@@ -2,9 +2,11 @@
 
 One script answers every model a night talks to, each deciding from its request alone:
 
-- the **agent** (Claude Code's Anthropic requests, Codex's Responses requests): loads the skill it is
-  offered (Claude Code's `Skill` tool; Codex lists only each skill's name, description and SKILL.md path,
-  so the agent reads that file with the shell), then does the task the right way only when the skill body
+- the **agent** (Claude Code's Anthropic requests, Codex's Responses requests, OpenCode's Chat Completions
+  requests that list `<available_skills>`): loads the skill it is offered (Claude Code's `Skill` tool;
+  Codex lists only each skill's name, description and SKILL.md path, so the agent reads that file with the
+  shell; OpenCode lists name, description and location, and the agent reads the file with its `read`
+  tool), then does the task the right way only when the skill body
   it loaded states the kind of work's rule, and otherwise the way it did before the user corrected it
   (e.g. silencing the linter with `# noqa`); it ends by showing the file it wrote;
 - the **optimizer** (Chat Completions, `optimizer_model`): drafts a new skill from the requests it is shown
@@ -30,6 +32,7 @@ user's message is the latest one (turn 0). None of this reaches the optimizer or
 
 from __future__ import annotations
 
+import html
 import json
 import random
 import re
@@ -54,6 +57,10 @@ from skillopt_lib.testing.script import (
 SKILL_LOADED = "Base directory for this skill:"
 SKILL_LISTING = "The following skills are available for use with the Skill tool:"
 CODEX_SKILL_LISTING = "### Available skills"
+OPENCODE_SKILL_LISTING = "<available_skills>"
+_OPENCODE_LISTED_SKILL = re.compile(
+    r"<skill>\s*<name>([^<]+)</name>\s*<description>[^<]*</description>\s*<location>([^<]+)</location>"
+)
 _CODEX_LISTED_SKILL = re.compile(r"^- ([a-z0-9][a-z0-9:-]*): .*\(file: ([^)\n]+/SKILL\.md)\)$", re.M)
 _CODEX_SKILL_ROOT = re.compile(r"^- `(r\d+)` = `([^`\n]+)`$", re.M)
 _PREFERENCE = re.compile(r"^- '(.+)' · [^·\n]+ · [^·\n]+ · [^·\n]+$", re.M)
@@ -133,6 +140,8 @@ class LearningNight(Script):
                 return _answer("analyst", _analyse(text), turn)
         if conv.api == "chat" and "You grade whether" in conv.system:
             return _answer("judge", self._judge(text), turn)
+        if conv.api == "chat" and OPENCODE_SKILL_LISTING in conv.system and conv.offers("bash"):
+            return self._opencode_agent(conv, turn)
         return _answer("default", self.default_text, turn)
 
     # -- the agent ---------------------------------------------------------------------------------------
@@ -190,6 +199,38 @@ class LearningNight(Script):
         step = plan[turn] if turn < len(plan) else Step(text="Done.")
         return Selection(Rule(name), step, f"{name}/{turn}", turn)
 
+    def _opencode_agent(self, conv: Conversation, turn: int) -> Selection:
+        """OpenCode lists skills by name, description and location: the agent reads the SKILL.md it picks with
+        its `read` tool, and does the work right only when what it read states the rule, or when the user
+        has just said it (a correction later in the same session)."""
+        asked = conv.last_user_text.strip()
+        first = next(
+            (m.text for m in conv.messages if m.role == "user" and not m.injected and m.text.strip()), asked
+        )
+        kind = next((k for k in self.kinds if any(p in asked or p in first for p in k.prompts)), None)
+        if kind is None:
+            return _answer("agent-other", "I can't help with that here.", turn)
+        plan: list[Step] = []
+        listed = _opencode_skills(conv.system)
+        if listed:
+            best = _best_skill(list(listed), first)
+            plan.append(Step(tool_calls=[call("read", {"filePath": listed[best]})]))
+        told = kind.rule in asked
+        taught = told or any(kind.rule in out for out in conv.tool_outputs_since_user)
+        lucky = not taught and self.lucky(conv)
+        content = kind.right if taught or lucky else kind.wrong
+        quoted = shlex.quote(kind.work_file)
+        plan.append(
+            Step(
+                tool_calls=[bash(f"mkdir -p \"$(dirname {quoted})\" && cat > {quoted} <<'EOF'\n{content}EOF")]
+            )
+        )
+        plan.append(Step(tool_calls=[bash(kind.check)]))
+        plan.append(Step(text=f"Done. {kind.work_file} now reads:\n```\n{content}```"))
+        name = "agent-skill" if listed and turn == 0 else "agent-told" if told else _agent_rule(taught, lucky)
+        step = plan[turn] if turn < len(plan) else Step(text="Done.")
+        return Selection(Rule(name), step, f"{name}/{turn}", turn)
+
     # -- the judge ---------------------------------------------------------------------------------------
 
     def _judge(self, text: str) -> str:
@@ -244,6 +285,18 @@ def _codex_skills(text: str) -> dict[str, str]:
         alias, _, rest = path.partition("/")
         found[name] = f"{roots[alias]}/{rest}" if alias in roots else path
     return dict(sorted(found.items(), key=lambda item: "/.system/" in item[1]))
+
+
+def _opencode_skills(system: str) -> dict[str, str]:
+    """The skills OpenCode lists in its system prompt: name -> SKILL.md location, its built-in ones left out."""
+    at = system.find(OPENCODE_SKILL_LISTING)
+    if at < 0:
+        return {}
+    return {
+        name: html.unescape(location)
+        for name, location in _OPENCODE_LISTED_SKILL.findall(system[at:])
+        if not location.startswith("&lt;")
+    }
 
 
 def _best_skill(names: Sequence[str], asked: str) -> str:

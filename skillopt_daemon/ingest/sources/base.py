@@ -152,6 +152,19 @@ class Source(Protocol):
         """
         ...
 
+    def companions(self, path: Path) -> list[Path]:
+        """Files beside the transcript at `path` whose change means the transcript changed, whole-document
+        sources only.
+
+        A database in write-ahead-log mode (SQLite's `-wal`) takes new rows into its log, and its own file
+        changes only at a checkpoint: a reader naming the log here is read again when the log changes,
+        at the next rescan and when the watcher hears of it, not at the next checkpoint. The pipeline
+        compares the companions' identity (inode, size, modification time) with what it was at the last
+        read; a companion that does not exist is a state like any other. Returns paths that may not exist;
+        decides by the path alone; never raises.
+        """
+        ...
+
     def unusable(self, path: Path) -> str | None:
         """Why the transcript at `path` cannot be read at all (a damaged database, say), or None.
 
@@ -422,6 +435,9 @@ class BaseSource:
 
     def file_records(self, ctx: FileContext, data: bytes) -> list[Record]:
         raise NotImplementedError
+
+    def companions(self, path: Path) -> list[Path]:
+        return []  # the transcript's own file says when it changed
 
     def unusable(self, path: Path) -> str | None:
         return None  # a line-oriented transcript is never unusable as a whole: its bad lines are skipped

@@ -89,6 +89,10 @@ class OpenClawSource(BaseSource):
     def session_key_for(self, path: Path) -> str:
         return path.parent.parent.name if path.name == DATABASE_NAME else path.stem
 
+    def companions(self, path: Path) -> list[Path]:
+        # The database's new events wait in its write-ahead log until SQLite's next checkpoint.
+        return [path.with_name(path.name + "-wal")] if path.name == DATABASE_NAME else []
+
     def unusable(self, path: Path) -> str | None:
         problem = database_problem(path) if path.name == DATABASE_NAME else None
         return problem.short if problem is not None else None

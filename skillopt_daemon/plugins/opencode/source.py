@@ -12,7 +12,7 @@ bookkeeping. The schema's version is the newest id in OpenCode's `migration` tab
 
 The database is opened read-only (`mode=ro`), never locked for writing; what OpenCode committed to its
 write-ahead log is seen as well. It changes in place, so it is read as one whole document and every session
-in it is read again when the file changes; records are keyed by OpenCode's ids, so nothing is duplicated.
+in it is read again when the file or its write-ahead log (`companions`) changes; records are keyed by OpenCode's ids, so nothing is duplicated.
 A database OpenCode holds locked is left for the next rescan; one that is damaged, cut short or lacks
 OpenCode's tables is a file problem naming it, and what was read from it before is kept. A row whose JSON is
 cut short is noted and the rest of its session is read.
@@ -72,6 +72,11 @@ class OpenCodeSource(BaseSource):
 
     def session_key_for(self, path: Path) -> str:
         return path.parent.name
+
+    def companions(self, path: Path) -> list[Path]:
+        # OpenCode's rows reach `opencode.db` only at SQLite's checkpoints; until then they are in the log.
+        # Not `-shm`: every reader writes to it, this one included, so it would always look changed.
+        return [path.with_name(path.name + "-wal")]
 
     def unusable(self, path: Path) -> str | None:
         try:

@@ -17,6 +17,9 @@ from harness.opencode import opencode_cli, opencode_plugin
 from replay_helpers import repo_state
 
 from skillopt_daemon.plugins.opencode.backend import OpenCodeBackend
+from skillopt_lib.backends import create_backend
+from skillopt_lib.config import BackendConfig
+from skillopt_lib.errors import ExternalToolError
 from skillopt_lib.execution import ExecLimits, ExecStatus
 from skillopt_lib.process import ProcessOutcome
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
@@ -131,3 +134,23 @@ def test_a_stream_cut_before_the_last_step_finished_is_a_crash(tmp_path: Path) -
     outcome = ProcessOutcome(returncode=-9, lines=[started], stderr="", duration_s=1.0)
     result = backend.interpret(outcome, ExecLimits())
     assert result.status is ExecStatus.CRASHED and "signal 9" in (result.error or "")
+
+
+def test_a_replay_without_opencode_installed_says_how_to_install_it(
+    make_repo: MakeRepo, sandbox_config: SandboxConfig, tmp_path: Path
+) -> None:
+    """The backend a night builds from its name, on a machine whose PATH has no `opencode`: the replay is
+    refused before anything runs, naming the package and the setting that points at another install."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    backend = create_backend(BackendConfig(backend="opencode"), "agent")
+    assert isinstance(backend, OpenCodeBackend)
+    backend.base_env = {"PATH": str(empty)}
+    repo, (first, _) = make_repo()
+    task = ReplayTask(prompt="add a test for calc", repo=repo, commit=first, checks=["python3 test_calc.py"])
+    with pytest.raises(ExternalToolError) as caught:
+        replay(task, backend, sandbox_config, skill=SkillBundle(files={"SKILL.md": SKILL}))
+    assert str(caught.value).splitlines() == [
+        "the opencode CLI (opencode) was not found",
+        "install it (npm install -g opencode-ai), or set tools.opencode.cli to its path",
+    ]

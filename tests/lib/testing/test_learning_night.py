@@ -166,3 +166,56 @@ def test_a_real_claude_run_with_noise_one_does_the_work_right_without_a_skill(tm
     assert run.returncode == 0, run.describe()
     assert (project / "dates.py").read_text() == KIND.after_correction
     assert "agent-lucky" in rules and "agent-wrong" not in rules, rules
+
+
+def _opencode_request(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """An OpenCode request (Chat Completions): its skills listed in the system prompt, its tools offered."""
+    listing = (
+        "<available_skills>\n  <skill>\n    <name>customize-opencode</name>\n    <description>Set up "
+        "opencode.</description>\n    <location>&lt;built-in&gt;</location>\n  </skill>\n  <skill>\n"
+        "    <name>lint-fixes</name>\n    <description>Fix lint.</description>\n"
+        "    <location>/ws/repo/.opencode/skills/lint-fixes/SKILL.md</location>\n  </skill>\n</available_skills>"
+    )
+    return {
+        "model": "gpt-4.1",
+        "messages": [{"role": "system", "content": f"You are opencode.\n{listing}"}, *messages],
+        "tools": [
+            {"type": "function", "function": {"name": n, "parameters": {"properties": {}}}}
+            for n in ("bash", "read", "write")
+        ],
+    }
+
+
+def _opencode_turn(script: LearningNight, messages: list[dict[str, Any]]) -> list[ToolCall]:
+    return list(script.select(parse_request("chat", _opencode_request(messages))).step.tool_calls)
+
+
+def test_the_opencode_agent_reads_the_listed_skill_and_is_right_only_when_it_or_the_user_says_how() -> None:
+    script = LearningNight(work_kinds(["lint"]))
+    asked = [{"role": "user", "content": KIND.prompts[0]}]
+    (read,) = _opencode_turn(script, asked)
+    assert (read.name, read.args) == ("read", {"filePath": "/ws/repo/.opencode/skills/lint-fixes/SKILL.md"})
+
+    def after_reading(skill_text: str) -> str:
+        history = [
+            *asked,
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "r", "type": "function",
+             "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "r", "content": skill_text},
+        ]  # fmt: skip
+        (write,) = _opencode_turn(script, history)
+        return write.command
+
+    assert KIND.first_try in after_reading("# Lint fixes\n\nLook at what the linter reports.\n")
+    assert KIND.after_correction in after_reading(f"# Lint fixes\n\n- {KIND.rule}\n")
+    corrected = [*asked, {"role": "assistant", "content": "Done."}, {"role": "user", "content": KIND.rule}]
+    (read_again,) = _opencode_turn(script, corrected)
+    assert read_again.name == "read"  # a follow-up in the same session: the same kind of work
+    history = [
+        *corrected,
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "r", "type": "function",
+         "function": {"name": "read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "r", "content": "# Lint fixes\n"},
+    ]  # fmt: skip
+    (write,) = _opencode_turn(script, history)
+    assert KIND.after_correction in write.command  # the user just said how

@@ -6,13 +6,17 @@ or the schema is one the reader does not know."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from harness.agents import SCRIPTED_API_KEY
+from harness.ingest_helpers import cli, query, start_daemon, wait_for
 from harness.ingest_home import Env
 from harness.opencode import opencode_cli, opencode_plugin
 
@@ -189,29 +193,36 @@ def test_a_half_written_database_is_a_problem_and_nothing_read_before_is_lost(
     assert pipeline.db.execute("SELECT session_id, turn_count FROM sessions ORDER BY 1").fetchall() == before
 
 
+def _add_session(conn: sqlite3.Connection, sid: str, minutes: int = 1) -> None:
+    """OpenCode starting another session in the same project, with one typed prompt."""
+    at = 1796446300000 + minutes * 60000
+    conn.execute(
+        "INSERT INTO session SELECT ?, project_id, workspace_id, NULL, ?, directory, path, "
+        "'another', version, share_url, summary_additions, summary_deletions, summary_files, summary_diffs, "
+        "metadata, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, "
+        "revert, permission, agent, model, time_created + ?, time_updated + ?, time_compacting, "
+        "time_archived FROM session WHERE id = ?",
+        [sid, sid, minutes * 60000, minutes * 60000, MAIN],
+    )
+    conn.execute(
+        "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+        [f"msg_{sid}", sid, at, at, json.dumps({"role": "user", "time": {"created": at}})],
+    )
+    conn.execute(
+        "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+        [f"prt_{sid}", f"msg_{sid}", sid, at, at, '{"type":"text","text":"run the linter"}'],
+    )
+    conn.commit()
+
+
 def test_a_session_added_in_place_is_read_at_the_rescan_without_duplicating_the_others(
     env: Env, pipeline: ingest.Pipeline
 ) -> None:
     db = _home_db(env)
     pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
     turns_before = pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
-    with sqlite3.connect(db) as conn:  # OpenCode starting another session in the same project
-        conn.execute(
-            "INSERT INTO session SELECT 'ses_new', project_id, workspace_id, NULL, 'new-one', directory, path, "
-            "'another', version, share_url, summary_additions, summary_deletions, summary_files, summary_diffs, "
-            "metadata, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, "
-            "revert, permission, agent, model, time_created + 60000, time_updated + 60000, time_compacting, "
-            "time_archived FROM session WHERE id = ?",
-            [MAIN],
-        )
-        conn.execute(
-            "INSERT INTO message VALUES ('msg_new', 'ses_new', 1796446300000, 1796446300000, ?)",
-            ['{"role":"user","time":{"created":1796446300000}}'],
-        )
-        conn.execute(
-            "INSERT INTO part VALUES ('prt_new', 'msg_new', 'ses_new', 1796446300000, 1796446300000, ?)",
-            ['{"type":"text","text":"run the linter"}'],
-        )
+    conn = sqlite3.connect(db)
+    _add_session(conn, "ses_new")
     conn.close()
     changed = [(s, p) for s, p in pipeline.discover() if pipeline.needs_read(p)]
     assert [p for _, p in changed] == [db]
@@ -220,13 +231,7 @@ def test_a_session_added_in_place_is_read_at_the_rescan_without_duplicating_the_
     assert pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == turns_before + 1
 
 
-@pytest.mark.agent_cli
-def test_a_session_the_real_opencode_just_wrote_is_ingested_from_its_write_ahead_log(
-    env: Env, pipeline: ingest.Pipeline, opencode_cli: Path, model_server: ScriptedServer
-) -> None:
-    """OpenCode leaves its rows in `opencode.db-wal` when it exits; a first ingest reads them all the same."""
-    project = env.root / "shop"
-    project.mkdir()
+def _lint_script(model_server: ScriptedServer) -> None:
     model_server.set_script(
         Script(
             rules=[
@@ -238,14 +243,112 @@ def test_a_session_the_real_opencode_just_wrote_is_ingested_from_its_write_ahead
             ]
         )
     )
+
+
+def _checkpoint(db: Path) -> None:
+    """What SQLite does once OpenCode's log has grown long enough: the log's pages move into the file."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def test_a_session_waiting_in_the_write_ahead_log_is_read_at_the_rescan_and_after_a_restart(
+    env: Env, pipeline: ingest.Pipeline
+) -> None:
+    """While OpenCode runs, its new rows wait in `opencode.db-wal` and the database file does not change until
+    SQLite's next checkpoint: the source names the log as the database's companion, so a rescan reads them,
+    and so does a restarted daemon whose store last saw the log as it was before."""
+    db = _home_db(env)
+    conn = sqlite3.connect(db)  # OpenCode, running: the log stays until its last connection closes
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("SELECT COUNT(*) FROM session").fetchone()  # opens the log, as a running OpenCode has
+        pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
+        assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 3
+        assert not [p for _, p in pipeline.discover() if pipeline.needs_read(p)]
+        before = _stat(db)
+        _add_session(conn, "ses_wal")
+        assert _stat(db) == before and db.with_name("opencode.db-wal").stat().st_size > 0
+        changed = [(s, p) for s, p in pipeline.discover() if pipeline.needs_read(p)]
+        assert [p for _, p in changed] == [db]
+        pipeline.ingest_paths(changed)
+        assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 4
+        assert not [p for _, p in pipeline.discover() if pipeline.needs_read(p)]
+
+        restarted = ingest.Pipeline(pipeline.db, pipeline.sources, pipeline.settings)
+        (outcome,) = restarted.ingest_paths([(s, p) for s, p in restarted.discover() if p == db])
+        assert outcome.change == "unchanged"  # the log is as the store last saw it
+        _add_session(conn, "ses_while_down", minutes=2)
+        again = ingest.Pipeline(pipeline.db, pipeline.sources, pipeline.settings)
+        again.ingest_paths([(s, p) for s, p in again.discover() if p == db])
+        assert _stat(db) == before
+        ids = {r[0] for r in pipeline.db.execute("SELECT session_id FROM sessions")}
+        assert {"ses_wal", "ses_while_down"} <= ids and len(ids) == 5
+    finally:
+        conn.close()
+
+
+@pytest.mark.agent_cli
+def test_real_opencode_sessions_in_the_write_ahead_log_reach_the_next_ingest_and_the_running_daemon(
+    env: Env, opencode_cli: Path, model_server: ScriptedServer
+) -> None:
+    """A first `skillopt ingest` finds the rows OpenCode left in its write-ahead log. After a checkpoint, each
+    later run's rows are in the log alone: the next `skillopt ingest` (a new process, comparing the log with
+    what the store last saw) reads them, and so does the running daemon, whose watcher hears the log change
+    long before its periodic rescan."""
+    project = env.root / "shop"
+    project.mkdir()
+    _lint_script(model_server)
     oc_env = opencode_cli_env(env.home, model_server.base_url_openai, api_key=SCRIPTED_API_KEY)
-    run = run_opencode(opencode_cli, "run the lint", cwd=project, env=oc_env)
-    assert run.returncode == 0 and run.transcript is not None, run.describe()
-    assert run.transcript == env.home / ".local/share/opencode/opencode.db"
-    wal = run.transcript.with_name("opencode.db-wal")
-    assert wal.stat().st_size > run.transcript.stat().st_size  # the rows are still in the log
-    pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == run.transcript])
-    rows = pipeline.db.execute("SELECT tool, session_id, project_path FROM sessions").fetchall()
-    assert rows == [("opencode", run.session_id, str(project))]
-    (name, summary) = pipeline.db.execute("SELECT name, input_summary FROM tool_calls").fetchone()
-    assert (name, summary) == ("bash", "echo ok")
+
+    def opencode(prompt: str) -> str:
+        run = run_opencode(opencode_cli, prompt, cwd=project, env=oc_env)
+        assert run.returncode == 0 and run.session_id and run.transcript == db, run.describe()
+        return run.session_id
+
+    def sessions() -> list[tuple[str, ...]]:
+        return query(env.db, "SELECT session_id FROM sessions ORDER BY started_at")
+
+    db = env.home / ".local/share/opencode/opencode.db"
+    first = opencode("run the lint")
+    assert db.with_name("opencode.db-wal").stat().st_size > db.stat().st_size  # the rows are still in the log
+    assert cli(env.environ(), "ingest", "--quiet").returncode == 0
+    assert query(env.db, "SELECT tool, session_id, project_path FROM sessions") == [
+        ("opencode", first, str(project))
+    ]
+    assert query(env.db, "SELECT name, input_summary FROM tool_calls") == [("bash", "echo ok")]
+
+    _checkpoint(db)  # as the next OpenCode process would as it starts
+    assert cli(env.environ(), "ingest", "--quiet").returncode == 0
+    before = _stat(db)
+    second = opencode("lint it again")
+    assert _stat(db) == before  # no checkpoint: only the log changed
+    assert cli(env.environ(), "ingest", "--quiet").returncode == 0
+    assert sessions() == [(first,), (second,)]
+
+    assert cli(env.environ(), "config", "set", "ingest.rescan_interval_s", "600").returncode == 0
+    proc = start_daemon(env.environ(), env.root / "daemon.log")
+    try:
+        wait_for(
+            lambda: query(env.db, "SELECT 1 FROM ingest_meta WHERE key = 'daemon_started_at'"), timeout=30
+        )
+        # A new OpenCode process checkpoints what an earlier one left in the log as it starts; what it
+        # writes itself stays in the log until the next one starts.
+        _checkpoint(db)
+        time.sleep(1.0)  # the daemon's backfill and its reading of the checkpointed file (nothing new) done
+        before = _stat(db)
+        third = opencode("lint once more")
+        assert _stat(db) == before
+        wait_for(lambda: (third,) in sessions(), 10)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
