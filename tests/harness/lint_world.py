@@ -2,7 +2,8 @@
 tests replay. One recorder, so both judge the night on the same kind of history.
 
 Each request is answered, then corrected by the user, and the correction gets the code fixed; the next
-session starts from the broken file again. The skill the user already has is imported and the sessions
+session starts from the broken file again, after a commit of other work (the project moves on between
+sessions, as recurring work does). The skill the user already has is imported and the sessions
 ingested; the world is snapshotted so each test restores it instead of recording again.
 """
 
@@ -19,6 +20,15 @@ from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 SKILL_TEXT = "# Lint fixes\n\nLook at what the linter reports in app.py.\n"
+
+
+def _project_moves_on(git: Sequence[str], project: Path, request: str) -> None:
+    """A commit of other work between two sessions, so each request is asked of its own tree: recurring
+    work, not the same request asked again of the same tree (`night/nearcopies.py`)."""
+    with (project / "NOTES.md").open("a") as notes:
+        notes.write(f"- {request}\n")
+    subprocess.run([*git, "add", "NOTES.md"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "notes"], check=True)
 
 
 def record_lint_world(
@@ -59,6 +69,8 @@ def record_lint_world(
         assert again.returncode == 0, again.describe()
         assert (w.project / "app.py").read_text() == fixed  # the user's correction got the code fixed
         subprocess.run([*git, "checkout", "-q", "--", "app.py"], check=True)  # the next session starts afresh
+        w.skillopt("ingest")  # as the daemon does after each session: the session is pinned to this commit
+        _project_moves_on(git, w.project, request)
     w.skillopt("skills", "import", "--tool", "claude-code")
     w.skillopt("ingest")
     snapshot(w)
