@@ -98,3 +98,19 @@ def test_without_no_harm_the_rule_is_proposed_in_its_repositories_with_the_reaso
     assert moved["no_harm"]["ok"] is False
     kept = noharm.user_scope(placed, noharm.Verdict(True, "it does not lose on the replays"))
     assert kept["scope"] == "user" and kept["targets"] == ["claude-code:user", "codex:user"]
+
+
+def test_not_losing_on_too_few_items_does_not_show_no_harm(tmp_path: Path) -> None:
+    """A tie on a handful of items is what a 10-point harm looks like on one pair each."""
+    sample = tasks(4, git_repo(tmp_path / "other"))
+    tied = noharm.check(GATE, scripted(1.0, 1.0), sample)
+    assert not tied.ok and tied.informative == 4
+    assert "too few items to tell that from a harm" in tied.why
+
+    def one_each(requests: Sequence[Request]) -> list[float]:
+        # the rule wins on v0, loses on v1, ties (both pass) on the rest
+        out = {"0": (0.0, 1.0), "1": (1.0, 0.0)}
+        return [out.get(item[-1], (1.0, 1.0))[arm == "candidate"] for item, arm in requests]
+
+    even = noharm.check(GATE, one_each, tasks(8, git_repo(tmp_path / "more")))
+    assert not even.ok and "1 better, 1 worse" in even.why
