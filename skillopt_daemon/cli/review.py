@@ -97,6 +97,10 @@ def status(json_out: bool = JSON_OPT) -> None:
                     f"{literal(p['short_id'])} installs in {literal(describe_scope(p['scope']))}",
                     highlight=False,
                 )
+            for c in p.get("conflicts") or []:
+                console.print(
+                    f"[bold yellow]{literal(p['short_id'])} {literal(c['text'])}[/]", highlight=False
+                )
             if not p.get("proven", True) and p.get("tier_note"):
                 console.print(
                     f"[bold yellow]{literal(p['short_id'])} is {literal(p['tier_label'])}:[/] "
@@ -268,6 +272,8 @@ def diff(
             err_console.print(f"[bold yellow]tier: {literal(item['tier_label'])}[/]{note}", highlight=False)
         if item.get("scope"):
             err_console.print(f"installs in {literal(describe_scope(item['scope']))}", highlight=False)
+        for c in item.get("conflicts") or []:
+            err_console.print(f"[bold yellow]{literal(c['text'])}[/]", highlight=False)
         _screen_notes(item)
     text = view["diff"]
     if not text:

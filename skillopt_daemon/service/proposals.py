@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from skillopt_daemon.core.timeutil import humanize_age
-from skillopt_daemon.night import preferences
+from skillopt_daemon.night import conflicts, preferences
 from skillopt_daemon.registry import Event, Registry, Version
 from skillopt_daemon.registry.models import evidence_figures
 from skillopt_daemon.registry.scope import placement
@@ -239,9 +239,22 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         "provenance_missing": provenance_missing(reg, v),
         # Where it installs and why (a new skill's: `registry/scope.py`); None: where the skill is installed.
         "scope": placement(v.evidence),
+        # Installed rules of other skills in another scope that its lines say the opposite of, and which wins
+        # where (`night/conflicts.py`).
+        "conflicts": _conflicts(reg, v),
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }
+
+
+def _conflicts(reg: Registry, v: Version) -> list[dict[str, str]]:
+    """What the proposal contradicts among the rules installed now (empty when its text cannot be read:
+    the review faces say that elsewhere)."""
+    try:
+        body = reg.load_bundle(v.id).doc.body
+    except (SkillOptError, OSError):
+        return []
+    return [c.to_dict() for c in conflicts.of_proposal(reg, v.skill, body, placement(v.evidence))]
 
 
 def newest_pending(reg: Registry) -> tuple[Version | None, int]:
