@@ -21,7 +21,7 @@ from skillopt_daemon.cli.output import (
     write_text,
 )
 from skillopt_daemon.core.timeutil import humanize_age, local_display
-from skillopt_daemon.registry import Registry, open_registry
+from skillopt_daemon.registry import Registry, open_registry, project_folder
 from skillopt_daemon.registry.scope import describe as describe_scope
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
@@ -394,6 +394,10 @@ def approve(
     for inst in result.installs:
         how = "installed" if inst.changed else "already in place"
         console.print(f"  {how} at {inst.target}", markup=False)
+    for inst in result.installs:
+        where = project_folder.folder(inst.target, inst.files)
+        if where is not None and inst.target.project is not None:
+            console.print(f"  {project_folder.note(where, inst.target.project)}", markup=False)
 
 
 def reject(
