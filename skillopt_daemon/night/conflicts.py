@@ -8,7 +8,7 @@ skill in another place (user scope against project scope, or another repository'
 the opposite, and the night's report says which one wins where: a project rule wins in its repository,
 the user rule everywhere else; two projects' rules each hold only in their own repository.
 
-Opposite means the two lines share a subject word (`outcomes._subject`: not a word like "use" or "code")
+Opposite means the two lines share a subject word (`outcomes.subject`: not a word like "use" or "code")
 and either one allows what the other forbids (`outcomes.allows`, the same words that mark a user's
 correction as contradicting an installed rule, against a negation), or they name opposite places or
 choices for it (top against end, tabs against spaces).
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.night.outcomes import _subject, allows
+from skillopt_daemon.night.outcomes import allows, subject
 from skillopt_daemon.night.preferences import terms
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.screen import rule_lines
@@ -50,7 +50,7 @@ _FORBIDS = re.compile(
 
 def opposed(a: str, b: str) -> bool:
     """Do two rule lines say opposite things about the same subject?"""
-    shared = (_subject(a) & _subject(b)) - _SIDES
+    shared = (subject(a) & subject(b)) - _SIDES
     if not shared:
         return False
     if (allows(a) and _FORBIDS.search(b) and not allows(b)) or (
@@ -152,6 +152,14 @@ def installed(reg: Registry) -> list[tuple[str, InstallTarget, str]]:
     return out
 
 
-def of_proposal(reg: Registry, skill: str, text: str, scope: Mapping[str, Any] | None) -> list[Conflict]:
-    """A proposal's conflicts with what is installed now (`find`), placed by its scope record (`places`)."""
-    return find(skill, text, places(scope, [ts.target for ts in reg.targets(skill)]), installed(reg))
+def of_proposal(
+    reg: Registry,
+    skill: str,
+    text: str,
+    scope: Mapping[str, Any] | None,
+    rules: Sequence[tuple[str, InstallTarget, str]] | None = None,
+) -> list[Conflict]:
+    """A proposal's conflicts with what is installed now (`find`; `rules`: `installed(reg)` when the
+    caller read it already), placed by its scope record (`places`)."""
+    here = places(scope, [ts.target for ts in reg.targets(skill)])
+    return find(skill, text, here, installed(reg) if rules is None else rules)

@@ -95,7 +95,8 @@ def allows(text: str) -> bool:
     return bool(_ALLOWS.search(text))
 
 
-def _subject(text: str) -> set[str]:
+def subject(text: str) -> set[str]:
+    """The words that name what a rule or a correction is about (none of `_COMMON`)."""
     return {t for t in _terms(text) if t not in _COMMON}
 
 
@@ -379,7 +380,7 @@ class Matcher:
             for p in rule.learned_from
             for r in labels.rules(str(p.get("text") or ""), prompts.get(str(p.get("task_id") or ""), ""))
         ]
-        self.subject = set().union(*(_subject(t) for t in refs), _subject(rule.line))
+        self.subject = set().union(*(subject(t) for t in refs), subject(rule.line))
         self.words: set[str] = set().union(*self.ref_terms)
         self.labels = labels
 
@@ -391,7 +392,7 @@ class Matcher:
         return any(_overlap(mine, r) for r in self.ref_terms)
 
     def contradicts(self, text: str) -> bool:
-        return allows(text) and bool(_subject(text) & self.subject)
+        return allows(text) and bool(subject(text) & self.subject)
 
 
 # ---------------------------------------------------------------------------------------------- judging

@@ -77,3 +77,21 @@ def test_rules_that_agree_are_not_flagged_and_two_in_one_place_are(env: Any) -> 
     (c,) = env.cli_json("status")["pending"]["items"][0]["conflicts"]
     assert c["skill"] == "changelog-end"
     assert c["wins"] == "both apply in the same place: review which one the agents should follow"
+
+
+def test_the_dashboards_proposal_page_shows_the_contradiction(env: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from skillopt_daemon.core.config import load_settings
+    from skillopt_daemon.service.dashboard import ensure_token
+    from skillopt_daemon.web.app import create_app
+
+    app = git_repo(env.root / "app")
+    install(env, "changelog-end", END, "--scope", "user")
+    pid = propose(env, "changelog-top", TOP, evidence(app))
+    token = ensure_token()
+    with TestClient(create_app(load_settings()), base_url="http://127.0.0.1:8765") as client:
+        assert client.get(f"/?token={token}", follow_redirects=False).status_code == 303
+        page = client.get(f"/proposals/{pid}").text
+    assert 'id="proposal-conflicts"' in page
+    assert "contradicts changelog-end installed in user scope" in page
