@@ -30,15 +30,15 @@ if TYPE_CHECKING:
     from skillopt_daemon.registry.book import Registry
 
 # Pairs of word sets naming opposite places or choices: a line using one side and a line using the other,
-# about the same subject, disagree.
+# about the same subject, disagree. Words of order in a sequence ("first", "before", "after") are left
+# out: "run ruff first" and "run mypy after ruff" do not disagree.
 OPPOSITES: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     (
-        frozenset({"top", "beginning", "start", "first", "prepend", "prepended", "above", "newest"}),
-        frozenset({"bottom", "end", "last", "append", "appended", "below", "oldest"}),
+        frozenset({"top", "beginning", "prepend", "prepended", "above", "newest"}),
+        frozenset({"bottom", "end", "append", "appended", "below", "oldest"}),
     ),
     (frozenset({"tabs", "tab"}), frozenset({"spaces", "space"})),
     (frozenset({"single"}), frozenset({"double"})),
-    (frozenset({"before"}), frozenset({"after"})),
     (frozenset({"camelcase"}), frozenset({"snake_case", "snakecase"})),
 )
 _SIDES = frozenset().union(*(a | b for a, b in OPPOSITES))

@@ -25,6 +25,8 @@ def test_opposite_words_about_one_subject_are_a_contradiction() -> None:
     assert not conflicts.opposed(TOP, "Append a line to the end of the README.")  # another subject
     assert not conflicts.opposed(TOP, "Changelog entries name the issue they fix.")  # no opposite
     assert not conflicts.opposed(END, "Add changelog entries to the end of CHANGELOG.md.")  # the same
+    # Words of order in a sequence are not places: no contradiction.
+    assert not conflicts.opposed("Run ruff first, before committing.", "Run mypy after ruff, last.")
 
 
 def install(env: Any, name: str, rule: str, *args: str) -> None:
