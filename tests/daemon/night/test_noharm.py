@@ -114,3 +114,15 @@ def test_not_losing_on_too_few_items_does_not_show_no_harm(tmp_path: Path) -> No
 
     even = noharm.check(GATE, one_each, tasks(8, git_repo(tmp_path / "more")))
     assert not even.ok and "1 better, 1 worse" in even.why
+
+
+def test_the_benchmark_measures_the_check_as_the_night_runs_it() -> None:
+    """`benchmarks/gate.py --noharm`: harmful rules rarely reach user scope, helpful ones more often, and
+    each decision replays one pair per sampled group (never more than the night's sample)."""
+    from benchmarks.gate import noharm_cell
+
+    row = noharm_cell(("beta0.5", 20, 400, 7))
+    assert row["sample"] == noharm.SAMPLE_GROUPS
+    assert row["user_-10"] <= 0.12 and row["user_skew"] <= 0.15
+    assert row["user_10"] > row["user_0"] > row["user_-10"]
+    assert all(row[f"runs_{e}"] == 2 * noharm.SAMPLE_GROUPS for e in ("-10", "skew", "0", "10"))
