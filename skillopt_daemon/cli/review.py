@@ -22,6 +22,7 @@ from skillopt_daemon.cli.output import (
 )
 from skillopt_daemon.core.timeutil import humanize_age, local_display
 from skillopt_daemon.registry import Registry, open_registry, project_folder
+from skillopt_daemon.registry.models import InstallOutcome
 from skillopt_daemon.registry.scope import describe as describe_scope
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
@@ -379,8 +380,10 @@ def approve(
         if not json_out:
             err_console.print(f"{scope or 'project'} scope: {literal(verdict)}", highlight=False)
     result = reg.approve(ref, targets=target or None, force=force, dry_run=dry_run)
+    notes = [] if dry_run else _project_notes(result.installs)
     if json_out:
-        print_json({**result.to_dict(), "scope_verdict": verdict} if verdict else result.to_dict())
+        extra = {"project_folders": notes, **({"scope_verdict": verdict} if verdict else {})}
+        print_json({**result.to_dict(), **extra})
         return
     if dry_run:
         console.print(f"Approving {result.version.label} would:")
@@ -394,10 +397,18 @@ def approve(
     for inst in result.installs:
         how = "installed" if inst.changed else "already in place"
         console.print(f"  {how} at {inst.target}", markup=False)
-    for inst in result.installs:
+    for note in notes:
+        console.print(f"  {note}", markup=False)
+
+
+def _project_notes(installs: list[InstallOutcome]) -> list[str]:
+    """For each project install: its folder is the user's to commit or ignore (`registry/project_folder`)."""
+    out = []
+    for inst in installs:
         where = project_folder.folder(inst.target, inst.files)
         if where is not None and inst.target.project is not None:
-            console.print(f"  {project_folder.note(where, inst.target.project)}", markup=False)
+            out.append(project_folder.note(where, inst.target.project))
+    return out
 
 
 def reject(

@@ -8,8 +8,8 @@ skill in another place (user scope against project scope, or another repository'
 the opposite, and the night's report says which one wins where: a project rule wins in its repository,
 the user rule everywhere else; two projects' rules each hold only in their own repository.
 
-Opposite means the two lines share a subject word (`outcomes.subject`: not a word like "use" or "code")
-and either one allows what the other forbids (`outcomes.allows`, the same words that mark a user's
+Opposite means the two lines share a subject word (`wording.subject`: not a word like "use" or "code")
+and either one allows what the other forbids (`wording.allows`, the same words that mark a user's
 correction as contradicting an installed rule, against a negation), or they name opposite places or
 choices for it (top against end, tabs against spaces).
 """
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.night.outcomes import allows, subject
 from skillopt_daemon.night.preferences import terms
+from skillopt_daemon.night.wording import allows, subject
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.screen import rule_lines
 

@@ -83,3 +83,13 @@ def test_a_hand_edit_in_the_repository_is_respected(env: Any) -> None:
     out = env.cli("rollback", "fix-lint", "--target", f"claude-code:project:{app}")
     assert out.returncode != 0 and "edited" in out.stderr
     assert skill_md.read_text().endswith("- Our team's extra line.\n")  # nothing lost
+
+
+def test_approve_json_carries_the_same_notes(env: Any) -> None:
+    app = git_repo(env.root / "app")
+    notes = env.cli_json("approve", propose(env, app))["project_folders"]
+    assert [n.split(" is yours")[0] for n in notes] == [
+        f"{app}/.claude/skills/fix-lint",
+        f"{app}/.codex/skills/fix-lint",
+    ]
+    assert all("(not committed yet)" in n for n in notes)
