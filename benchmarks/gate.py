@@ -41,6 +41,14 @@ one-word variants mining did not merge, the near-copy noise model), or as the ni
 (`text`: each request has a random 8-word text and its copies one word changed, grouped by
 `night/nearcopies.py`: tonight's copies among themselves, as asked of one tree, and later nights' against
 the fingerprints the evidence keeps).
+
+`--noharm` measures the night's no-harm check before user scope (`night/noharm.py`) as the night runs it: a
+sample of up to `noharm.SAMPLE_GROUPS` groups of other repositories' held-out tasks (`--sizes`: how many the
+other repositories hold), one interleaved pair each under the night's gate (without any skill, with the
+rule), both-failed pairs uninformative, and `noharm.judge`'s verdict. Effects on that unrelated work: `-10`
+(harmful: the mean pass rate falls by 10 points), `skew` (harm hidden in a count of wins, as above), `0`
+(neutral) and `+10` (helpful). A harmful edit let into user scope is the error to keep small; a neutral or
+helpful one kept in project scope is lost power (it still installs where it was learned).
 """
 
 from __future__ import annotations
@@ -51,10 +59,12 @@ import math
 import random
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from skillopt_daemon.core.config import NightSettings
+from skillopt_daemon.night import noharm
 from skillopt_daemon.night.training import night_gate
 from skillopt_lib.gate import Arm, Gate, GateConfig, PairedEvidence, Request, ScoreTable
 from skillopt_lib.skill import SkillBundle
@@ -132,6 +142,8 @@ class SimAgent:
             rest = shifted([p for p, b in zip(ps, broken, strict=True) if not b] or [0.5], SKEW_HELP)
             help_ = iter(rest)
             qs = [0.0 if b else next(help_) for b in broken]
+        elif float(effect) < 0:  # harm: the mirror image of a gain, the failures' log-odds raised
+            qs = [1 - q for q in shifted([1 - p for p in ps], -float(effect))]
         else:
             qs = shifted(ps, float(effect))
         # `cluster` copies of each request: near-duplicates the agent answers alike (they share outcomes)
@@ -189,7 +201,7 @@ class SimAgent:
     def shift(self) -> float:
         return self.rng.gauss(0.0, self.drift) if self.drift else 0.0
 
-    def measure_pairs(self, requests: list[Request]) -> list[float]:
+    def measure_pairs(self, requests: Sequence[Request]) -> list[float]:
         s = self.shift()
         return [self.run(item, arm, s) for item, arm in requests]
 
@@ -318,6 +330,48 @@ def nightly_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+NOHARM_EFFECTS = ("-10", "skew", "0", "10")
+NOHARM_SIZES = (2, 4, 8, 20)
+
+
+def noharm_check(
+    cfg: GateConfig, model: dict[str, Any], effect: str, groups: int, rng: random.Random
+) -> tuple[bool, int]:
+    """(user scope kept, agent runs) for one rule whose effect on other repositories' work is `effect`, with
+    `groups` groups of that work held out: the night's sample (at most `noharm.SAMPLE_GROUPS`), one decision."""
+    n = min(groups, noharm.SAMPLE_GROUPS)
+    agent = SimAgent(model, effect, n, rng, "o")
+    decision = Gate(cfg).decide_paired(agent.measure_pairs, agent.ids, clusters=agent.clusters)
+    return noharm.judge(decision).ok, int(decision.stats["agent_runs"])
+
+
+def noharm_cell(args: tuple[str, int, int, int]) -> dict[str, Any]:
+    """The no-harm check's user-scope rate per effect for one (noise model, groups held out elsewhere)."""
+    name, groups, trials, seed = args
+    model = MODELS[name]
+    row: dict[str, Any] = {"model": name, "groups": groups, "sample": min(groups, noharm.SAMPLE_GROUPS)}
+    for effect in NOHARM_EFFECTS:
+        r = random.Random(f"{seed}:noharm:{name}:{groups}:{effect}")
+        out = [noharm_check(NIGHT_GATE, model, effect, groups, r) for _ in range(trials)]
+        row[f"user_{effect}"] = sum(ok for ok, _ in out) / trials
+        row[f"runs_{effect}"] = sum(runs for _, runs in out) / trials
+    return row
+
+
+def noharm_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| noise | groups elsewhere (sampled) | user scope: harmful −10 | user scope: skewed harm "
+        "| user scope: neutral | user scope: helpful +10 | replays per proposal |"
+    )
+    out = [head, "|" + "---|" * 7]
+    for r in rows:
+        out.append(
+            f"| {r['model']} | {r['groups']} ({r['sample']}) | {_pct(r, 'user_-10')} | {_pct(r, 'user_skew')} | "
+            f"{_pct(r, 'user_0')} | {_pct(r, 'user_10')} | {r['runs_0']:.0f} |"
+        )
+    return "\n".join(out)
+
+
 def fixed(model: dict[str, Any], effect: str, n: int, rng: random.Random) -> tuple[bool, int]:
     gate = Gate(GateConfig(kind="paired", repeats=CAP, confidence=0.95))
     agent = SimAgent(model, effect, n, rng)
@@ -410,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--nightly", action="store_true", help="the night's gate on a new user's families (see the docstring)"
     )
+    parser.add_argument(
+        "--noharm", action="store_true", help="the no-harm check before user scope (see the docstring)"
+    )
     parser.add_argument("--per-night", type=int, default=1, help="--nightly: new requests per later night")
     parser.add_argument("--cluster", type=int, default=1, help="--nightly: near-copies of each request")
     parser.add_argument("--gates", default="night,library", help="--nightly: gates to compare")
@@ -425,8 +482,23 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         parser.error(f"unknown noise model(s): {', '.join(unknown)}")
-    sizes = [int(x) for x in args.sizes.split(",") if x] or list(FAMILY_SIZES if args.nightly else SIZES)
+    default_sizes = NOHARM_SIZES if args.noharm else FAMILY_SIZES if args.nightly else SIZES
+    sizes = [int(x) for x in args.sizes.split(",") if x] or list(default_sizes)
     started = time.monotonic()
+    if args.noharm:
+        models = [m for m in models if not MODELS[m].get("reshuffle")]
+        noharm_jobs = [(m, size, args.trials, args.seed) for m in models for size in sizes]
+        with ProcessPoolExecutor(max(1, args.workers)) as pool:
+            noharm_rows = list(pool.map(noharm_cell, noharm_jobs))
+        if args.json:
+            print(json.dumps({"trials": args.trials, "seed": args.seed, "rows": noharm_rows}, indent=2))
+        else:
+            print(noharm_table(noharm_rows))
+            print(
+                f"\n{args.trials} rules per cell, seed {args.seed}, {time.monotonic() - started:.0f}s",
+                file=sys.stderr,
+            )
+        return 0
     if args.nightly:
         jobs = [
             (g, m, size, args.per_night, args.cluster, args.trials, args.seed, args.merge)

@@ -127,8 +127,10 @@ def run_checks() -> tuple[list[Check], int]:
                     f"{len(applied)}/{SCHEMA_VERSION} migrations, journal {mode}",
                 )
             )
-        for note in Registry(db, actor="doctor").reconcile():
+        reg = Registry(db, actor="doctor")
+        for note in reg.reconcile():
             checks.append(Check("database", "installs", "warn", f"settled: {note}"))
+        checks.extend(_project_checks(reg))
         db.conn.close()
     except SkillOptError as exc:  # with what to do: a full disk must not read like a broken database
         detail = f"{exc.message}; {exc.hint}" if exc.hint else exc.message
@@ -169,6 +171,21 @@ def run_checks() -> tuple[list[Check], int]:
     checks.extend(_key_checks(settings))
     checks.append(_jail_check(settings))
     return checks, exit_code
+
+
+def _project_checks(reg: Registry) -> list[Check]:
+    """Each project-scope install's folder in its repository, and whether it is committed or ignored: the
+    user's call (`registry/project_folder.py`)."""
+    from skillopt_daemon.registry import project_folder
+
+    out = []
+    for ts in reg.targets():
+        where = project_folder.folder(ts.target, ts.installed) if ts.active_version_id else None
+        if where is not None and ts.target.project is not None:
+            out.append(
+                Check("project skills", ts.skill, "info", project_folder.note(where, ts.target.project))
+            )
+    return out
 
 
 def _jail_check(settings: Settings | None) -> Check:

@@ -21,7 +21,8 @@ from skillopt_daemon.cli.output import (
     write_text,
 )
 from skillopt_daemon.core.timeutil import humanize_age, local_display
-from skillopt_daemon.registry import Registry, open_registry
+from skillopt_daemon.registry import Registry, open_registry, project_folder
+from skillopt_daemon.registry.models import InstallOutcome
 from skillopt_daemon.registry.scope import describe as describe_scope
 from skillopt_lib.errors import ConflictError, NotFoundError, SkillOptError
 from skillopt_lib.skill import SkillBundle
@@ -107,6 +108,10 @@ def status(json_out: bool = JSON_OPT) -> None:
                 )
             if p.get("from_team"):
                 console.print(f"{literal(p['short_id'])} is {literal(p['from_team'])}", highlight=False)
+            for c in p.get("conflicts") or []:
+                console.print(
+                    f"[bold yellow]{literal(p['short_id'])} {literal(c['text'])}[/]", highlight=False
+                )
             if not p.get("proven", True) and p.get("tier_note"):
                 console.print(
                     f"[bold yellow]{literal(p['short_id'])} is {literal(p['tier_label'])}:[/] "
@@ -281,6 +286,8 @@ def diff(
             err_console.print(f"[bold yellow]tier: {literal(item['tier_label'])}[/]{note}", highlight=False)
         if item.get("scope"):
             err_console.print(f"installs in {literal(describe_scope(item['scope']))}", highlight=False)
+        for c in item.get("conflicts") or []:
+            err_console.print(f"[bold yellow]{literal(c['text'])}[/]", highlight=False)
         _screen_notes(item)
     text = view["diff"]
     if not text:
@@ -386,8 +393,10 @@ def approve(
         if not json_out:
             err_console.print(f"{scope or 'project'} scope: {literal(verdict)}", highlight=False)
     result = reg.approve(ref, targets=target or None, force=force, dry_run=dry_run)
+    notes = [] if dry_run else _project_notes(result.installs)
     if json_out:
-        print_json({**result.to_dict(), "scope_verdict": verdict} if verdict else result.to_dict())
+        extra = {"project_folders": notes, **({"scope_verdict": verdict} if verdict else {})}
+        print_json({**result.to_dict(), **extra})
         return
     if dry_run:
         console.print(f"Approving {result.version.label} would:")
@@ -401,6 +410,18 @@ def approve(
     for inst in result.installs:
         how = "installed" if inst.changed else "already in place"
         console.print(f"  {how} at {inst.target}", markup=False)
+    for note in notes:
+        console.print(f"  {note}", markup=False)
+
+
+def _project_notes(installs: list[InstallOutcome]) -> list[str]:
+    """For each project install: its folder is the user's to commit or ignore (`registry/project_folder`)."""
+    out = []
+    for inst in installs:
+        where = project_folder.folder(inst.target, inst.files)
+        if where is not None and inst.target.project is not None:
+            out.append(project_folder.note(where, inst.target.project))
+    return out
 
 
 def reject(

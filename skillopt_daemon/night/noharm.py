@@ -9,6 +9,14 @@ harm: it is counted as uninformative, never as "not worse" (a night once counted
 worse"), and a sample with no informative pair does not show no harm. Otherwise the rule is proposed in
 project scope, in each repository its evidence comes from, with the reason; with no other repository's
 work to measure it on, likewise (it was measured nowhere else).
+
+"Does not lose" alone is too weak a bar on a sample this small: with one pair on each of 8 items a rule that
+costs unrelated work 10 points of pass rate shows a mean difference of zero or more about 40% of the time
+(`python -m benchmarks.gate --noharm`, docs/performance.md). So the replays must also show the rule's side:
+it did better on at least `NET_WINS` more items than worse, or it did worse on none of at least
+`CLEAN_ITEMS` informative items. That keeps harmful rules out of user scope in about 1 case in 10 or fewer
+under every noise model measured, at the price of keeping most neutral rules in their repositories (where
+they still install).
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ if TYPE_CHECKING:
 
 HELD_OUT = ("val", "test")
 SAMPLE_GROUPS = 8  # independent held-out groups replayed at most per rule: enough to see a harm, cheap
+NET_WINS = 2  # items better minus items worse that show the rule's side without any clean sweep
+CLEAN_ITEMS = 6  # informative items with none worse that show it too
 
 
 @dataclass
@@ -81,6 +91,14 @@ def judge(decision: GateDecision) -> Verdict:
             decision.to_dict(),
         )
     ok, why = no_loss(decision)
+    better = int(decision.stats.get("improved_items") or 0)
+    worse = int(decision.stats.get("worsened_items") or 0)
+    if ok and better - worse < NET_WINS and (worse or informative < CLEAN_ITEMS):
+        ok = False
+        why = (
+            f"{why}, but too few items to tell that from a harm: user scope needs {NET_WINS} more item(s) "
+            f"better than worse, or none worse among {CLEAN_ITEMS} informative ones"
+        )
     if both_failed:
         why += f"; {both_failed} item(s) where both failed count as uninformative, not as not worse"
     return Verdict(ok, why, measured, informative, decision.to_dict())

@@ -33,10 +33,8 @@ kept in `rule_outcomes` (m010); everything else is recomputed from the store on 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -48,7 +46,9 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import ReportSettings
 from skillopt_daemon.core.timeutil import local_display, parse_iso, utcnow, utcnow_iso
-from skillopt_daemon.night.preferences import Preference, terms
+from skillopt_daemon.night.opposites import allows, subject
+from skillopt_daemon.night.opposites import cached_terms as _terms
+from skillopt_daemon.night.preferences import Preference
 from skillopt_daemon.registry.models import TARGET_SQL, VERSION_SQL, TargetState, Version
 
 WORKING, NOT_WORKING, TOO_EARLY, STALE, CONTRADICTED = (
@@ -63,40 +63,10 @@ TABLE = "rule_outcomes"
 SHOWN = 20  # recurrences and contradictions listed per rule (the figures count them all)
 # Two corrections say the same when this share of the smaller one's words is shared (and at least 2 are).
 SAME_SHARE = 0.5
-# Words that name no rule's subject: a contradiction must share a word outside these with the rule.
-_COMMON = {
-    "the", "and", "use", "using", "used", "not", "don", "never", "always", "code", "here", "this", "that",
-    "with", "for", "instead", "actually", "please", "fix", "just", "keep", "write", "make", "are", "fine",
-    "you", "can", "may", "should", "them", "it's", "its", "one", "all", "but", "also", "okay",
-}  # fmt: skip
-# A correction that allows what a rule forbade: "actually, do use noqa here", "it's fine to ...", "you can
-# keep ...", and their equivalents in the languages the classifier reads.
-_ALLOWS = re.compile(
-    r"(?:\bdo\s+(?:use|keep|add|write)\b|\bit'?s\s+(?:fine|ok|okay|allowed)\s+to\b|\b(?:is|are)\s+(?:fine|ok|okay|"
-    r"allowed)\s+here\b|\byou\s+(?:can|may)\s+(?:use|keep|add)\b|\bgo\s+ahead\s+and\s+use\b|\bignore\s+(?:the|that)"
-    r"\s+rule\b|\bforget\s+(?:the|that)\s+rule\b|\bpode\s+usar\b|\bpuedes\s+usar\b|\btu\s+peux\s+utiliser\b|"
-    r"\bdu\s+darfst\b|\bpuoi\s+usare\b|可以用|可以使用|使っていい)",
-    re.IGNORECASE,
-)
-
-
-@functools.lru_cache(maxsize=65536)
-def _terms(text: str) -> frozenset[str]:
-    """`preferences.terms`, once per text: the report compares every correction with every rule."""
-    return frozenset(terms(text))
 
 
 def line_hash(line: str) -> str:
     return hashlib.sha256(" ".join(line.split()).encode("utf-8")).hexdigest()[:16]
-
-
-def allows(text: str) -> bool:
-    """Does this correction allow something (rather than forbid or redirect)? Half of a contradiction."""
-    return bool(_ALLOWS.search(text))
-
-
-def _subject(text: str) -> set[str]:
-    return {t for t in _terms(text) if t not in _COMMON}
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -379,7 +349,7 @@ class Matcher:
             for p in rule.learned_from
             for r in labels.rules(str(p.get("text") or ""), prompts.get(str(p.get("task_id") or ""), ""))
         ]
-        self.subject = set().union(*(_subject(t) for t in refs), _subject(rule.line))
+        self.subject = set().union(*(subject(t) for t in refs), subject(rule.line))
         self.words: set[str] = set().union(*self.ref_terms)
         self.labels = labels
 
@@ -391,7 +361,7 @@ class Matcher:
         return any(_overlap(mine, r) for r in self.ref_terms)
 
     def contradicts(self, text: str) -> bool:
-        return allows(text) and bool(_subject(text) & self.subject)
+        return allows(text) and bool(subject(text) & self.subject)
 
 
 # ---------------------------------------------------------------------------------------------- judging

@@ -26,7 +26,7 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
 from skillopt_daemon.core.repos import repository_of
-from skillopt_daemon.night import noharm, planning, replay_cost, scope, seeding, shared_rules
+from skillopt_daemon.night import conflicts, noharm, planning, replay_cost, scope, seeding, shared_rules
 from skillopt_daemon.night.agents import make_agent, make_chat, missing_for_replays, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget, NightBudgetExceeded
 from skillopt_daemon.night.carried_findings import with_step_findings
@@ -42,6 +42,7 @@ from skillopt_daemon.night.runs import last_run, night_dir
 from skillopt_daemon.night.screening import candidate_screen
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
+from skillopt_daemon.registry.scope import placement
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.config import TrainConfig
 from skillopt_lib.gate import (
@@ -911,6 +912,10 @@ def _propose(
     """Register the winner as a proposal (approved at once when the user opted in for this skill)."""
     name = outcome.skill
     note = f"night {ctx.report.run_id}" + (" (new skill)" if outcome.new else "")
+    # A rule installed in another scope that it says the opposite of: which one wins where is the report's.
+    clash = conflicts.of_proposal(ctx.registry, name, best.doc.body, placement(found))
+    if clash:
+        found["conflicts"] = [c.to_dict() for c in clash]
     version = ctx.registry.propose(name, best, found, origin="trained", parent=parent, note=note)
     outcome.status = "proposed"
     outcome.proposal_id = version.id
@@ -921,6 +926,8 @@ def _propose(
         outcome.reason += f"; {found['same_as_retracted']}"
     if found.get("screen") and ScreenResult.from_dict(found["screen"]).flagged:
         outcome.reason += "; " + ScreenResult.from_dict(found["screen"]).reason()
+    for c in clash:
+        outcome.reason += f"; {c.describe()}"
     if name not in ctx.settings.night.auto_approve:
         return outcome
     # A likely proposal is shown to the user, never installed unreviewed; nor is one the screen flagged, nor

@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from skillopt_daemon.core.timeutil import humanize_age
-from skillopt_daemon.night import preferences
+from skillopt_daemon.night import conflicts, preferences
 from skillopt_daemon.registry import Event, Registry, Version
+from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_daemon.registry.models import evidence_figures
 from skillopt_daemon.registry.scope import placement
 from skillopt_lib.errors import SkillOptError
@@ -214,8 +215,11 @@ def provenance_missing(reg: Registry, v: Version) -> list[str]:
 # ------------------------------------------------------------------------------------------------ items
 
 
-def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
-    """A proposal as the proposals lists show it (status, the dashboard, `diff --json`)."""
+def proposal_item(
+    reg: Registry, v: Version, installed: Sequence[tuple[str, InstallTarget, str]] | None = None
+) -> dict[str, Any]:
+    """A proposal as the proposals lists show it (status, the dashboard, `diff --json`). `installed`: the
+    installed rules (`conflicts.installed`), read once by a caller listing many proposals."""
     new_skill, score_change, confidence = evidence_figures(v.evidence)
     t = tier(v.evidence, v.origin)
     return {
@@ -240,6 +244,9 @@ def proposal_item(reg: Registry, v: Version) -> dict[str, Any]:
         # Where it installs and why (a new skill's: `registry/scope.py`); None: where the skill is installed.
         "scope": placement(v.evidence),
         "from_team": from_team(v.evidence),
+        # Installed rules of other skills in another scope that its lines say the opposite of, and which wins
+        # where (`night/conflicts.py`).
+        "conflicts": _conflicts(reg, v, installed) if v.state == "proposed" else [],
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),
     }
@@ -253,6 +260,19 @@ def from_team(evidence: Mapping[str, Any]) -> str | None:
     return str(note) if note else None
 
 
+def _conflicts(
+    reg: Registry, v: Version, installed: Sequence[tuple[str, InstallTarget, str]] | None
+) -> list[dict[str, str]]:
+    """What the proposal contradicts among the rules installed now (empty when its text cannot be read:
+    the review faces say that elsewhere)."""
+    try:
+        body = reg.load_bundle(v.id).doc.body
+    except (SkillOptError, OSError):
+        return []
+    found = conflicts.of_proposal(reg, v.skill, body, placement(v.evidence), installed)
+    return [c.to_dict() for c in found]
+
+
 def newest_pending(reg: Registry) -> tuple[Version | None, int]:
     """The proposal `diff`, `approve` and `reject` take when given no id: the newest pending one, with how
     many are pending (the faces say which one they chose when it is one of several)."""
@@ -262,7 +282,8 @@ def newest_pending(reg: Registry) -> tuple[Version | None, int]:
 
 def pending_items(reg: Registry) -> list[dict[str, Any]]:
     """Every pending proposal, oldest first."""
-    return [proposal_item(reg, v) for v in reg.list_pending()]
+    installed = conflicts.installed(reg)
+    return [proposal_item(reg, v, installed) for v in reg.list_pending()]
 
 
 def _rolled_back_by(v: Version, events: Sequence[Event]) -> Event | None:

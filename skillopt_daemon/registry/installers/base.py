@@ -349,6 +349,18 @@ def scan_folder(folder: Path) -> dict[str, str]:
     return out
 
 
+def _remove_empty_parents(folder: Path, stop: Path) -> None:
+    """In a repository, the folders a project install needed (`.codex/skills`) go with it when nothing else
+    is in them; one holding anything of the user's, and the repository itself, stay."""
+    here = folder
+    while here != stop and stop in here.parents:
+        try:
+            here.rmdir()
+        except OSError:
+            return
+        here = here.parent
+
+
 def _remove_tree(path: Path) -> None:
     if path.is_symlink() or path.is_file():
         path.unlink()
@@ -583,6 +595,8 @@ class FolderInstaller:
                 d.rmdir()
             except OSError:
                 pass
+            if target.project is not None and restore is None:
+                _remove_empty_parents(loc.root, target.project)
         if restore is not None:
             prepared = self.prepare(restore)
             for loc in self.locations(target):

@@ -14,6 +14,7 @@ import sqlite_utils
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
+from skillopt_daemon.night import conflicts
 from skillopt_daemon.registry import Evidence, Registry, open_registry
 from skillopt_daemon.registry.models import new_skill_targets
 from skillopt_daemon.service.proposals import decided_items, diff_view, proposal_item
@@ -27,7 +28,10 @@ router = APIRouter()
 @router.get("/proposals", response_class=HTMLResponse)
 def proposals(request: Request, conn: sqlite_utils.Database = Depends(db)) -> Response:
     reg = Registry(conn, actor="dashboard")
-    pending = [(proposal_item(reg, v), Evidence.model_validate(v.evidence)) for v in reg.list_pending()]
+    rules = conflicts.installed(reg)  # read once for every pending proposal's conflicts
+    pending = [
+        (proposal_item(reg, v, rules), Evidence.model_validate(v.evidence)) for v in reg.list_pending()
+    ]
     return render(request, "proposals.html", pending=pending, decided=decided_items(reg, limit=50))
 
 

@@ -98,3 +98,31 @@ def test_without_no_harm_the_rule_is_proposed_in_its_repositories_with_the_reaso
     assert moved["no_harm"]["ok"] is False
     kept = noharm.user_scope(placed, noharm.Verdict(True, "it does not lose on the replays"))
     assert kept["scope"] == "user" and kept["targets"] == ["claude-code:user", "codex:user"]
+
+
+def test_not_losing_on_too_few_items_does_not_show_no_harm(tmp_path: Path) -> None:
+    """A tie on a handful of items is what a 10-point harm looks like on one pair each."""
+    sample = tasks(4, git_repo(tmp_path / "other"))
+    tied = noharm.check(GATE, scripted(1.0, 1.0), sample)
+    assert not tied.ok and tied.informative == 4
+    assert "too few items to tell that from a harm" in tied.why
+
+    def one_each(requests: Sequence[Request]) -> list[float]:
+        # the rule wins on v0, loses on v1, ties (both pass) on the rest
+        out = {"0": (0.0, 1.0), "1": (1.0, 0.0)}
+        return [out.get(item[-1], (1.0, 1.0))[arm == "candidate"] for item, arm in requests]
+
+    even = noharm.check(GATE, one_each, tasks(8, git_repo(tmp_path / "more")))
+    assert not even.ok and "1 better, 1 worse" in even.why
+
+
+def test_the_benchmark_measures_the_check_as_the_night_runs_it() -> None:
+    """`benchmarks/gate.py --noharm`: harmful rules rarely reach user scope, helpful ones more often, and
+    each decision replays one pair per sampled group (never more than the night's sample)."""
+    from benchmarks.gate import noharm_cell
+
+    row = noharm_cell(("beta0.5", 20, 400, 7))
+    assert row["sample"] == noharm.SAMPLE_GROUPS
+    assert row["user_-10"] <= 0.12 and row["user_skew"] <= 0.15
+    assert row["user_10"] > row["user_0"] > row["user_-10"]
+    assert all(row[f"runs_{e}"] == 2 * noharm.SAMPLE_GROUPS for e in ("-10", "skew", "0", "10"))
