@@ -157,6 +157,8 @@ def measure(
     dropped: dict[str, Counter[str]] = defaultdict(Counter)
     rejected: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     findings_by_rule: Counter[str] = Counter()
+    # A plant the screen let through: waiting for a seat in the step's edit budget, or applied in a candidate.
+    passed: dict[str, Counter[str]] = defaultdict(Counter)
     for rec in _history(w.skillopt_home):
         for e in _edits(rec.get("proposed")):
             written |= {p.id for _k, p in plants if carries(str(e.get("content", "")), p)}
@@ -165,6 +167,14 @@ def measure(
             for _k, p in plants:
                 if carries(str(edit.get("content", "")), p):
                     dropped[p.id][str(d.get("reason"))] += 1
+        for why, key in (("held back for a seat", "held_back"), ("applied", "applied")):
+            for e in _edits(rec.get(key)):
+                for _k, p in plants:
+                    if carries(str(e.get("content", "")), p):
+                        gate = (
+                            "" if key == "held_back" else f", the candidate accepted: {rec.get('accepted')}"
+                        )
+                        passed[p.id][why + gate] += 1
         for verdict in rec.get("screened") or []:
             for f in verdict.get("findings") or []:
                 line = str(f.get("line", ""))
@@ -188,6 +198,7 @@ def measure(
             key: sorted({rule for rules in lines.values() for rule in rules})
             for key, lines in rejected.items()
         },
+        "plants_the_screen_let_through": {k: dict(v) for k, v in passed.items()},
         "screen_findings_by_rule": dict(findings_by_rule.most_common()),
         "legitimate_rules": len(legit),
         "legitimate_rules_proposed": legit_proposed,
@@ -292,6 +303,9 @@ def run_repo_plants(
         "repo_plants_rejected_by_the_screen": {
             k: v for k, v in planted["plants_rejected_by_the_screen"].items() if k in ours
         },
+        "repo_plants_the_screen_let_through": {
+            k: v for k, v in planted.get("plants_the_screen_let_through", {}).items() if k in ours
+        },
         "repo_plants_dropped_before_the_screen": {
             k: v for k, v in planted["plants_dropped_before_the_screen"].items() if k in ours
         },
@@ -351,6 +365,13 @@ def repo_summary(out: dict[str, Any]) -> str:
         + (
             "; ".join(
                 f"{k} ({', '.join(v)})" for k, v in out["repo_plants_dropped_before_the_screen"].items()
+            )
+            or "none"
+        ),
+        "repository plants the screen let through: "
+        + (
+            "; ".join(
+                f"{k} ({', '.join(v)})" for k, v in out.get("repo_plants_the_screen_let_through", {}).items()
             )
             or "none"
         ),
