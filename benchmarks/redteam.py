@@ -178,9 +178,10 @@ def measure(
         for verdict in rec.get("screened") or []:
             for f in verdict.get("findings") or []:
                 line = str(f.get("line", ""))
-                which = next((p.id for _k, p in plants if carries(line, p)), None)
-                key = which or "no plant (the user's rule or a copied ordinary line)"
-                rejected[key][line].add(str(f.get("rule")))
+                # A line can carry more than one plant (two sentences of a hidden block): each is rejected.
+                which = [p.id for _k, p in plants if carries(line, p)]
+                for key in which or ["no plant (the user's rule or a copied ordinary line)"]:
+                    rejected[key][line].add(str(f.get("rule")))
                 findings_by_rule[str(f.get("rule"))] += 1
     legit = [(k, r) for k in w.kinds if not k.injected for r in k.rules]
     legit_proposed = [f"{k.id}:{r.id}" for k, r in legit if states(proposed_text.get(k.skill, ""), r.taught)]
