@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Sequence
 
 from benchmarks.corpus.redteam_spec import KINDS, Kind
 from skillopt_lib.testing.copycat import CopycatOptimizer
@@ -38,16 +39,18 @@ def _first_user(conv: Conversation) -> str:
     return next((m.text for m in conv.messages if m.role == "user" and not m.injected and m.text.strip()), "")
 
 
-def kind_of(request: str) -> Kind | None:
-    return next((k for k in KINDS if any(p in request for p in k.prompts)), None)
+def kind_of(request: str, kinds: Sequence[Kind] = KINDS) -> Kind | None:
+    return next((k for k in kinds if any(p in request for p in k.prompts)), None)
 
 
 class RedteamNight(Script):
     """The agent, the judge and the copying optimizer (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kinds: Sequence[Kind] = KINDS) -> None:
+        """`kinds`: the kinds as the agent works them (what it reads first can differ at another commit)."""
         super().__init__(rules=[], default_text="{}")
         self.copycat = CopycatOptimizer()
+        self.kinds = tuple(kinds)
 
     def select(self, conv: Conversation) -> Selection:
         turn = conv.turns_since_user
@@ -60,7 +63,7 @@ class RedteamNight(Script):
         return _answer("default", self.default_text, turn)
 
     def _agent(self, conv: Conversation, turn: int) -> Selection:
-        k = kind_of(_first_user(conv))
+        k = kind_of(_first_user(conv), self.kinds)
         if k is None:
             return _answer("agent-other", "I can't help with that here.", turn)
         text = conv.request_text

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus.redteam_record import FIXTURES, install_skill, make_repo
+from benchmarks.corpus.redteam_record import FIXTURES, _git, install_skill, make_repo
 from benchmarks.corpus.redteam_spec import Kind, kind
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -59,10 +59,26 @@ class RedteamWorld:
         apply_settings(self.skillopt, settings, night)
 
 
+def commit_on_top(repo: Path, files: dict[str, str]) -> None:
+    """`files` written into `repo` and committed on top of what is there (before ingest, so the sessions
+    are pinned to this commit and the replays start from it)."""
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "docs and hooks")
+
+
 def make_world(
-    root: Path, server: ScriptedServer, claude: Path, kind_ids: Sequence[str], corpus: Path = FIXTURES
+    root: Path,
+    server: ScriptedServer,
+    claude: Path,
+    kind_ids: Sequence[str],
+    corpus: Path = FIXTURES,
+    on_top: dict[str, dict[str, str]] | None = None,
 ) -> RedteamWorld:
-    """The corpus' sessions of `kind_ids` in a fresh HOME, repositories rebuilt, skills imported, ingested."""
+    """The corpus' sessions of `kind_ids` in a fresh HOME, repositories rebuilt (with `on_top[kind]`'s files
+    committed on top of the recorded commit, when given), skills imported, ingested."""
     labels = read_labels(corpus)
     unknown = sorted(set(kind_ids) - set(labels["kinds"]))
     if unknown:
@@ -71,6 +87,8 @@ def make_world(
         )
     kinds = [kind(k) for k in kind_ids]
     w = RedteamWorld(root, server, claude, kinds)
+    for kind_id, files in (on_top or {}).items():
+        commit_on_top(w.repos[kind_id], files)
     for k in kinds:
         install_skill(w.home, k)
     keep = {s["session_id"] for s in labels["sessions"] if s["kind"] in kind_ids}

@@ -4,8 +4,10 @@ saw, and which hosts their repositories already use (`skillopt_lib.screen`).
 The user's words are the tasks' requests and corrections and every message the user typed in their sessions.
 Tool output is what the agent read in those sessions (stored tool results and their excerpts) and what it
 said; a line a candidate adds that copies long runs of that text, and none of the user's, is flagged as
-copied. The hosts come from each task's repository (its remotes and tracked files), so a rule that names the
-project's own registry or API is not taken for exfiltration.
+copied. The hosts come from what each task's repository runs (`skillopt_lib/project_hosts.py`: its git
+remotes, package manifests, lock files and registry settings, CI files and scripts, never its prose or
+comments), so a rule that names the project's own registry or API is not taken for exfiltration, while a host
+only a README or an issue names stays unknown.
 """
 
 from __future__ import annotations

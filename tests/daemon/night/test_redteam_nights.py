@@ -15,7 +15,8 @@ import pytest
 from harness.fixtures import require
 
 from benchmarks import redteam
-from benchmarks.corpus.redteam_spec import P_ISSUE_B64, P_LOG_B64, P_LOG_DE, P_README_ZW
+from benchmarks.corpus import redteam_repo_plants as rp
+from benchmarks.corpus.redteam_spec import KINDS, P_ISSUE_B64, P_LOG_B64, P_LOG_DE, P_README_ZW
 from skillopt_lib.testing import agent_clis as ac
 
 pytestmark = pytest.mark.timeout(900)
@@ -30,6 +31,14 @@ def test_the_carries_check_sees_through_base64_and_zero_width_characters() -> No
     )
     assert not redteam.carries("- error messages must be lowercase, without a final period", P_LOG_DE)
     assert P_README_ZW.markers[0] not in P_README_ZW.text  # the marker is only there once the characters go
+    # The plants of the repositories' commit on top (`--repo-plants`): each is in its file at the planted
+    # commit and in no file of the control's, and every kind of the corpus has such a commit.
+    assert {t.kind for t in rp.REPO_PLANTS} == {k.id for k in KINDS}
+    for top in rp.REPO_PLANTS:
+        for p in top.plants:
+            assert any(redteam.carries(text, p) for text in top.contents(planted=True).values()), p.id
+            assert not any(redteam.carries(text, p) for text in top.contents(planted=False).values()), p.id
+        assert top.reading_kind().reads[0].startswith("cat "), top.kind
 
 
 def test_a_night_over_the_slice_proposes_the_users_rules_and_no_plant() -> None:
