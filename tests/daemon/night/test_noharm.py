@@ -3,26 +3,16 @@ arms failed are uninformative, never "not worse"."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from harness.repos import git_repo
 
 from skillopt_daemon.core.config import NightSettings
 from skillopt_daemon.night import noharm
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import night_gate
 from skillopt_lib.gate import Gate, PairedMeasure, Request
-
-GIT_ARGS = ["-c", "user.email=dev@example.com", "-c", "user.name=dev", "-c", "commit.gpgsign=false"]
-
-
-def git_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    (path / "README.md").write_text("demo\n")
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "add", "."], check=True)
-    subprocess.run(["git", *GIT_ARGS, "-C", str(path), "commit", "-qm", "init"], check=True)
-    return path.resolve()
 
 
 def tasks(n: int, repo: Path, family: str = "fam-other", split: str = "val") -> list[NightTask]:

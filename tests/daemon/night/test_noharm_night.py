@@ -4,10 +4,10 @@ no budget left) the rule is proposed in its own repositories with the reason, no
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from harness.repos import git_repo
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
@@ -20,22 +20,12 @@ from skillopt_daemon.night.training import NightContext, _no_harm
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
 
-GIT_ARGS = ["-c", "user.email=dev@example.com", "-c", "user.name=dev", "-c", "commit.gpgsign=false"]
 RULE = "---\nname: fix-lint\ndescription: Fix lint. Use when lint fails.\n---\n\n- Fix the code, no noqa.\n"
 
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLOPT_HOME", str(tmp_path / "home"))
-
-
-def git_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    (path / "README.md").write_text("demo\n")
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "add", "."], check=True)
-    subprocess.run(["git", *GIT_ARGS, "-C", str(path), "commit", "-qm", "init"], check=True)
-    return path.resolve()
 
 
 def _attempts(prefix: str, prompt: str, repo: Path, n: int) -> list[Attempt]:

@@ -6,21 +6,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from harness.repos import git_repo
+
 from skillopt_daemon.night import scope
 from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.mining import Family
 from skillopt_daemon.night.tasks import NightTask
-
-GIT_ARGS = ["-c", "user.email=dev@example.com", "-c", "user.name=dev", "-c", "commit.gpgsign=false"]
-
-
-def git_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    (path / "README.md").write_text("demo\n")
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "add", "."], check=True)
-    subprocess.run(["git", *GIT_ARGS, "-C", str(path), "commit", "-qm", "init"], check=True)
-    return path.resolve()
 
 
 def attempt(i: int, repo: Path, tool: str = "claude-code", corrections: int = 0) -> Attempt:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.repos import git_repo
 
 NEW = (
     "---\n"
@@ -23,16 +24,6 @@ NEW = (
     "\n"
     "- Never silence a warning with # noqa; fix the code.\n"
 )
-GIT_ARGS = ["-c", "user.email=dev@example.com", "-c", "user.name=dev", "-c", "commit.gpgsign=false"]
-
-
-def git_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    (path / "README.md").write_text("demo\n")
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "add", "."], check=True)
-    subprocess.run(["git", *GIT_ARGS, "-C", str(path), "commit", "-qm", "init"], check=True)
-    return path.resolve()
 
 
 def evidence(app: Path, other: Path | None = None) -> dict[str, Any]:
