@@ -42,6 +42,7 @@ from skillopt_daemon.ingest.sources.base import (
     summarize_input,
     text_of,
 )
+from skillopt_daemon.ingest.sources.sqlite_store import connect_readonly, is_locked
 from skillopt_lib.agents import AgentTool
 
 if sys.version_info >= (3, 14):
@@ -54,8 +55,6 @@ else:
 DATABASE_NAME = "openclaw-agent.sqlite"
 # OpenClaw refuses events above 4 MiB; a row claiming more is not trusted with memory.
 MAX_EVENT_BYTES = 4 << 20
-# How long a read waits for OpenClaw's write lock before leaving the database for the next rescan.
-LOCK_WAIT_S = 1.0
 
 KNOWN_TYPES = frozenset(
     {
@@ -179,17 +178,6 @@ def _json_lines(data: bytes, out: list[Record]) -> Iterator[Any]:
         yield obj
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    """The database, read-only by URI: OpenClaw's own writes are never blocked or changed."""
-    uri = "file:" + path.resolve().as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S)
-
-
-def _locked(exc: sqlite3.Error) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
 def _unusable(path: Path, exc: sqlite3.Error) -> FileUnusable:
     text = str(exc)
     if "no such table" in text:
@@ -211,13 +199,13 @@ def database_problem(path: Path) -> FileUnusable | None:
     """Why the database cannot be read at all (damaged, not SQLite, not OpenClaw's), or None; a lock held
     by OpenClaw is no problem (read later). Reads every row's key, none of the events."""
     try:
-        conn = _connect(path)
+        conn = connect_readonly(path)
     except sqlite3.Error as exc:
-        return None if _locked(exc) else _unusable(path, exc)
+        return None if is_locked(exc) else _unusable(path, exc)
     try:
         conn.execute("SELECT COUNT(*) FROM transcript_events").fetchone()
     except sqlite3.Error as exc:
-        return None if _locked(exc) else _unusable(path, exc)
+        return None if is_locked(exc) else _unusable(path, exc)
     finally:
         conn.close()
     return None
@@ -231,9 +219,9 @@ def _database_sessions(path: Path, out: list[Record]) -> list[tuple[str, list[An
     never replaces what the store holds. An unusable row is noted in `out` and skipped.
     """
     try:
-        conn = _connect(path)
+        conn = connect_readonly(path)
     except sqlite3.Error as exc:
-        raise (FileBusy(str(path)) if _locked(exc) else _unusable(path, exc)) from None
+        raise (FileBusy(str(path)) if is_locked(exc) else _unusable(path, exc)) from None
     sessions: list[tuple[str, list[Any]]] = []
     try:
         rows = conn.execute(
@@ -252,7 +240,7 @@ def _database_sessions(path: Path, out: list[Record]) -> list[tuple[str, list[An
         if current is not None:
             sessions.append((current, events))
     except sqlite3.Error as exc:
-        raise (FileBusy(str(path)) if _locked(exc) else _unusable(path, exc)) from None
+        raise (FileBusy(str(path)) if is_locked(exc) else _unusable(path, exc)) from None
     finally:
         conn.close()
     return sessions

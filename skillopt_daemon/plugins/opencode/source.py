@@ -41,6 +41,7 @@ from skillopt_daemon.ingest.sources.base import (
     exit_code_in,
     summarize_input,
 )
+from skillopt_daemon.ingest.sources.sqlite_store import connect_readonly, is_locked
 from skillopt_lib.agents import AgentTool
 
 DATABASE_NAME = "opencode.db"
@@ -52,8 +53,6 @@ NEEDED_COLUMNS = {
     "message": ("id", "session_id", "time_created", "data"),
     "part": ("id", "message_id", "session_id", "time_created", "data"),
 }
-# How long a read waits for OpenCode's write lock before leaving the database for the next rescan.
-LOCK_WAIT_S = 1.0
 BOOKKEEPING_PARTS = frozenset(
     {"step-start", "step-finish", "reasoning", "snapshot", "patch", "file", "agent", "subtask", "compaction"}
 )
@@ -80,13 +79,13 @@ class OpenCodeSource(BaseSource):
 
     def unusable(self, path: Path) -> str | None:
         try:
-            conn = _connect(path)
+            conn = connect_readonly(path)
         except sqlite3.Error as exc:
-            return None if _locked(exc) else _unusable(path, exc).short
+            return None if is_locked(exc) else _unusable(path, exc).short
         try:
             _storage_version(path, conn)
         except sqlite3.Error as exc:
-            return None if _locked(exc) else _unusable(path, exc).short
+            return None if is_locked(exc) else _unusable(path, exc).short
         except FileUnusable as exc:
             return exc.short
         finally:
@@ -103,9 +102,9 @@ class OpenCodeSource(BaseSource):
             raise FileBusy(str(ctx.path))
         out: list[Record] = []
         try:
-            conn = _connect(ctx.path)
+            conn = connect_readonly(ctx.path)
         except sqlite3.Error as exc:
-            raise (FileBusy(str(ctx.path)) if _locked(exc) else _unusable(ctx.path, exc)) from None
+            raise (FileBusy(str(ctx.path)) if is_locked(exc) else _unusable(ctx.path, exc)) from None
         try:
             version = _storage_version(ctx.path, conn)
             if version > KNOWN_MIGRATION:
@@ -122,7 +121,7 @@ class OpenCodeSource(BaseSource):
             messages = _rows_by_session(conn, "message", "id, session_id, time_created, data")
             parts = _parts_by_message(conn)
         except sqlite3.Error as exc:
-            raise (FileBusy(str(ctx.path)) if _locked(exc) else _unusable(ctx.path, exc)) from None
+            raise (FileBusy(str(ctx.path)) if is_locked(exc) else _unusable(ctx.path, exc)) from None
         finally:
             conn.close()
         for row in sessions:
@@ -278,17 +277,6 @@ def _parts_by_message(conn: sqlite3.Connection) -> dict[str, list[tuple[str, Any
     for pid, mid, raw in conn.execute("SELECT id, message_id, data FROM part ORDER BY message_id, id"):
         found.setdefault(str(mid), []).append((str(pid), raw))
     return found
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """The database, read-only by URI: OpenCode's own writes are never blocked or changed."""
-    uri = "file:" + path.resolve().as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S)
-
-
-def _locked(exc: sqlite3.Error) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 def _unusable(path: Path, exc: sqlite3.Error) -> FileUnusable:
