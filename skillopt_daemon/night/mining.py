@@ -26,8 +26,8 @@ import sqlite_utils
 from skillopt_daemon.core.repos import repository_of
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.kinds import is_correction
+from skillopt_daemon.night import agreement, grouping
 from skillopt_daemon.night import checks as check_verdicts
-from skillopt_daemon.night import grouping
 from skillopt_daemon.night.attempts import (
     Attempt,
     CommandRun,
@@ -196,27 +196,42 @@ def build_families(
 
 
 def split_by_repository(attempts: Sequence[Attempt], members: list[int]) -> list[list[int]]:
-    """A cluster whose users corrected the agent in more than one repository, one part per repository;
-    any other cluster whole.
+    """A cluster whose users corrected the agent in more than one repository and whose repositories'
+    corrections disagree (`agreement.agree`), one part per repository; any other cluster whole.
 
-    The same kind of work in two repositories may follow opposite conventions ("use tabs" here, "use
-    spaces" there): one family would average them into a rule that serves neither, gated on a mix of both.
-    Corrections are what carry a convention, so a cluster is split only when more than one repository has
-    them; work seen in several repositories but corrected in one (or none) stays whole, and its scope is
-    decided from the evidence (`night/scope.py`). Repositories are main worktrees (`core/repos.py`), read
-    only for the clusters that need it. Attempts with no folder are a part of their own."""
+    The same kind of work in two repositories may follow opposite conventions ("changelog entries at the
+    top" here, "at the end" there): one family would average them into a rule that serves neither, gated on
+    a mix of both. Corrections are what carry a convention, so work corrected in one repository (or none)
+    stays whole, and so does work corrected alike in several: that rule is the user's, and kept as one
+    family its skill can be proposed for user scope (`night/scope.py`). Corrections that are different rules
+    split too: each is one repository's convention as far as the evidence shows. Repositories are main
+    worktrees (`core/repos.py`), read only for the clusters that need it. Attempts with no folder are a part
+    of their own."""
     corrected = {
         attempts[i].project_path for i in members if attempts[i].corrections and attempts[i].project_path
     }
     if len(corrected) < 2:
         return [members]
     roots = {p: repository_of(p).root for p in {attempts[i].project_path or "" for i in members} if p}
-    if len({roots[p] for p in corrected if p}) < 2:
+    if len({roots[p] for p in corrected if p}) < 2 or agreement.agree(
+        _said_per_repository(attempts, members, roots)
+    ):
         return [members]
     parts: dict[str, list[int]] = defaultdict(list)
     for i in members:
         parts[roots.get(attempts[i].project_path or "", "")].append(i)
     return list(parts.values())
+
+
+def _said_per_repository(
+    attempts: Sequence[Attempt], members: list[int], roots: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """The cluster's corrections by repository (main worktree), what `agreement.agree` compares."""
+    said: dict[str, list[str]] = defaultdict(list)
+    for i in members:
+        if path := attempts[i].project_path:
+            said[roots[path]].extend(attempts[i].corrections)
+    return said
 
 
 def _keep_ids(families: list[Family], previous_ids: Mapping[str, str]) -> None:

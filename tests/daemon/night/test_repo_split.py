@@ -1,5 +1,6 @@
-"""A kind of work done in two repositories whose users both corrected it is two families, one per
-repository: their conventions may be opposite, and one rule averaged over both would serve neither."""
+"""A kind of work done in two repositories whose users corrected it differently is two families, one per
+repository: opposite conventions averaged into one rule would serve neither. Corrected alike, it stays one
+family, so the user's rule can be proposed for user scope."""
 
 from __future__ import annotations
 
@@ -71,3 +72,48 @@ def test_worktrees_of_one_repository_are_not_split(tmp_path: Path) -> None:
     attempts = [_attempt(i, app, "no, use tabs" if i == 0 else None) for i in range(3)]
     attempts += [_attempt(10 + i, tree.resolve(), "no, use tabs" if i == 0 else None) for i in range(3)]
     assert len(build_families(attempts, seed=1)) == 1
+
+
+def _two_repositories(tmp_path: Path, here: str, there: str) -> tuple[list[Attempt], Path, Path]:
+    """Four attempts in one repository and three in another, one correction in each."""
+    app, lib = git_repo(tmp_path / "app"), git_repo(tmp_path / "lib")
+    attempts = [_attempt(i, app, here if i == 0 else None) for i in range(4)]
+    attempts += [_attempt(10 + i, lib, there if i == 0 else None) for i in range(3)]
+    return attempts, app, lib
+
+
+def test_a_rule_corrected_alike_in_two_repositories_stays_one_family(tmp_path: Path) -> None:
+    attempts, app, lib = _two_repositories(
+        tmp_path, "no noqa, fix the code", "don't add noqa, fix the code instead"
+    )
+    families = build_families(attempts, seed=1)
+    assert [sorted(f.projects) for f in families] == [sorted([str(app), str(lib)])]
+
+
+def test_opposite_corrections_in_two_repositories_split_the_family(tmp_path: Path) -> None:
+    attempts, app, lib = _two_repositories(
+        tmp_path, "changelog entries go at the top", "append changelog entries at the end"
+    )
+    families = build_families(attempts, seed=1)
+    assert sorted(tuple(f.projects) for f in families) == sorted([(str(app),), (str(lib),)])
+
+
+def test_unrelated_corrections_in_two_repositories_split_the_family(tmp_path: Path) -> None:
+    attempts, app, lib = _two_repositories(
+        tmp_path, "no noqa, fix the code", "changelog entries go at the top"
+    )
+    families = build_families(attempts, seed=1)
+    assert sorted(tuple(f.projects) for f in families) == sorted([(str(app),), (str(lib),)])
+
+
+def test_a_rule_in_two_languages_is_alike_when_it_names_the_same_things(tmp_path: Path) -> None:
+    attempts, app, lib = _two_repositories(
+        tmp_path, "no noqa, fix the code", "n'ajoute pas de noqa, corrige le code"
+    )
+    assert [sorted(f.projects) for f in build_families(attempts, seed=1)] == [sorted([str(app), str(lib)])]
+    # The limit: a translation that shares no word with the original is not recognised as alike, and the
+    # family splits (each repository keeps its own evidence).
+    attempts, app, lib = _two_repositories(
+        tmp_path / "t", "indent with tabs", "indenter avec des tabulations"
+    )
+    assert len(build_families(attempts, seed=1)) == 2
