@@ -57,6 +57,12 @@ def run(
     ceiling = night_agents.cost_ceiling(settings)
     if ceiling is not None and not runs.has_spent(open_db()):
         err_console.print(f"note: {ceiling.line()}", markup=False, highlight=False, soft_wrap=True)
+    if not dry_run:  # a dry run touches nothing, the team's queue included
+        from skillopt_daemon.team.nightly import pull_before_night
+
+        pulled = pull_before_night()  # teammates' rules, as before a scheduled night
+        if pulled:
+            err_console.print(f"note: {pulled}", markup=False, highlight=False, soft_wrap=True)
     status = err_console.status("starting the nightly cycle", spinner="dots")
     with status:
         report = cycle.run_cycle(

@@ -368,3 +368,17 @@ def test_a_rule_pushed_by_hand_that_names_another_skill_or_is_not_text_is_refuse
     got = {p["skill"]: p for p in bob.json("team", "pull")}
     assert got["tidy-commits"]["status"] == "refused" and "names another skill" in got["tidy-commits"]["note"]
     assert got["release-notes"]["status"] == "refused" and "not valid JSON" in got["release-notes"]["note"]
+
+
+def test_a_night_run_by_hand_pulls_first_and_a_dry_run_does_not(team: Team) -> None:
+    """`skillopt sleep run` is the night a user starts: it brings teammates' rules home as the scheduled
+    night does; `--dry-run` touches nothing, the team's queue included."""
+    alice, bob = team.member("Alice"), team.member("Bob")
+    _learned_version(alice)
+    alice.run("team", "init", str(team.remote), check=True)
+    alice.run("team", "publish", "tidy-commits", check=True)
+    bob.run("team", "init", str(team.remote), check=True)
+    bob.run("sleep", "run", "--now", "--dry-run", "--json")
+    assert bob.json("team", "status")["received"] == []
+    bob.run("sleep", "run", "--now", "--json")
+    assert [r["state"] for r in bob.json("team", "status")["received"]] == ["queued"]
