@@ -24,8 +24,6 @@ from __future__ import annotations
 import functools
 import re
 
-from skillopt_lib.screen import normalise
-
 RUN = 4
 MIN_SHARED = 2
 SHARE = 1 / 3
@@ -56,6 +54,10 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 def words(text: str) -> list[str]:
     """The text's words in order as both sides are read: normalised, lower case, CJK characters one by one."""
+    # The screen (and its tables of look-alike letters) loads only when a line is compared: the review
+    # faces import this module through the conflict check and must stay quick.
+    from skillopt_lib.screen import normalise
+
     word, cjk = _patterns()
     out: list[str] = []
     for w in word.findall(normalise(text).lower()):

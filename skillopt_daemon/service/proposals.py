@@ -203,7 +203,7 @@ def provenance_missing(reg: Registry, v: Version) -> list[str]:
     stored = [str(x) for x in v.evidence.get("provenance_missing") or []]
     if not stored:
         return []
-    from skillopt_lib.screen import rule_lines
+    from skillopt_lib.rulelines import rule_lines
 
     try:
         head = reg.load_bundle(v.id).doc.head.splitlines()

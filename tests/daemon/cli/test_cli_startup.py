@@ -43,6 +43,10 @@ HEAVY = (
     "skillopt_lib.secrets",
     # skill edits (their models and patterns): imported by what measures or applies edits
     "skillopt_lib.edits",
+    # the candidate screen and its tables of look-alike letters: loaded by what screens or compares a line,
+    # never by a face that only shows a proposal (`skillopt_lib/rulelines.py`)
+    "skillopt_lib.screen",
+    "confusable_homoglyphs",
 )
 
 
