@@ -1,12 +1,12 @@
 """What kind of work a session is, as every face names it: `interactive`, `headless`, `automation`,
 `skipped` or `replay`, with the reason for the last three.
 
-Ingest flags every run without a terminal (`claude -p`, `codex exec`, `copilot -p`) with `is_automation`,
-but mining counts a person's headless runs as work (`night/exclude.py`, docs/nightly.md "Which sessions"):
-showing that flag as "automation" reads as "ignored". So a face asks here, where the answer is the one
-mining gives: `headless` is mined like the TUI's sessions; `automation` is what mining always skips (Agent
-SDK programs, other tools' harnesses); `skipped` is what the user's `night.exclude` leaves out; `replay`
-is skillopt's own.
+Ingest flags every run without a terminal (`claude -p`, `codex exec`, `copilot -p`, `opencode run`) with
+`is_automation`, but mining counts a person's headless runs as work (`night/exclude.py`, docs/nightly.md
+"Which sessions"): showing that flag as "automation" reads as "ignored". So a face asks here, where the answer
+is the one mining gives: `headless` is mined like the TUI's sessions; `automation` is what mining always skips
+(Agent SDK programs, other tools' harnesses); `skipped` is what the user's `night.exclude` leaves out;
+`replay` is skillopt's own.
 """
 
 from __future__ import annotations

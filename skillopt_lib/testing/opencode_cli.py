@@ -11,7 +11,9 @@ registry. Sessions are written to the SQLite database `$XDG_DATA_HOME/opencode/o
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from skillopt_lib.testing.agent_clis import (
@@ -21,6 +23,7 @@ from skillopt_lib.testing.agent_clis import (
     parse_json_lines,
     run_headless,
 )
+from skillopt_lib.testing.tmux import InteractiveRun, TmuxSession
 
 # Keep in step with scripts/install-agent-clis.sh (a test checks that they agree).
 OPENCODE_VERSION = "1.18.33"
@@ -105,3 +108,81 @@ def run_opencode(
         session_id=sid,
         transcript=db if db.exists() else None,
     )
+
+
+def finished_turns(database: Path, session: str | None = None) -> int:
+    """How many assistant replies in `database` (of `session`, else of any session) ended a turn: completed
+    and not stopped to run tools. 0 while the database is missing or held locked (asked again later)."""
+    if not database.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.2)
+        try:
+            where = "" if session is None else " WHERE session_id = ?"
+            rows = conn.execute(f"SELECT data FROM message{where}", [] if session is None else [session])
+            datas = [json.loads(d) for (d,) in rows]
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError):
+        return 0
+    return sum(
+        1
+        for d in datas
+        if d.get("role") == "assistant"
+        and (d.get("time") or {}).get("completed")
+        and d.get("finish") not in (None, "tool-calls")
+    )
+
+
+def run_opencode_interactive(
+    opencode: str | Path,
+    prompts: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    work_dir: str | Path,
+    turn_timeout: float = 60,
+) -> InteractiveRun:
+    """Type `prompts` one by one into OpenCode's TUI (`opencode` in tmux), each once the previous turn has
+    finished, then leave it with `/exit`, as a person would.
+
+    Why: people mostly use OpenCode's TUI, and its sessions are stored unlike `opencode run`'s (no
+    `permission` rules denying questions and plan mode), so the reader must be tested on a genuine one. A turn
+    has finished when the database holds one more completed assistant reply that did not stop for tools.
+    Sessions already in the data folder (`opencode_env`) are left out: the run's is the new top-level one.
+    """
+    database = opencode_database(env["HOME"])
+    before, done = _root_sessions(database), finished_turns(database)
+    screens: list[str] = []
+    with TmuxSession([str(opencode)], env=env, cwd=cwd, work_dir=work_dir) as tui:
+        tui.wait_for_screen(r"ctrl\+p commands", timeout=turn_timeout)
+        tui.wait_stable(quiet=1.0, timeout=turn_timeout)  # keys typed while it starts are lost
+        for n, prompt in enumerate(prompts, start=1):
+            tui.send_text(prompt)
+            time.sleep(0.3)  # let the TUI render the typed text before submitting
+            tui.send_keys("Enter")
+            tui.wait_until(_turns_reached(database, done + n), turn_timeout, f"turn {n} of opencode")
+            tui.wait_stable(quiet=0.5, timeout=turn_timeout)
+            screens.append(tui.capture())
+        tui.send_text("/exit")
+        time.sleep(0.3)
+        tui.send_keys("Enter")
+        status = tui.wait_exit(timeout=20)
+    new = [s for s in _root_sessions(database) if s not in before]
+    return InteractiveRun(new[0] if new else None, database if database.exists() else None, status, screens)
+
+
+def _turns_reached(database: Path, target: int) -> Callable[[], bool]:
+    return lambda: finished_turns(database) >= target
+
+
+def _root_sessions(database: Path) -> list[str]:
+    """The ids of the sessions in `database` a user started (not subagents'), oldest first."""
+    if not database.exists():
+        return []
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
+    try:
+        rows = conn.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created, id")
+        return [str(r[0]) for r in rows]
+    finally:
+        conn.close()

@@ -2,13 +2,15 @@
 OpenCode 1.18.33, recorded offline against the scripted model server).
 
 Three tables hold a conversation. `session` has one row per session: `directory` (the folder it ran in),
-`parent_id` (set for a subagent's session, which a `task` tool call starts), `title`, `version` (the OpenCode
-release that created it), `model` and times in epoch milliseconds. `message` rows (`data`: JSON with `role`
-`user` or `assistant`, `parentID`, `modelID`, `tokens`, `time`) belong to a session, and `part` rows (`data`:
-JSON with a `type`) to a message: `text` parts are what was said (`synthetic` ones were added by OpenCode, not
-typed), `tool` parts a call with its `state` (`status`, `input`, `output` or `error`, and for the shell the
-exit code in `metadata.exit`); `step-start`, `step-finish`, `reasoning`, `snapshot` and `patch` parts are
-bookkeeping. The schema's version is the newest id in OpenCode's `migration` table.
+`parent_id` (set for a subagent's session, which a `task` tool call starts), `permission` (the rules `opencode
+run` creates its sessions with deny `question`, `plan_enter` and `plan_exit`, as no one is there to answer;
+the TUI's sessions have none, so a session with those rules is headless work), `title`, `version` (the
+OpenCode release that created it), `model` and times in epoch milliseconds. `message` rows (`data`: JSON with
+`role` `user` or `assistant`, `parentID`, `modelID`, `tokens`, `time`) belong to a session, and `part` rows
+(`data`: JSON with a `type`) to a message: `text` parts are what was said (`synthetic` ones were added by
+OpenCode, not typed), `tool` parts a call with its `state` (`status`, `input`, `output` or `error`, and for
+the shell the exit code in `metadata.exit`); `step-start`, `step-finish`, `reasoning`, `snapshot` and `patch`
+parts are bookkeeping. The schema's version is the newest id in OpenCode's `migration` table.
 
 The database is opened read-only (`mode=ro`), never locked for writing; what OpenCode committed to its
 write-ahead log is seen as well. It changes in place, so it is read as one whole document and every session
@@ -114,9 +116,13 @@ class OpenCodeSource(BaseSource):
                         f"{version}; checked with {KNOWN_MIGRATION}",
                     )
                 )
+            # `permission` (rules a session was created with) tells `opencode run` from the TUI; a schema
+            # without it is read as the TUI's.
+            have = {row[1] for row in conn.execute("PRAGMA table_info(session)")}
+            permission = "permission" if "permission" in have else "NULL"
             sessions = conn.execute(
-                "SELECT id, parent_id, directory, title, version, time_created, time_updated "
-                "FROM session ORDER BY time_created, id"
+                "SELECT id, parent_id, directory, title, version, time_created, time_updated, "
+                f"{permission} FROM session ORDER BY time_created, id"
             ).fetchall()
             messages = _rows_by_session(conn, "message", "id, session_id, time_created, data")
             parts = _parts_by_message(conn)
@@ -141,7 +147,7 @@ class OpenCodeSource(BaseSource):
         parts: dict[str, list[tuple[str, Any]]],
     ) -> list[Record]:
         """Records of one session: its info first, then its messages in the order they were created."""
-        sid, parent, directory, title, version, created, updated = row
+        sid, parent, directory, title, version, created, updated, permission = row
         ctx.state["sid"] = str(sid)
         out: list[Record] = []
         cwd = as_str(directory) or None
@@ -158,6 +164,8 @@ class OpenCodeSource(BaseSource):
                 True  # a subagent's session: the model delegated it, the user did not type it
             )
             info.extra["parent_session"] = parent
+        elif _headless(permission):
+            info.is_automation = True  # `opencode run`: headless work, mined like the TUI's
         first_user = ""
         prev_key: str | None = None
         for mid, _sid, mcreated, raw in messages:
@@ -224,6 +232,27 @@ class OpenCodeSource(BaseSource):
             exit_code = exit_code_in(text)
         out.append(ToolResultRecord(sid, call_id, exit_code, status == "error", text, timestamp=end))
         return out
+
+
+# The rules `opencode run` (1.18.33) gives every session it creates: with no one to answer, the model may not
+# ask questions or enter or leave plan mode. The TUI stores none (`permission` is NULL).
+HEADLESS_DENIED = frozenset({"question", "plan_enter", "plan_exit"})
+
+
+def _headless(permission: Any) -> bool:
+    """Whether a session's stored `permission` rules are the ones `opencode run` creates its sessions with."""
+    try:
+        rules = json.loads(permission) if isinstance(permission, str) else None
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(rules, list):
+        return False
+    denied = {
+        r.get("permission")
+        for r in rules
+        if isinstance(r, dict) and r.get("action") == "deny" and r.get("pattern") == "*"
+    }
+    return denied >= HEADLESS_DENIED
 
 
 def _int(value: Any) -> int | None:

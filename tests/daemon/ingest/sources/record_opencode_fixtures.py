@@ -4,10 +4,11 @@
 
 OpenCode runs offline against the scripted model server (`skillopt_lib.testing.opencode_cli`): a task whose
 first check fails, a follow-up in the same session, a correction, and a task handed to a subagent, which
-OpenCode keeps as a session of its own with the first as its parent. Of its database only the tables the
-reader opens are kept (`session`, `message`, `part`, `project` and the `migration` list that dates the
-schema), as OpenCode created them; the project folder is renamed to PROJECT so the fixture does not depend
-on where it was recorded.
+OpenCode keeps as a session of its own with the first as its parent, all with `opencode run`; then a session
+typed into OpenCode's TUI in tmux (a task, a tool call, the user's correction and the fix) before `/exit`. Of
+its database only the tables the reader opens are kept (`session`, `message`, `part`, `project` and the
+`migration` list that dates the schema), as OpenCode created them; the project folder is renamed to PROJECT so
+the fixture does not depend on where it was recorded.
 """
 
 from __future__ import annotations
@@ -20,12 +21,19 @@ from pathlib import Path
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, call
 from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.opencode_cli import opencode_database, opencode_env, run_opencode
+from skillopt_lib.testing.opencode_cli import (
+    opencode_database,
+    opencode_env,
+    run_opencode,
+    run_opencode_interactive,
+)
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real" / "opencode"
 PROJECT = "/home/dev/project"
 FAILING = "python3 -c 'import sys; print(\"FAILED tests/test_x.py::test_a\"); sys.exit(3)'"
+TUI_TASK = "write a greeting to hello.txt"
+TUI_CORRECTION = "no, it is spelled hello"
 KEPT_TABLES = ("project", "session", "message", "part", "migration")
 
 SCRIPT = Script(
@@ -72,6 +80,23 @@ SCRIPT = Script(
                 Step(text="The helper listed them."),
             ],
         ),
+        # The TUI session: a task, a tool call that gets it wrong, and the user's correction.
+        Rule(
+            name="greet",
+            match=Match(user=TUI_TASK),
+            steps=[
+                Step(text="Writing it.", tool_calls=[bash("printf 'helo\\n' > hello.txt")]),
+                Step(text="hello.txt says helo."),
+            ],
+        ),
+        Rule(
+            name="greet-fix",
+            match=Match(user=TUI_CORRECTION),
+            steps=[
+                Step(tool_calls=[call("write", {"filePath": "hello.txt", "content": "hello\n"})]),
+                Step(text="Fixed: hello.txt says hello."),
+            ],
+        ),
         Rule(
             name="helper",
             match=Match(user="helper: list the project files"),
@@ -90,6 +115,11 @@ def record(opencode: Path, server: ScriptedServer, work: Path, project: Path) ->
         assert again.returncode == 0 and again.session_id == first.session_id, again.describe()
     other = run_opencode(opencode, "ask a helper to list the files", cwd=project, env=env)
     assert other.returncode == 0, other.describe()
+    tui = run_opencode_interactive(
+        opencode, [TUI_TASK, TUI_CORRECTION], cwd=project, env=env, work_dir=work / "tui"
+    )
+    assert tui.exit_status == 0 and tui.session_id, tui
+    assert (project / "hello.txt").read_text() == "hello\n", tui.screens[-1]
     keep(opencode_database(env["HOME"]), FIXTURES / "opencode.db", str(project))
 
 

@@ -1,7 +1,8 @@
 """OpenCode's reader, a plugin registered through `skillopt_agent_tools`, on the database the real OpenCode
 (1.18.33) wrote offline against the scripted model server (`fixtures/real/opencode/`, re-recorded by
 `record_opencode_fixtures.py`): a task whose first check fails, a follow-up and a correction in the same
-session, and a task handed to a subagent. Also what happens when the database is cut short, a row's JSON is,
+session, and a task handed to a subagent, all with `opencode run`; then a session typed into OpenCode's TUI in
+tmux, with a correction. Also what happens when the database is cut short, a row's JSON is,
 or the schema is one the reader does not know."""
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from harness.opencode import opencode_cli, opencode_plugin
 
 from skillopt_daemon import ingest
 from skillopt_daemon.ingest.sources import SOURCES, build_source
-from skillopt_daemon.ingest.sources.base import FileUnusable, SkipRecord
-from skillopt_daemon.plugins.opencode.source import KNOWN_MIGRATION, OpenCodeSource
+from skillopt_daemon.ingest.sources.base import FileUnusable, SkipRecord, summarize_input
+from skillopt_daemon.plugins.opencode.source import KNOWN_MIGRATION, OpenCodeSource, _headless
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
 from skillopt_lib.testing import opencode_cli as oc
@@ -31,7 +32,8 @@ from skillopt_lib.testing.opencode_cli import opencode_env as opencode_cli_env
 from skillopt_lib.testing.opencode_cli import run_opencode
 from skillopt_lib.testing.scripted_server import ScriptedServer
 
-from .helpers import FIXTURES, parse_path, parsed
+from .helpers import FIXTURES, Parsed, parse_path, parsed
+from .record_opencode_fixtures import TUI_CORRECTION, TUI_TASK
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,7 +45,9 @@ __all__ = ["opencode_cli", "opencode_plugin"]
 
 REAL_DB = FIXTURES / "real" / "opencode" / "opencode.db"
 ROOT = Path(__file__).resolve().parents[4]
-MAIN = "ses_dbb773e3bffefmJHn8PX2EnxBI"
+MAIN = "ses_dbb1c870bffeW5KlqNN7kalSX4"
+OTHER = "ses_dbb1c01b2ffeKx93VUXBRik5W2"  # the one that delegates to a subagent
+TUI = "ses_dbb1bc3cbffeBxewU6an1mTh8y"
 PLUGIN = "skillopt_daemon.plugins.opencode"
 
 
@@ -73,7 +77,8 @@ def test_a_real_session_gives_its_project_turns_calls_and_failed_check() -> None
     p = parsed(src, REAL_DB)
     main = [i for i in p.infos if i.session_id == MAIN]
     assert main[0].project_path == "/home/dev/project"
-    assert main[0].tool_version == "1.18.33" and main[0].is_automation is None
+    # `opencode run` made it: headless work (mined like the TUI's, shown as headless).
+    assert main[0].tool_version == "1.18.33" and main[0].is_automation is True
     assert main[0].started_at and main[0].started_at.startswith("2026-")
     turns = [t for t in p.turns if t.session_id == MAIN]
     # `opencode run "..."` keeps the prompt as typed on the command line, quotes and all.
@@ -101,7 +106,8 @@ def test_a_real_session_gives_its_project_turns_calls_and_failed_check() -> None
 
 def test_a_subagent_session_is_kept_as_automation_naming_its_parent() -> None:
     p = parsed(build_source(OpenCodeSource, REAL_DB.parent, pin_repo=False), REAL_DB)
-    (sub,) = [i for i in p.infos if i.is_automation]
+    (sub,) = [i for i in p.infos if "parent_session" in i.extra]
+    assert sub.is_automation is True
     parent = sub.extra["parent_session"]
     delegate = [c for c in p.calls if c.session_id == parent]
     assert [c.name for c in delegate] == ["task"]
@@ -140,7 +146,7 @@ def test_a_newer_schema_is_read_with_a_note_naming_its_version(tmp_path: Path) -
     records = parse_path(src, db)
     notes = [r for r in records if isinstance(r, SkipRecord)]
     assert [n.detail for n in notes] == [f"{newer}; checked with {KNOWN_MIGRATION}"]
-    assert len({i.session_id for i in parsed(src, db).infos}) == 3
+    assert len({i.session_id for i in parsed(src, db).infos}) == 4
 
 
 def test_an_unknown_schema_is_refused_with_a_message_naming_its_version(tmp_path: Path) -> None:
@@ -158,6 +164,68 @@ def test_an_unknown_schema_is_refused_with_a_message_naming_its_version(tmp_path
     assert src.unusable(db) == caught.value.short
 
 
+def _automation(p: Parsed) -> dict[str, bool | None]:
+    """Each session's `is_automation` as the store merges its SessionInfo records (the last one set)."""
+    out: dict[str, bool | None] = {}
+    for i in p.infos:
+        if i.is_automation is not None or i.session_id not in out:
+            out[i.session_id] = i.is_automation
+    return out
+
+
+def _subagents(p: Parsed) -> set[str]:
+    return {i.session_id for i in p.infos if "parent_session" in i.extra}
+
+
+def test_a_session_typed_into_the_tui_is_interactive_with_its_prompts_corrections_and_calls() -> None:
+    """The TUI's sessions are most of a person's OpenCode work, and OpenCode stores them without the
+    `permission` rules `opencode run` creates its sessions with: the reader must call one interactive (and the
+    headless ones headless) and read its typed prompts bare, as the TUI keeps them without quotes."""
+    p = parsed(build_source(OpenCodeSource, REAL_DB.parent, pin_repo=False), REAL_DB)
+    assert _automation(p) == {TUI: None, MAIN: True, OTHER: True, **{s: True for s in _subagents(p)}}
+    (tui,) = [i for i in p.infos if i.session_id == TUI]
+    assert tui.project_path == "/home/dev/project" and tui.tool_version == "1.18.33"
+    typed = [t.text for t in p.turns if t.session_id == TUI and t.role == "user" and not t.is_meta]
+    assert typed == [TUI_TASK, TUI_CORRECTION]
+    calls = [c for c in p.calls if c.session_id == TUI]
+    assert [(c.name, c.input_summary) for c in calls] == [
+        ("bash", "printf 'helo\\n' > hello.txt"),
+        ("write", summarize_input({"filePath": "hello.txt", "content": "hello\n"})),
+    ]
+    results = {r.call_key: r for r in p.results if r.session_id == TUI}
+    assert [results[c.key].exit_code for c in calls] == [0, None] and not any(
+        r.is_error for r in results.values()
+    )
+    # The correction's call belongs to the reply that followed the correction, not to the first task's.
+    replies = [t for t in p.turns if t.session_id == TUI and t.role == "assistant"]
+    assert replies[-1].text == "Fixed: hello.txt says hello." and calls[1].turn_key == replies[2].key
+
+
+def test_only_the_rules_opencode_run_stores_make_a_session_headless() -> None:
+    """Why: a user's own `permission` settings are stored on sessions too; denying one of the three is not
+    `opencode run`'s mark."""
+    run = [
+        {"permission": k, "pattern": "*", "action": "deny"} for k in ("question", "plan_enter", "plan_exit")
+    ]
+    assert _headless(json.dumps(run)) and _headless(json.dumps([*run, {"permission": "task"}]))
+    assert not _headless(None) and not _headless("[") and not _headless(json.dumps(run[:2]))
+    assert not _headless(json.dumps([{**r, "action": "allow"} for r in run]))
+
+
+def test_a_schema_without_permission_rules_reads_every_session_as_typed(tmp_path: Path) -> None:
+    """Why: `permission` is not among the columns the reader needs; an OpenCode whose sessions lack it is read,
+    its sessions taken as the TUI's (only a subagent's stays automation) rather than refused."""
+    db = _copy(tmp_path)
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE session DROP COLUMN permission")
+    conn.close()
+    p = parsed(build_source(OpenCodeSource, db.parent, pin_repo=False), db)
+    subagents = _subagents(p)
+    assert len(subagents) == 1
+    assert _automation(p) == {MAIN: None, TUI: None, OTHER: None, **{s: True for s in subagents}}
+    assert [t.text for t in p.turns if t.session_id == TUI][0] == TUI_TASK
+
+
 def _home_db(env: Env) -> Path:
     db = env.home / ".local" / "share" / "opencode" / "opencode.db"
     db.parent.mkdir(parents=True)
@@ -172,7 +240,7 @@ def test_the_pipeline_stores_the_sessions_under_opencode(env: Env, pipeline: ing
     rows = pipeline.db.execute(
         "SELECT tool, session_id, project_path, turn_count FROM sessions ORDER BY session_id"
     ).fetchall()
-    assert {r[0] for r in rows} == {"opencode"} and len(rows) == 3
+    assert {r[0] for r in rows} == {"opencode"} and len(rows) == 4
     assert all(r[2] == "/home/dev/project" for r in rows)
     assert dict((r[1], r[3]) for r in rows)[MAIN] == 9  # three prompts, six model turns
 
@@ -227,7 +295,7 @@ def test_a_session_added_in_place_is_read_at_the_rescan_without_duplicating_the_
     changed = [(s, p) for s, p in pipeline.discover() if pipeline.needs_read(p)]
     assert [p for _, p in changed] == [db]
     pipeline.ingest_paths(changed)
-    assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 4
+    assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 5
     assert pipeline.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == turns_before + 1
 
 
@@ -272,7 +340,7 @@ def test_a_session_waiting_in_the_write_ahead_log_is_read_at_the_rescan_and_afte
         conn.execute("PRAGMA wal_autocheckpoint=0")
         conn.execute("SELECT COUNT(*) FROM session").fetchone()  # opens the log, as a running OpenCode has
         pipeline.ingest_paths([(s, p) for s, p in pipeline.discover() if p == db])
-        assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 3
+        assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 4
         assert not [p for _, p in pipeline.discover() if pipeline.needs_read(p)]
         before = _stat(db)
         _add_session(conn, "ses_wal")
@@ -280,7 +348,7 @@ def test_a_session_waiting_in_the_write_ahead_log_is_read_at_the_rescan_and_afte
         changed = [(s, p) for s, p in pipeline.discover() if pipeline.needs_read(p)]
         assert [p for _, p in changed] == [db]
         pipeline.ingest_paths(changed)
-        assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 4
+        assert pipeline.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 5
         assert not [p for _, p in pipeline.discover() if pipeline.needs_read(p)]
 
         restarted = ingest.Pipeline(pipeline.db, pipeline.sources, pipeline.settings)
@@ -291,7 +359,7 @@ def test_a_session_waiting_in_the_write_ahead_log_is_read_at_the_rescan_and_afte
         again.ingest_paths([(s, p) for s, p in again.discover() if p == db])
         assert _stat(db) == before
         ids = {r[0] for r in pipeline.db.execute("SELECT session_id FROM sessions")}
-        assert {"ses_wal", "ses_while_down"} <= ids and len(ids) == 5
+        assert {"ses_wal", "ses_while_down"} <= ids and len(ids) == 6
     finally:
         conn.close()
 
