@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+from harness.fixtures import require
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def venv(tmp_path: Path) -> Path:
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
+    require(shutil.which("make") is not None, "make is not installed")
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
     log = tmp_path / "calls"

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from harness import cli
+from harness.fixtures import require
 from harness.seccomp import can_deny_unshare, skillopt_without_namespaces
 
 TESTS = Path(__file__).resolve().parents[2]
@@ -20,8 +21,7 @@ TESTS = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    if not can_deny_unshare():
-        pytest.skip("no seccomp filter for this machine's architecture in the test harness")
+    require(can_deny_unshare(), "no seccomp filter for this machine's architecture in the test harness")
     home = tmp_path / "home"
     home.mkdir()
     e = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "ANTHROPIC_", "OPENAI_"))}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from harness.agents import SCRIPTED_API_KEY
+from harness.fixtures import require
 from harness.seccomp import can_deny_unshare
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
@@ -277,8 +278,7 @@ for address in found:
 
 def test_a_confined_command_cannot_use_the_jails_control_socket(local_http: int) -> None:
     """Only the launcher hands sockets to the jail: a command inside cannot get a relay to another port."""
-    if namespace_unavailable() is not None:
-        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    require(namespace_unavailable() is None, f"needs a network namespace: {namespace_unavailable()}")
     secret = _Listener()
     plan = NetworkPlan(relay_ports=(local_http,))
     others = set(glob.glob("/tmp/skillopt-net-*/s"))
@@ -295,8 +295,7 @@ def test_a_confined_command_cannot_use_the_jails_control_socket(local_http: int)
 def test_the_jail_takes_sockets_only_from_its_launcher_and_only_for_planned_ports(local_http: int) -> None:
     """Seen from this machine's side: a connection without the launcher's one-time secret, or asking for a
     port the plan does not relay, is refused and said so; the launcher itself still gets its sockets."""
-    if namespace_unavailable() is not None:
-        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    require(namespace_unavailable() is None, f"needs a network namespace: {namespace_unavailable()}")
     secret = _Listener()
     with Jail(NetworkPlan(relay_ports=(local_http,))) as jail:
         for token, port in (("0" * 32, local_http), (jail._new_token(), secret.port)):
@@ -320,8 +319,7 @@ def test_the_jail_takes_sockets_only_from_its_launcher_and_only_for_planned_port
 
 def test_a_confined_command_cannot_reach_a_unix_socket_of_this_machine(tmp_path: Path) -> None:
     """A Docker-like socket in the user's home answers no command inside a jail (it would run anything)."""
-    if namespace_unavailable() is not None:
-        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    require(namespace_unavailable() is None, f"needs a network namespace: {namespace_unavailable()}")
     path = tmp_path / "home" / ".docker" / "run" / "docker.sock"
     path.parent.mkdir(parents=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -370,8 +368,7 @@ def _running(tag: str) -> list[int]:
 def test_a_confined_command_dies_with_the_process_that_started_it() -> None:
     """`kill -9` of a night ends its replays at once, background processes and new sessions included:
     nothing of theirs runs on (and writes into workspaces) after the night is gone."""
-    if namespace_unavailable() is not None:
-        pytest.skip(f"needs a network namespace: {namespace_unavailable()}")
+    require(namespace_unavailable() is None, f"needs a network namespace: {namespace_unavailable()}")
     tag = f"{300 + os.getpid() % 97}.{time.time_ns() % 10**9:09d}"
     night = subprocess.Popen([sys.executable, "-c", _NIGHT, tag])
     try:
@@ -416,8 +413,7 @@ print("unconfined:", out[0].output.strip().splitlines()[-1])
 def test_a_replay_that_cannot_be_jailed_does_not_run_unless_chosen(tmp_path: Path) -> None:
     """Fails closed: where no namespace can be made the replay is refused, saying why and what to do, and
     runs with the recording proxy alone only when that was chosen (`allow_unconfined`)."""
-    if not can_deny_unshare():
-        pytest.skip("no seccomp filter for this machine's architecture in the test harness")
+    require(can_deny_unshare(), "no seccomp filter for this machine's architecture in the test harness")
     tests = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
     out = subprocess.run(
