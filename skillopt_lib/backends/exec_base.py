@@ -284,6 +284,24 @@ class CliExecBackend:
         return result
 
 
+def turn_cap(limits: ExecLimits, is_turn: Callable[[str], bool]) -> Callable[[str], str | None] | None:
+    """A `stop_when` watcher for a CLI with no turn limit of its own: counts the output lines `is_turn` says
+    start a tool call and stops the run past `limits.max_turns`; None when no cap is set."""
+    if not limits.max_turns:
+        return None
+    cap = limits.max_turns
+    count = [0]
+
+    def watch(line: str) -> str | None:
+        if is_turn(line):
+            count[0] += 1
+            if count[0] > cap:
+                return f"stopped at the limit of {cap} turns (tool calls)"
+        return None
+
+    return watch
+
+
 def crashed_or_error(outcome: ProcessOutcome, what: str) -> tuple[ExecStatus, str]:
     """Status when the stream had no final record: killed by a signal or a non-zero exit is a crash."""
     rc = outcome.returncode

@@ -27,6 +27,7 @@ from skillopt_lib.backends.exec_base import (
     copy_private,
     crashed_or_error,
     create_from_config,
+    turn_cap,
     write_private,
 )
 from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus, ToolCallRecord
@@ -88,19 +89,7 @@ class GeminiBackend(CliExecBackend):
         return argv
 
     def stop_when(self, limits: ExecLimits) -> Callable[[str], str | None] | None:
-        if not limits.max_turns:
-            return None
-        cap = limits.max_turns
-        count = [0]
-
-        def watch(line: str) -> str | None:
-            if '"type":"tool_use"' in line.replace(" ", ""):
-                count[0] += 1
-                if count[0] > cap:
-                    return f"stopped at the limit of {cap} turns (tool calls)"
-            return None
-
-        return watch
+        return turn_cap(limits, lambda line: '"type":"tool_use"' in line.replace(" ", ""))
 
     def interpret(self, outcome: ProcessOutcome, limits: ExecLimits) -> ExecResult:
         events, bad = parse_json_lines(outcome.lines)

@@ -25,7 +25,13 @@ from typing import Any
 
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.base import Usage
-from skillopt_lib.backends.exec_base import CliExecBackend, copy_private, crashed_or_error, create_from_config
+from skillopt_lib.backends.exec_base import (
+    CliExecBackend,
+    copy_private,
+    crashed_or_error,
+    create_from_config,
+    turn_cap,
+)
 from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus, ToolCallRecord
 from skillopt_lib.process import ProcessOutcome, as_dict, excerpt, parse_json_lines
 
@@ -80,19 +86,7 @@ class OpenCodeBackend(CliExecBackend):
         return [*argv, prompt]
 
     def stop_when(self, limits: ExecLimits) -> Callable[[str], str | None] | None:
-        if not limits.max_turns:
-            return None
-        cap = limits.max_turns
-        count = [0]
-
-        def watch(line: str) -> str | None:
-            if line.startswith('{"type":"tool_use"'):
-                count[0] += 1
-                if count[0] > cap:
-                    return f"stopped at the limit of {cap} turns (tool calls)"
-            return None
-
-        return watch
+        return turn_cap(limits, lambda line: line.startswith('{"type":"tool_use"'))
 
     def interpret(self, outcome: ProcessOutcome, limits: ExecLimits) -> ExecResult:
         events, bad = parse_json_lines(outcome.lines)
