@@ -81,6 +81,9 @@ __all__ = [
 ]
 
 NEAR_DUPLICATE = 0.85
+# The cosine of a skill's name and description to a family's mean request at which the skill covers the
+# family (the family's sessions never called it by name).
+DESCRIBES = 0.2
 
 
 @dataclass
@@ -325,11 +328,34 @@ def _family_skill(
         return used.most_common(1)[0][0]
     if skill_matrix is None or not skill_names:
         return None
+    sims = _similarities(prompts, skill_matrix)
+    best = int(sims.argmax())
+    return skill_names[best] if sims[best] >= DESCRIBES else None
+
+
+def _similarities(prompts: Rows, texts: Rows) -> np.ndarray:
+    """Cosine of each of `texts` to the mean of `prompts` (rows of one TF-IDF)."""
     centroid = prompts.mean()
     norm = float(np.linalg.norm(centroid)) or 1.0
-    sims = skill_matrix.dot(centroid / norm)
-    best = int(sims.argmax())
-    return skill_names[best] if sims[best] >= 0.2 else None
+    return np.asarray(texts.dot(centroid / norm)).ravel()
+
+
+def describes(families: Sequence[Family], texts: Sequence[str]) -> np.ndarray:
+    """How well each of `texts` (a skill's name and description) describes each family's requests: a
+    (families x texts) matrix of the cosine mining relates a family to an installed skill by, over one
+    TF-IDF of every family's requests. A text describes a family when it reaches `DESCRIBES`."""
+    requests = [normalize_prompt(a.prompt) for fam in families for a in fam.attempts]
+    out = np.zeros((len(families), len(texts)))
+    if not requests or not texts:
+        return out
+    vec, prompts = vectorize(requests)
+    matrix = vec.transform([normalize_prompt(t) for t in texts])
+    start = 0
+    for i, fam in enumerate(families):
+        rows = list(range(start, start + len(fam.attempts)))
+        start += len(fam.attempts)
+        out[i] = _similarities(prompts[rows], matrix)
+    return out
 
 
 # A family needs this many distinct requests before any is held out as a test split: below it, every request

@@ -145,10 +145,15 @@ def draft(chat: ChatBackend, fam: Family, taken: set[str]) -> tuple[SkillBundle,
             f"the drafted skill was unusable ({str(exc)[:120]}); used the family's name",
         )
     name = skill_name(got.name, taken)
-    title = name.replace("-", " ").capitalize()
-    body = got.body.strip() or f"# {title}\n\nDo the work the user asks for, then run the project's checks.\n"
+    body = got.body.strip() or starting_body(name)
     description = " ".join(got.description.split())[:1024] or _fallback(fam).description
     return SkillBundle.from_doc(SkillDoc.new(name, description, body + "\n")), note
+
+
+def starting_body(name: str) -> str:
+    """The body of a drafted skill that says nothing yet: its title and the plainest instruction."""
+    title = name.replace("-", " ").capitalize()
+    return f"# {title}\n\nDo the work the user asks for, then run the project's checks.\n"
 
 
 def family_record(fam: Family) -> dict[str, Any]:

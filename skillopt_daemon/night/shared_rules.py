@@ -21,21 +21,23 @@ is one of `VERDICTS`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
 
 from skillopt_daemon.core.timeutil import utcnow_iso
+from skillopt_daemon.night import mining, seeding
 from skillopt_daemon.night.pending import Carried
 from skillopt_lib.gate import PairedEvidence
 from skillopt_lib.runfiles import bundle_from_json, bundle_to_json, read_history
-from skillopt_lib.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle, SkillDoc
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from skillopt_daemon.night.mining import Family
     from skillopt_lib.trainer import PendingCandidate
 
 TABLE = "shared_rules"
@@ -235,6 +237,71 @@ def carried(db: sqlite_utils.Database, skill: str, incumbent: SkillBundle) -> Ca
         pending: PendingCandidate = PendingCandidate(rule.bundle, incumbent.content_hash, evidence, reason)
         return Carried(pending)
     return None
+
+
+UNMATCHED = "none of your recurring work matches it yet"
+
+
+def seeds(
+    db: sqlite_utils.Database, families: Sequence[Family], installed: set[str], *, write: bool = True
+) -> dict[str, SharedRule]:
+    """Queued rules for skills this user does not have, each given to the family without a skill whose
+    requests its name and description describe best (by mining's own test, `mining.describes`): family id
+    -> rule. One rule per family and one family per rule, the closest pairs first. The family then seeds
+    a new skill from the rule instead of the optimizer's draft (`neutral_draft`, `seeded`), so the rule is
+    re-proved on this user's replays of that work. A rule no family matches stays queued, with a note saying
+    so (unless `write` is false, a dry run)."""
+    rules: dict[str, SharedRule] = {}
+    for rule in queued(db):
+        if rule.skill not in installed:
+            rules.setdefault(rule.skill, rule)  # the oldest queued text of each skill
+    if not rules:
+        return {}
+    offered = list(rules.values())
+    texts = [f"{r.skill.replace('-', ' ')} {r.bundle.doc.description}" for r in offered]
+    sims = mining.describes(families, texts) if families else None
+    pairs = (
+        []
+        if sims is None
+        else sorted(
+            ((float(sims[i, j]), i, j) for i in range(len(families)) for j in range(len(offered))),
+            reverse=True,
+        )
+    )
+    out: dict[str, SharedRule] = {}
+    taken: set[int] = set()
+    for sim, i, j in pairs:
+        if sim < mining.DESCRIBES:
+            break
+        if families[i].id in out or j in taken:
+            continue
+        out[families[i].id] = offered[j]
+        taken.add(j)
+    if write:
+        with db.conn:
+            for j, rule in enumerate(offered):
+                note = "" if j in taken else UNMATCHED
+                db.execute(
+                    f"UPDATE {TABLE} SET note = ? WHERE key = ? AND state = 'queued'", [note, rule.key]
+                )
+    return out
+
+
+def neutral_draft(rule: SharedRule) -> SkillBundle:
+    """The draft a rule for a skill this user lacks is measured against: the rule's own name and
+    description over the body a drafted skill starts from, so the gate sees the rule's instructions and
+    nothing else (no skill is what the user runs today)."""
+    doc = rule.bundle.doc
+    return SkillBundle.from_doc(SkillDoc.new(doc.name, doc.description, seeding.starting_body(doc.name)))
+
+
+def seeded(rule: SharedRule, draft: SkillBundle) -> Carried:
+    """`rule` as the carried candidate of a new skill drafted as `draft`, with no evidence yet."""
+    from skillopt_lib.trainer import PendingCandidate
+
+    evidence = PairedEvidence(rule.content_hash, draft.content_hash)
+    reason = f"a rule from the team (published by {rule.published_by or 'a teammate'}) for work you do"
+    return Carried(PendingCandidate(rule.bundle, draft.content_hash, evidence, reason), draft)
 
 
 def settle(db: sqlite_utils.Database, skill: str, run_dir: Path) -> SharedRule | None:

@@ -166,12 +166,16 @@ def train_skills(ctx: NightContext, families: list[Family], *, skill: str | None
     taken = set(mining_installed(ctx.db)) | ctx.registry.names_on_disk(
         ctx.settings.enabled_tools(), {p for f in new for p in f.projects}
     )
+    # Rules teammates shared for skills this user lacks seed the new skill of the work they describe.
+    team = (
+        shared_rules.seeds(ctx.db, new, set(mining_installed(ctx.db)), write=not ctx.dry_run) if new else {}
+    )
     for index, job in enumerate(ordered, 1):
         name, fams = job.name, job.fams
         if ctx.tracker is not None:
             ctx.tracker.skill(name, index=index, total=len(jobs), family=name if job.is_new else None)
         if job.is_new:
-            outcome = train_new(ctx, fams[0], taken, job.picked)
+            outcome = train_new(ctx, fams[0], taken, job.picked, team.get(fams[0].id))
             taken.add(outcome.skill)
         else:
             outcome = train_one(ctx, name, fams, job.picked)
@@ -381,8 +385,19 @@ def train_one(ctx: NightContext, name: str, fams: list[Family], picked: Picked |
     return _train_and_propose(ctx, name, name, tool, tasks, incumbent, current.id, None, lineage=lineage)
 
 
-def train_new(ctx: NightContext, fam: Family, taken: set[str], picked: Picked | None = None) -> SkillOutcome:
+def train_new(
+    ctx: NightContext,
+    fam: Family,
+    taken: set[str],
+    picked: Picked | None = None,
+    team_rule: shared_rules.SharedRule | None = None,
+) -> SkillOutcome:
     """Draft a new skill for a family no skill covers, train it from the draft, and propose it as new.
+
+    With `team_rule` (a teammate's rule for a skill this user lacks that describes the family), the draft is
+    the rule's name and description with nothing in its body, and the rule is the carried candidate: the
+    gate then measures the rule against no instructions on this user's replays, and the optimizer's own
+    steps go on from there as for any draft.
 
     A family whose candidate is still gathering evidence keeps its draft: the next night measures the same
     pair, and the family's error budget is one (`night/ledger.py`), however often it is re-drafted.
@@ -416,11 +431,21 @@ def train_new(ctx: NightContext, fam: Family, taken: set[str], picked: Picked | 
                 family=fam.id,
                 new=True,
             )
-        try:
-            draft, note = seeding.draft(ctx.chat(), fam, taken)
-        except NightBudgetExceeded as exc:
-            return SkillOutcome(fam.name, "budget", exc.message, tasks=len(tasks), family=fam.id, new=True)
-        ctx.say(f"drafted a new skill {draft.doc.name} for the recurring task family '{fam.name}'")
+        if team_rule is not None and team_rule.skill not in taken:
+            draft = shared_rules.neutral_draft(team_rule)
+            carried = shared_rules.seeded(team_rule, draft)
+            ctx.say(
+                f"a rule from the team, {team_rule.skill}, seeds a new skill for the recurring task family "
+                f"'{fam.name}'"
+            )
+        else:
+            try:
+                draft, note = seeding.draft(ctx.chat(), fam, taken)
+            except NightBudgetExceeded as exc:
+                return SkillOutcome(
+                    fam.name, "budget", exc.message, tasks=len(tasks), family=fam.id, new=True
+                )
+            ctx.say(f"drafted a new skill {draft.doc.name} for the recurring task family '{fam.name}'")
     outcome = _train_and_propose(ctx, draft.doc.name, target, tool, tasks, draft, None, fam, carried)
     if note:
         outcome.reason = f"{outcome.reason}; {note}" if outcome.reason else note
@@ -583,7 +608,7 @@ def _train_and_propose(
         _fingerprint(result.pending, tasks)
     if not ctx.dry_run:
         store_pending(ctx.db, target, result.pending, incumbent if new else None, lineage)
-    shared = None if ctx.dry_run or new else shared_rules.settle(ctx.db, name, result.run_dir)
+    shared = None if ctx.dry_run else shared_rules.settle(ctx.db, name, result.run_dir)
     summary = result.summary
     outcome = SkillOutcome(
         name,
