@@ -1,0 +1,45 @@
+"""The import contracts follow the tree: a module added to the library is covered by the contract that keeps
+test doubles out of product code without anyone remembering to list it, and every daemon layer is placed in
+the layers contract (an unlisted package is unconstrained, so it could import upwards unnoticed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[3]
+TEST_DOUBLES = "skillopt_lib.testing"
+
+
+def _contracts() -> list[dict[str, Any]]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return list(data["tool"]["importlinter"]["contracts"])
+
+
+def _children(package: str) -> set[str]:
+    folder = ROOT.joinpath(*package.split("."))
+    return {
+        f"{package}.{p.stem if p.suffix == '.py' else p.name}"
+        for p in folder.iterdir()
+        if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").is_file())
+    }
+
+
+def test_every_library_module_but_the_test_doubles_may_not_import_them() -> None:
+    contract = next(c for c in _contracts() if c.get("forbidden_modules") == [TEST_DOUBLES])
+    listed = set(contract["source_modules"])
+    expected = _children("skillopt_lib") - {TEST_DOUBLES}
+    assert sorted(expected - listed) == [], "add these to the test-doubles contract in pyproject.toml"
+    assert sorted(listed - expected - {"skillopt_daemon"}) == [], "these modules no longer exist"
+
+
+def test_every_daemon_package_has_its_layer() -> None:
+    contract = next(c for c in _contracts() if c.get("type") == "layers")
+    placed = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+    assert sorted(_children("skillopt_daemon") - placed) == [], "place these in the layers contract"
