@@ -12,19 +12,29 @@ run's `Redactor`, so no key reaches disk whatever it is called.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from skillopt_lib.config import Redactor
-from skillopt_lib.skill import SKILL_FILE, SkillBundle
+from skillopt_lib.history import HISTORY_KEYS, HistoryRecord
+from skillopt_lib.skill import SKILL_FILE, SkillBundle, bundle_from_json, bundle_to_json
 
 STATE_VERSION = 1
 HISTORY_FILE = "history.jsonl"
+# Re-exported: what a history line holds, and how a bundle is written into a run's files.
+__all__ = [
+    "HISTORY_FILE",
+    "HISTORY_KEYS",
+    "HistoryRecord",
+    "RunFiles",
+    "bundle_from_json",
+    "bundle_to_json",
+    "read_history",
+]
 
 
 def utc_iso() -> str:
@@ -50,58 +60,6 @@ def write_private(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def bundle_to_json(bundle: SkillBundle) -> dict[str, str]:
-    return {p: base64.b64encode(d).decode("ascii") for p, d in sorted(bundle.files.items())}
-
-
-def bundle_from_json(data: dict[str, str]) -> SkillBundle:
-    return SkillBundle(files={p: base64.b64decode(d) for p, d in data.items()})
-
-
-class HistoryRecord(TypedDict, total=False):
-    """One line of history.jsonl, as the trainer writes it; `kind` says which keys a record has.
-
-    Typed so that a reader asking for a key the trainer never writes fails type checking (a TypedDict's
-    `.get` with an unknown literal key is an error); `HISTORY_KEYS` lets a test check the trainer's side.
-    """
-
-    kind: str  # baseline | pending | step | slow_update | meta_notes | test
-    step: int
-    epoch: int
-    batch: int
-    time: str
-    usage_total: dict[str, Any]
-    usage_step: dict[str, Any]
-    val: dict[str, Any]  # baseline: score, n, repeats; otherwise: incumbent
-    train: dict[str, Any]
-    skill_hash: str
-    candidate_hash: str
-    accepted: bool
-    reason: str
-    gate: dict[str, Any] | None  # the gate decision (`GateDecision.to_dict`), with its `stats`
-    changed_tokens: int
-    rejected_edits: list[dict[str, Any]]
-    screened: list[dict[str, Any]]  # the candidate screen's verdicts on what it rejected
-    screen: dict[str, Any]  # its verdict on the candidate it let through (warnings carried to a proposal)
-    held_back: list[dict[str, Any]]  # edits it warned about: seated only after every clean edit
-    invalid_skill: list[str]
-    applied: list[dict[str, Any]]
-    proposed: list[dict[str, Any]]
-    candidates: list[dict[str, Any]]
-    selected: list[dict[str, Any]]
-    ranked_by: str
-    dropped: list[dict[str, Any]]
-    conflicts: list[dict[str, Any]]
-    optimizer_calls: list[dict[str, Any]]
-    budget: dict[str, Any]
-    guidance: str
-    notes: str
-    test: dict[str, Any]
-
-
-HISTORY_KEYS = frozenset(HistoryRecord.__annotations__)
 
 
 def read_history(run_dir: Path, *, complete_lines_only: bool = True) -> list[HistoryRecord]:

@@ -7,6 +7,7 @@ to identical bytes: hashes stay stable, diffs show only real changes, and a user
 
 from __future__ import annotations
 
+import base64
 import difflib
 import hashlib
 import os
@@ -426,3 +427,16 @@ def iter_skill_dirs(root: str | os.PathLike[str]) -> Iterable[Path]:
         for d in sorted(base.iterdir())
         if not d.name.startswith(".") and d.is_dir() and (d / SKILL_FILE).is_file()
     ]
+
+
+# ------------------------------------------------------------------------------------------- as JSON
+
+
+def bundle_to_json(bundle: SkillBundle) -> dict[str, str]:
+    """A bundle as JSON: each path to its bytes in base64 (what run files and the store keep)."""
+    return {p: base64.b64encode(d).decode("ascii") for p, d in sorted(bundle.files.items())}
+
+
+def bundle_from_json(data: dict[str, str]) -> SkillBundle:
+    """The bundle `bundle_to_json` wrote."""
+    return SkillBundle(files={p: base64.b64decode(d) for p, d in data.items()})

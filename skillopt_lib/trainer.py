@@ -65,6 +65,7 @@ from skillopt_lib.gate import (
     plan_gate,
     sequential_decision,
 )
+from skillopt_lib.history import HistoryRecord
 from skillopt_lib.reflect import (
     OptimizerCaller,
     Prompts,
@@ -73,10 +74,10 @@ from skillopt_lib.reflect import (
     render_rejected,
     render_skill,
 )
-from skillopt_lib.runfiles import STATE_VERSION, RunFiles, bundle_from_json, bundle_to_json, utc_iso
+from skillopt_lib.runfiles import STATE_VERSION, RunFiles, utc_iso
 from skillopt_lib.seating import Screen, Seating, carries, seat_screen
 from skillopt_lib.selection import select_edits
-from skillopt_lib.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 
 Event = dict[str, Any]
 EventHandler = Callable[[Event], None]
@@ -123,10 +124,15 @@ class PendingCandidate:
 
 @dataclass
 class TrainResult:
+    """What a training run did, as a value: its best skill, its summary, the candidate it left undecided,
+    and every record its history holds (`steps`, oldest first, as written: a resumed run's earlier ones
+    too). A caller reads these, never the run's folder."""
+
     run_dir: Path
     best_skill: SkillBundle
     summary: dict[str, Any]
     pending: PendingCandidate | None = None
+    steps: tuple[HistoryRecord, ...] = ()
 
     @property
     def initial_val(self) -> float:
@@ -1109,7 +1115,7 @@ class Trainer:
             self.files.write_json("pending.json", pending.to_dict())
         self.files.write_json("summary.json", summary)
         self._emit("done", summary=summary)
-        return TrainResult(self.files.dir, best, summary, pending)
+        return TrainResult(self.files.dir, best, summary, pending, tuple(self.files.history()))
 
     # ------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, skill: SkillBundle, split: Split = "val", repeats: int = 1) -> EvalResult:

@@ -12,25 +12,25 @@ proposal-time verdict, and travels with it into the evidence and every review fa
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from skillopt_lib.runfiles import read_history
+from skillopt_lib.history import HistoryRecord
 from skillopt_lib.screen import Finding, ScreenResult
 
 WHEN = "found while training"
 
 
-def _step_findings(run_dir: Path) -> list[dict[str, Any]]:
+def _step_findings(steps: Sequence[HistoryRecord]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for rec in read_history(run_dir):
+    for rec in steps:
         record = rec.get("screen")
         if isinstance(record, dict):
             out += [f for f in record.get("findings") or [] if isinstance(f, dict)]
     return out
 
 
-def with_step_findings(verdict: ScreenResult, run_dir: Path) -> ScreenResult:
+def with_step_findings(verdict: ScreenResult, steps: Sequence[HistoryRecord]) -> ScreenResult:
     """`verdict` (the proposal-time screen of the lines a proposal adds) with the findings the run's steps
     made on those lines and it did not make again, numbered as the proposal's lines, worst first."""
     at: dict[str, int] = {}
@@ -39,7 +39,7 @@ def with_step_findings(verdict: ScreenResult, run_dir: Path) -> ScreenResult:
         at.setdefault(text.strip()[:300], i)
     have = {(f.line.strip()[:300], f.rule) for f in verdict.findings}
     found = list(verdict.findings)
-    for f in _step_findings(run_dir):
+    for f in _step_findings(steps):
         line = str(f.get("line") or "").strip()
         rule, severity = str(f.get("rule") or ""), f.get("severity")
         no = at.get(line)

@@ -9,14 +9,14 @@ motivated it (`provenance`, from `preferences.provenance`).
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.night import preferences
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import GateStats
-from skillopt_lib.runfiles import read_history
+from skillopt_lib.history import HistoryRecord
 from skillopt_lib.skill import SkillBundle
 
 if TYPE_CHECKING:
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from skillopt_lib.trainer import TrainResult
 
 
-def last_accepted_gate(run_dir: Path) -> dict[str, Any] | None:
+def last_accepted_gate(steps: Sequence[HistoryRecord]) -> dict[str, Any] | None:
     """The gate's record of the last step it accepted in a training run, or None when it accepted none."""
     gate: dict[str, Any] | None = None
-    for rec in read_history(run_dir):
+    for rec in steps:
         if rec.get("accepted") and rec.get("gate"):
             gate = rec["gate"]
     return gate
@@ -108,7 +108,7 @@ def evidence(
 ) -> dict[str, Any]:
     """The proposal's evidence from a finished training `result` on the replay `env`."""
     summary = result.summary
-    gate = last_accepted_gate(result.run_dir)
+    gate = last_accepted_gate(result.steps)
     stats = GateStats.model_validate((gate or {}).get("stats") or {})
     tokens, cost = usage_spend(summary.get("usage") or {})
     tier = str(summary.get("tier") or stats.tier or "proven")

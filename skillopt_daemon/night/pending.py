@@ -31,8 +31,7 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.night.ledger import TABLE, StoreLedger
 from skillopt_lib.gate import GateConfig, evidence_figures
-from skillopt_lib.runfiles import bundle_from_json, bundle_to_json
-from skillopt_lib.skill import SkillBundle
+from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 
 if TYPE_CHECKING:
     # The trainer pulls in the optimizer's whole stack; `skillopt status` reads pending evidence without it.

@@ -31,12 +31,10 @@ from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.night import mining, seeding
 from skillopt_daemon.night.pending import Carried
 from skillopt_lib.gate import PairedEvidence
-from skillopt_lib.runfiles import bundle_from_json, bundle_to_json, read_history
-from skillopt_lib.skill import SkillBundle, SkillDoc
+from skillopt_lib.history import HistoryRecord
+from skillopt_lib.skill import SkillBundle, SkillDoc, bundle_from_json, bundle_to_json
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from skillopt_daemon.night.mining import Family
     from skillopt_lib.trainer import PendingCandidate
 
@@ -304,7 +302,7 @@ def seeded(rule: SharedRule, draft: SkillBundle) -> Carried:
     return Carried(PendingCandidate(rule.bundle, draft.content_hash, evidence, reason), draft)
 
 
-def settle(db: sqlite_utils.Database, skill: str, run_dir: Path) -> SharedRule | None:
+def settle(db: sqlite_utils.Database, skill: str, steps: Sequence[HistoryRecord]) -> SharedRule | None:
     """Record what a training run's gate decided about the queued rules of `skill` it measured (its
     `pending` records); the rule it accepted, or None. A rule still undecided stays queued, its evidence
     kept as the target's pending evidence for the next nights."""
@@ -312,7 +310,7 @@ def settle(db: sqlite_utils.Database, skill: str, run_dir: Path) -> SharedRule |
     by_hash: dict[str, list[SharedRule]] = {}
     for r in queued(db, skill):  # the same text can come on a branch and, once merged, on main
         by_hash.setdefault(r.content_hash, []).append(r)
-    for rec in read_history(run_dir):
+    for rec in steps:
         if rec.get("kind") != "pending":
             continue
         for rule in by_hash.get(str(rec.get("skill_hash")), []):

@@ -54,8 +54,8 @@ from skillopt_lib.gate import (
     plan_gate,
     sequential_decision,
 )
+from skillopt_lib.history import HistoryRecord
 from skillopt_lib.judge import LeakGuard
-from skillopt_lib.runfiles import read_history
 from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import PendingCandidate, Trainer
@@ -608,7 +608,7 @@ def _train_and_propose(
         _fingerprint(result.pending, tasks)
     if not ctx.dry_run:
         store_pending(ctx.db, target, result.pending, incumbent if new else None, lineage)
-    shared = None if ctx.dry_run else shared_rules.settle(ctx.db, name, result.run_dir)
+    shared = None if ctx.dry_run else shared_rules.settle(ctx.db, name, result.steps)
     summary = result.summary
     outcome = SkillOutcome(
         name,
@@ -622,7 +622,7 @@ def _train_and_propose(
         gate_plan=gate_plan,
     )
     best = result.best_skill
-    screened = _screened_tonight(result.run_dir)
+    screened = _screened_tonight(result.steps)
     if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
         if result.pending is not None:
             outcome.status = "pending"
@@ -640,7 +640,7 @@ def _train_and_propose(
             outcome.reason = f"{screened[0]['reason']}; nothing was proposed ({outcome.reason})"
             outcome.screen = {"rejected": True, "findings": [f for s in screened for f in s["findings"]]}
             return outcome
-        retried = _retried(took_back, result.run_dir)
+        retried = _retried(took_back, result.steps)
         if retried:
             outcome.status = "retracted"
             outcome.reason = f"{retried}; not proposed again until its tasks grow"
@@ -656,7 +656,7 @@ def _train_and_propose(
     # the sessions and everything the optimizer was shown tonight (the replays' transcripts and the files they
     # read), with what the steps found on those lines.
     verdict = screen.check(incumbent if not new else NOTHING, best, trainer.shown)
-    verdict = with_step_findings(verdict, result.run_dir)
+    verdict = with_step_findings(verdict, result.steps)
     if verdict.rejected:
         return _screened(outcome, verdict)
     phoned = refused_hosts(env, best.content_hash) - refused_hosts(env, incumbent.content_hash)
@@ -762,15 +762,15 @@ def _fingerprint(pending: PendingCandidate, tasks: list[NightTask]) -> None:
     )
 
 
-def _screened_tonight(run_dir: Path) -> list[dict[str, Any]]:
+def _screened_tonight(steps: Sequence[HistoryRecord]) -> list[dict[str, Any]]:
     """The candidate screen's rejections in tonight's training (the trainer's `screened` records)."""
-    return [s for rec in read_history(run_dir) for s in rec.get("screened") or [] if isinstance(s, dict)]
+    return [s for rec in steps for s in rec.get("screened") or [] if isinstance(s, dict)]
 
 
-def _retried(took_back: dict[str, Retraction], run_dir: Path) -> str | None:
+def _retried(took_back: dict[str, Retraction], steps: Sequence[HistoryRecord]) -> str | None:
     """When tonight's candidate was one the user already took back (the ledger refused to test it again):
     what it was, in the user's terms."""
-    for rec in read_history(run_dir):
+    for rec in steps:
         found = took_back.get(str(rec.get("candidate_hash") or ""))
         if found is not None:
             return found.describe()

@@ -10,12 +10,12 @@ the replay's text can show where it came from.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from skillopt_daemon.night import preferences
 from skillopt_daemon.night.carried_findings import WHEN, with_step_findings
 from skillopt_daemon.service.proposals import annotate_screen, screen_warnings
+from skillopt_lib.history import HistoryRecord
 from skillopt_lib.screen import COPIED, CandidateScreen, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle, SkillDoc
 
@@ -32,10 +32,8 @@ def _bundles() -> tuple[SkillBundle, SkillBundle]:
     return base, base.with_doc(base.doc.with_body(f"\n# Acme\n\n{USER_RULE}\n{PORTUGUESE}\n"))
 
 
-def _run(tmp_path: Path) -> Path:
-    """A run whose step screened its candidate against the replay that read the README."""
-    run = tmp_path / "run"
-    run.mkdir()
+def _run(tmp_path: Path) -> list[HistoryRecord]:
+    """The records of a run whose step screened its candidate against the replay that read the README."""
     base, best = _bundles()
     from skillopt_lib.envs.base import ItemResult
 
@@ -43,12 +41,10 @@ def _run(tmp_path: Path) -> Path:
     step = CandidateScreen(user_words=[USER_RULE[2:]]).check(base, best, [replay])
     assert [f.rule for f in step.findings] == [COPIED]
     gone = {"line_no": 1, "line": GONE, "rule": COPIED, "severity": "warn", "why": "copied"}
-    records = [
+    return [
         {"kind": "step", "step": 1, "screen": step.to_dict()},
         {"kind": "step", "step": 2, "screen": {"findings": [gone]}},
     ]
-    (run / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return run
 
 
 def test_the_steps_finding_joins_the_proposal_time_verdict_that_no_longer_has_the_replay(

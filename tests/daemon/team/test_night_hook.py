@@ -5,7 +5,6 @@ a carried rule is `test_shared_rule_gate.py`), so no agent runs."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -76,13 +75,14 @@ def _decided_by(monkeypatch: pytest.MonkeyPatch, accepted: bool, better: int, wo
                 "accepted": accepted,
                 "gate": gate,
             }
-            (self.run_dir / "history.jsonl").write_text(json.dumps(record) + "\n")
+            # Nothing is written to the run folder: the night learns what the run did from its result.
+            steps: tuple[Any, ...] = (record,)
             summary = {
                 "accepted_steps": int(accepted),
                 "initial_val": 0.5,
                 "best_val": 0.9 if accepted else 0.5,
             }
-            return TrainResult(self.run_dir, skill if accepted else self.incumbent, summary, None)
+            return TrainResult(self.run_dir, skill if accepted else self.incumbent, summary, None, steps)
 
     def fake(
         ctx: Any, env: Any, agent: Any, incumbent: SkillBundle, tasks: Any, run_dir: Path, *rest: Any

@@ -14,6 +14,7 @@ from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import shared_rules
 from skillopt_daemon.night.shared_rules import SharedRule
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
+from skillopt_lib.history import HistoryRecord
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing.house_style import HARMFUL, demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -61,12 +62,15 @@ def _queue(db: sqlite_utils.Database, incumbent: SkillBundle, line: str, key: st
     return rule
 
 
-def _train(tmp_path: Path, env: HouseStyleEnv, carried: shared_rules.Carried, name: str) -> Path:
+def _train(
+    tmp_path: Path, env: HouseStyleEnv, carried: shared_rules.Carried, name: str
+) -> tuple[HistoryRecord, ...]:
+    """The records of the run that measured `carried` (what the night hands `settle`)."""
     with ScriptedServer(demo_script(env), expected_key=KEY) as server:
-        skillopt_lib.train(
+        result = skillopt_lib.train(
             env, None, run_dir=tmp_path / name, overrides=_overrides(server), pending=carried.pending
         )
-    return tmp_path / name
+    return result.steps
 
 
 def test_a_rule_that_helps_is_proven_on_the_receivers_replays(

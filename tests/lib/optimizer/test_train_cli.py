@@ -15,6 +15,7 @@ from optimizer_support import SECRET, overrides
 
 import skillopt_lib
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
+from skillopt_lib.runfiles import read_history
 from skillopt_lib.testing import Fault
 from skillopt_lib.testing.house_style import demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -84,6 +85,9 @@ def test_resume_after_kill_matches_an_uninterrupted_run(env: HouseStyleEnv, tmp_
         summary = json.loads(done.stdout)
 
     assert summary["best_skill_hash"] == reference.summary["best_skill_hash"]
+    # The result hands its caller every record the run wrote, as written: nobody reads the folder to learn it.
+    assert list(reference.steps) == read_history(tmp_path / "reference")
+    assert [r["kind"] for r in reference.steps][:2] == ["baseline", "step"]
     assert (run / "best_skill.md").read_text() == (tmp_path / "reference" / "best_skill.md").read_text()
     assert comparable(run) == comparable(tmp_path / "reference")
     for key in ("steps", "accepted_steps", "rejected_edits", "best_val", "test", "stopped"):

@@ -1,0 +1,55 @@
+"""What one line of a run's history.jsonl holds: the typed record a training run hands its caller.
+
+A run writes one record per baseline, carried candidate, step, slow update, meta-notes update and test
+evaluation (`TrainResult.steps` holds them, in order), so a caller learns what a run did from the value it
+returned, never by reading the run's folder; `runfiles.read_history` reads the same records back from disk
+for the faces that show a run while it goes (the dashboard, `skillopt train`'s table, `report`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class HistoryRecord(TypedDict, total=False):
+    """One line of history.jsonl, as the trainer writes it; `kind` says which keys a record has.
+
+    Typed so that a reader asking for a key the trainer never writes fails type checking (a TypedDict's
+    `.get` with an unknown literal key is an error); `HISTORY_KEYS` lets a test check the trainer's side.
+    """
+
+    kind: str  # baseline | pending | step | slow_update | meta_notes | test
+    step: int
+    epoch: int
+    batch: int
+    time: str
+    usage_total: dict[str, Any]
+    usage_step: dict[str, Any]
+    val: dict[str, Any]  # baseline: score, n, repeats; otherwise: incumbent
+    train: dict[str, Any]
+    skill_hash: str
+    candidate_hash: str
+    accepted: bool
+    reason: str
+    gate: dict[str, Any] | None  # the gate decision (`GateDecision.to_dict`), with its `stats`
+    changed_tokens: int
+    rejected_edits: list[dict[str, Any]]
+    screened: list[dict[str, Any]]  # the candidate screen's verdicts on what it rejected
+    screen: dict[str, Any]  # its verdict on the candidate it let through (warnings carried to a proposal)
+    held_back: list[dict[str, Any]]  # edits it warned about: seated only after every clean edit
+    invalid_skill: list[str]
+    applied: list[dict[str, Any]]
+    proposed: list[dict[str, Any]]
+    candidates: list[dict[str, Any]]
+    selected: list[dict[str, Any]]
+    ranked_by: str
+    dropped: list[dict[str, Any]]
+    conflicts: list[dict[str, Any]]
+    optimizer_calls: list[dict[str, Any]]
+    budget: dict[str, Any]
+    guidance: str
+    notes: str
+    test: dict[str, Any]
+
+
+HISTORY_KEYS = frozenset(HistoryRecord.__annotations__)
