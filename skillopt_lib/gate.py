@@ -37,242 +37,72 @@ batches, `repeats` times per item; accepted when the one-sided Student t bound o
 above `min_delta`, an exact sign-flip test agrees, and no item the incumbent passed on every repeat now fails
 on every repeat. Separate batches let drift between them through, and correlated repeats make its veto fire
 on real gains; see docs/performance.md.
+
+Each decision rule is one class in its own module with its figures typed (`skillopt_lib/gating/`:
+`StrictRule`, `PairedRule`, `SignFlipRule`, `EValueRule`); this module runs them (`Gate`), plans a split
+(`plan_gate`), keeps the ledger's protocol, and is where callers import the gate's parts from.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from statistics import NormalDist
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
+from skillopt_lib.gating.config import (
+    Arm,
+    Bet,
+    GateConfig,
+    GateKind,
+    GateTest,
+    Metric,
+    Outcome,
+    Request,
+    ScoreTable,
+    Tier,
+    item_score,
+)
+from skillopt_lib.gating.decision import FixedRepeatRule, GateDecision, GateStats, SequentialRule
+from skillopt_lib.gating.evalue import EValueRule
+from skillopt_lib.gating.evidence import PairedEvidence
+from skillopt_lib.gating.paired import PairedRule
+from skillopt_lib.gating.scores import (
+    BETS,
+    e_value,
+    evalue_items_needed,
+    mean_score,
+    min_informative_items,
+    session_alpha,
+    sign_flip_p,
+    sign_flip_tail,
+    stake,
+    t_quantile,
+)
+from skillopt_lib.gating.signflip import SignFlipRule
+from skillopt_lib.gating.strict import StrictRule
 from skillopt_lib.skill import SkillBundle
 
-GateKind = Literal["strict", "paired", "sequential"]
-GateTest = Literal["sign-flip", "e-value"]
-# What an item stakes in the e-value test (`stake`).
-Bet = Literal["size", "sign"]
-Tier = Literal["proven", "likely"]
-Outcome = Literal["accepted", "rejected", "pending"]
-Arm = Literal["incumbent", "candidate"]
-Metric = Literal["hard", "soft", "mix"]
-# item id -> the item's scores, one per repeat
-ScoreTable = dict[str, list[float]]
+# The gate's vocabulary and parts, importable from here as before they had modules of their own.
+__all__ = [
+    "BETS", "Arm", "Bet", "EValueRule", "FixedRepeatRule", "Gate", "GateConfig", "GateDecision", "GateKind",
+    "GateLedger", "GatePlan", "GateStats", "GateTest", "MemoryLedger", "Metric", "Outcome", "PairedEvidence",
+    "PairedMeasure", "PairedRule", "Request", "ScoreTable", "SequentialRule", "SignFlipRule", "StrictRule",
+    "Tier", "e_value", "evalue_decision", "evalue_items_needed", "evidence_figures", "futility",
+    "item_score", "mean_score", "min_informative_items", "no_loss", "paired_decision", "plan_gate", "rule_for",
+    "sequential_decision", "session_alpha", "sign_flip_p", "sign_flip_tail", "stake", "strict_decision",
+    "t_quantile",
+]  # fmt: skip
 
 
-class GateConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: GateKind = "sequential"
-    confidence: float = Field(
-        default=0.95,
-        gt=0.5,
-        lt=1.0,
-        description="1 - the false-accept rate the gate allows (sequential: W must reach 1/(1-confidence))",
-    )
-    repeats: int = Field(
-        default=3,
-        ge=1,
-        description="paired/strict: runs per validation item and skill; sequential: the cap per arm and item",
-    )
-    veto_confidence: float = Field(
-        default=0.9,
-        gt=0.5,
-        lt=1.0,
-        description="sequential: level of the evidence that the candidate is worse",
-    )
-    first_pairs: int = Field(
-        default=2,
-        ge=1,
-        description="sequential: pairs every new item gets before deciding whether it needs more",
-    )
-    spending: list[float] = Field(
-        default=[0.625, 0.375],
-        min_length=1,
-        description="sequential: shares of the false-accept rate spent per session (night); their count is "
-        "how many sessions a pending candidate may use",
-    )
-    test: GateTest = Field(
-        default="sign-flip",
-        description="sequential: `sign-flip` (exact test, error spent over `spending` sessions) or `e-value` "
-        "(anytime-valid betting test: evidence accumulates over any number of sessions)",
-    )
-    bet: Bet = Field(
-        default="size",
-        description="e-value: what each item stakes, `size` (its mean paired difference, half of it its sign: "
-        "a loss in every pair outweighs a gain in one) or `sign` (only which way it moved); evidence keeps the "
-        "bet it began with",
-    )
-    likely_confidence: float | None = Field(
-        default=None,
-        gt=0.5,
-        lt=1.0,
-        description="e-value: a lower tier; a candidate whose evidence reaches this level but not `confidence` "
-        "is accepted as `likely` (for a person to review, never to install unreviewed)",
-    )
-    first_share: float = Field(
-        default=0.8,
-        gt=0,
-        le=1,
-        description="e-value: share of the error rate the first candidate tested against an incumbent gets; "
-        "later candidates share the rest, each half the one before",
-    )
-    metric: Metric = "hard"
-    hard_weight: float = Field(
-        default=0.5, ge=0, le=1, description="weight of the hard score when metric=mix"
-    )
-    no_regression: bool = Field(
-        default=True,
-        description="paired: veto when an item the incumbent always passed now always fails; "
-        "sequential: veto when the paired evidence says the candidate is worse",
-    )
-    min_delta: float = Field(default=0.0, ge=0, description="the improvement the bound must exceed")
-
-    @field_validator("spending")
-    @classmethod
-    def _positive_shares(cls, shares: list[float]) -> list[float]:
-        if any(not share > 0 for share in shares):
-            raise ValueError("every spending share must be positive")
-        return shares
-
-    @model_validator(mode="after")
-    def _tiers(self) -> GateConfig:
-        if self.likely_confidence is not None:
-            if self.test != "e-value":
-                raise ValueError("likely_confidence needs test = 'e-value'")
-            if not self.likely_confidence < self.confidence:
-                raise ValueError("likely_confidence must be below confidence")
-        return self
-
-    @classmethod
-    def anytime(cls, **overrides: Any) -> GateConfig:
-        """The gate for evidence gathered over an open-ended number of sessions (the nightly cycle's): the
-        sequential gate with the anytime-valid e-value test, false accepts at most 5% (`proven`) and a
-        lower tier at 10% (`likely`), one pair per item.
-
-        One pair, because a replay is what a night pays for: the test's unit of evidence is the item (repeats
-        of one item are strongly correlated with a near-deterministic agent), so a second and third pair of
-        the same item buy little evidence at the price of a new item. `docs/performance.md` measures the
-        trade with `benchmarks/gate.py`."""
-        return cls(
-            **{
-                "kind": "sequential",
-                "test": "e-value",
-                "likely_confidence": 0.9,
-                "first_pairs": 1,
-                "repeats": 1,
-                **overrides,
-            }
-        )
-
-    def candidate_share(self, index: int) -> float:
-        """The share of the error rate of the `index`-th (0-based) candidate tested against one incumbent.
-        The shares add up to 1, so all candidates ever tested against it together keep the promised rate."""
-        if index <= 0:
-            return self.first_share
-        return (1 - self.first_share) * 0.5**index
-
-
-def item_score(hard: float, soft: float, cfg: GateConfig) -> float:
-    if cfg.metric == "hard":
-        return hard
-    if cfg.metric == "soft":
-        return soft
-    return cfg.hard_weight * hard + (1 - cfg.hard_weight) * soft
-
-
-def mean_score(table: Mapping[str, Sequence[float]]) -> float:
-    """Mean over items of each item's mean over repeats (items weigh equally, whatever their repeats)."""
-    if not table:
-        return 0.0
-    return sum(sum(v) / len(v) for v in table.values() if v) / len(table)
-
-
-def t_quantile(p: float, df: int) -> float:
-    """Student t quantile by the Cornish-Fisher expansion around the normal (error < 1e-3 for df >= 3)."""
-    z = NormalDist().inv_cdf(p)
-    if df <= 0:
-        return z
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
-    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
-
-
-def sign_flip_p(diffs: Sequence[float], scale: int, max_exact: int = 40) -> float | None:
-    """Exact one-sided p-value of the paired sign-flip test; None when too many items differ.
-
-    Under "the edit has no effect" candidate and incumbent runs of an item are exchangeable, so each item's
-    difference is as likely negative as positive. With few differing items the t bound is optimistic (three
-    items improved and none worsened happens by chance one time in eight), so the gate also asks this exact
-    test. `scale` turns the differences into integers (the product of the two repeat counts).
-    """
-    values = [round(abs(d) * scale) for d in diffs]
-    values = [v for v in values if v]
-    if len(values) > max_exact:
-        return None
-    observed = round(sum(d * scale for d in diffs))
-    dist: dict[int, float] = {0: 1.0}
-    for v in values:
-        nxt: dict[int, float] = {}
-        for total, prob in dist.items():
-            nxt[total + v] = nxt.get(total + v, 0.0) + prob / 2
-            nxt[total - v] = nxt.get(total - v, 0.0) + prob / 2
-        dist = nxt
-    return sum(prob for total, prob in dist.items() if total >= observed)
-
-
-@dataclass
-class GateDecision:
-    """One gate verdict. `outcome` is "pending" only for the sequential gate: not accepted, not refuted, and
-    `evidence` can be carried to a later measurement (the next night) to finish the decision."""
-
-    accepted: bool
-    gate: GateKind
-    reason: str
-    stats: dict[str, Any] = field(default_factory=dict)
-    outcome: Outcome | None = None
-    evidence: PairedEvidence | None = None
-    # For an accepted candidate: `proven` at the gate's confidence, or `likely` at its lower tier.
-    tier: Tier | None = None
-
-    def __post_init__(self) -> None:
-        if self.outcome is None:
-            self.outcome = "accepted" if self.accepted else "rejected"
-
-    @property
-    def pending(self) -> bool:
-        return self.outcome == "pending"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "accepted": self.accepted,
-            "gate": self.gate,
-            "outcome": self.outcome,
-            "tier": self.tier,
-            "reason": self.reason,
-            "stats": self.stats,
-        }
+def rule_for(cfg: GateConfig) -> SequentialRule:
+    """The sequential test `cfg` names: the e-value test, or the exact sign-flip test."""
+    return EValueRule(cfg) if cfg.test == "e-value" else SignFlipRule(cfg)
 
 
 def strict_decision(candidate: ScoreTable, incumbent_score: float) -> GateDecision:
-    cand = mean_score(candidate)
-    repeats = max((len(v) for v in candidate.values()), default=0)
-    stats = {
-        "candidate_mean": round(cand, 6),
-        "incumbent_mean": round(incumbent_score, 6),
-        "difference": round(cand - incumbent_score, 6),
-        "n": len(candidate),
-        "repeats": repeats,
-    }
-    if cand > incumbent_score:
-        return GateDecision(True, "strict", f"validation score {cand:.3f} beats {incumbent_score:.3f}", stats)
-    word = "ties" if cand == incumbent_score else "is below"
-    return GateDecision(False, "strict", f"validation score {cand:.3f} {word} {incumbent_score:.3f}", stats)
+    """The strict rule's decision (`StrictRule`)."""
+    return StrictRule().against(candidate, incumbent_score)
 
 
 def paired_decision(
@@ -284,86 +114,25 @@ def paired_decision(
     min_delta: float = 0.0,
     pass_threshold: float = 1.0,
 ) -> GateDecision:
-    items = sorted(set(candidate) & set(incumbent))
-    diffs = [
-        sum(candidate[i]) / len(candidate[i]) - sum(incumbent[i]) / len(incumbent[i])
-        for i in items
-        if candidate[i] and incumbent[i]
-    ]
-    n = len(diffs)
-    repeats = min((len(candidate[i]) for i in items), default=0)
-    inc_repeats = min((len(incumbent[i]) for i in items), default=0)
-    cand_mean = mean_score({i: candidate[i] for i in items})
-    inc_mean = mean_score({i: incumbent[i] for i in items})
-    mean_diff = sum(diffs) / n if n else 0.0
-    sd = math.sqrt(sum((d - mean_diff) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
-    se = sd / math.sqrt(n) if n else 0.0
-    tq = t_quantile(confidence, n - 1) if n > 1 else float("inf")
-    bound = mean_diff - tq * se if n > 1 else (mean_diff if se == 0 and n == 1 else float("-inf"))
-    p_value = sign_flip_p(diffs, max(repeats, 1) * max(inc_repeats, 1)) if n else None
-    regressions: list[str] = []
-    if no_regression and min(repeats, inc_repeats) >= 2:
-        for i in items:
-            if all(s >= pass_threshold for s in incumbent[i]) and all(
-                s < pass_threshold for s in candidate[i]
-            ):
-                regressions.append(i)
-    stats: dict[str, Any] = {
-        "candidate_mean": round(cand_mean, 6),
-        "incumbent_mean": round(inc_mean, 6),
-        "mean_difference": round(mean_diff, 6),
-        "sd_difference": round(sd, 6),
-        "lower_bound": round(bound, 6) if math.isfinite(bound) else None,
-        "confidence": confidence,
-        "sign_flip_p": round(p_value, 6) if p_value is not None else None,
-        "n": n,
-        "repeats": repeats,
-        "improved_items": sum(1 for d in diffs if d > 0),
-        "worsened_items": sum(1 for d in diffs if d < 0),
-        "regressions": regressions,
-    }
-    if n == 0:
-        return GateDecision(False, "paired", "no validation items were scored for both skills", stats)
-    if mean_diff <= 0:
-        word = "ties" if mean_diff == 0 else "is worse than"
-        return GateDecision(
-            False, "paired", f"candidate {word} the incumbent ({cand_mean:.3f} vs {inc_mean:.3f})", stats
-        )
-    if regressions:
-        shown = ", ".join(regressions[:5])
-        return GateDecision(
-            False,
-            "paired",
-            f"{len(regressions)} item(s) the incumbent always passed now always fail ({shown})",
-            stats,
-        )
-    if not bound > min_delta:
-        return GateDecision(
-            False,
-            "paired",
-            f"improvement {mean_diff:+.3f} is within noise: {confidence:.0%} lower bound {bound:+.3f} "
-            f"is not above {min_delta:g} (n={n}, repeats={repeats})",
-            stats,
-        )
-    if p_value is not None and p_value > 1 - confidence:
-        return GateDecision(
-            False,
-            "paired",
-            f"improvement {mean_diff:+.3f} rests on too few items: exact sign-flip p={p_value:.3f} "
-            f"> {1 - confidence:.3f} (n={n}, repeats={repeats})",
-            stats,
-        )
-    return GateDecision(
-        True,
-        "paired",
-        f"improvement {mean_diff:+.3f} with {confidence:.0%} lower bound {bound:+.3f} "
-        f"(n={n}, repeats={repeats})",
-        stats,
+    """The paired rule's decision (`PairedRule`)."""
+    rule = PairedRule(
+        confidence=confidence, no_regression=no_regression, min_delta=min_delta, pass_threshold=pass_threshold
     )
+    return rule.decide(candidate, incumbent)
 
 
-# ------------------------------------------------------------------------------ the sequential gate
-Request = tuple[str, Arm]
+def evalue_decision(
+    evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
+) -> GateDecision:
+    """The e-value test's decision (`EValueRule`), whatever test `cfg` names."""
+    return EValueRule(cfg).decide(evidence, exclude, agent_runs)
+
+
+def sequential_decision(
+    evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
+) -> GateDecision:
+    """The decision of the sequential test `cfg` names on `evidence` (`rule_for`)."""
+    return rule_for(cfg).decide(evidence, exclude, agent_runs)
 
 
 class PairedMeasure(Protocol):
@@ -376,44 +145,6 @@ class PairedMeasure(Protocol):
     """
 
     def __call__(self, requests: Sequence[Request], /) -> list[float]: ...
-
-
-def sign_flip_tail(values: Sequence[int], observed: int) -> float:
-    """Exact P(sum_i s_i * v_i >= observed) for independent fair signs s_i.
-
-    The null distribution of the paired sign-flip test. The generating function prod_i (x^-v_i + x^v_i) is
-    built as one packed integer (a slot of len(values) + 2 bits per sum), so the test stays exact and fast for
-    hundreds of items; the tail's coefficients are summed by reducing modulo 2^slot - 1.
-    """
-    vals = [abs(v) for v in values if v]
-    n = len(vals)
-    total = sum(vals)
-    k = observed + total  # slot of the observed sum; slot 0 is "every sign negative"
-    if k <= 0:
-        return 1.0
-    if k > 2 * total:
-        return 0.0
-    width = n + 2
-    poly = 1
-    for v in vals:
-        poly += poly << (2 * v * width)
-    count = (poly >> (k * width)) % ((1 << width) - 1)
-    return count / 2**n
-
-
-def session_alpha(cfg: GateConfig, session: int) -> float:
-    """The false-accept rate spent at 0-based `session`; over all sessions they add up to 1 - confidence."""
-    if session >= len(cfg.spending):
-        return 0.0
-    return (1 - cfg.confidence) * cfg.spending[session] / sum(cfg.spending)
-
-
-def min_informative_items(cfg: GateConfig, session: int = 0) -> int:
-    """Fewest changed items that can reach acceptance at `session`: all of them improved (p = 2^-k)."""
-    alpha = session_alpha(cfg, session)
-    if alpha <= 0:
-        return 10**9
-    return max(1, math.ceil(math.log2(1 / alpha) - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -491,50 +222,6 @@ def plan_gate(n_items: int, cfg: GateConfig, share: float | None = None) -> Gate
     return GatePlan(n_items, decidable, k, replays_min if decidable else 0, replays_max, reason, proven)
 
 
-# ------------------------------------------------------------------------------ the e-value test
-# A fixed mixture of two bets on "the candidate is better": all-in (lambda 1: k items that improve in every
-# pair give a wealth of 2^k, as strong as the exact test when every item moves) and a cautious half bet that
-# survives an item that got worse. Fixed before any evidence, so the mixture is itself a test martingale.
-BETS: tuple[tuple[float, float], ...] = ((1.0, 0.75), (0.5, 0.25))
-
-
-# What an item's mean paired difference d in [-1, 1] stakes, g(d): odd (g(-d) = -g(d)) and |g| <= 1, so every
-# factor 1 + lambda * g(d) has mean 1 under "no effect" whatever g is. `size` (the night's) stakes
-# (d + sign(d)) / 2: an item lost in every pair costs a full stake and one better in half its pairs wins
-# three quarters of one, so an edit that breaks a few items while nudging many others loses its wealth; a
-# noisy agent's small gains still count for most of their sign. `sign` (1 if d > 0, -1 if d < 0) counted a
-# loss in every pair no more than a gain in one pair of three: an edit that broke a fifth of the tasks while
-# nudging the rest could win on the count of signs alone. It is kept for evidence begun under it.
-def stake(d: float, bet: Bet = "size") -> float:
-    """g(d): what an item with mean paired difference `d` stakes under `bet` (0 for a tie)."""
-    if d == 0:
-        return 0.0
-    sign = 1.0 if d > 0 else -1.0
-    if bet == "sign":
-        return sign
-    return (max(-1.0, min(1.0, d)) + sign) / 2
-
-
-def e_value(diffs: Sequence[float], bet: Bet = "size") -> float:
-    """The bettor's wealth after items with these paired differences (items that tie do not bet).
-
-    Under "the edit has no effect" the arms are exchangeable within an item, so given its size each item's
-    difference is as likely negative as positive: every factor 1 + lambda * g(d) (g odd, |g| <= 1: `stake`)
-    has mean 1 and the wealth is a nonnegative martingale over items, P(it ever reaches 1/a) <= a (Ville's
-    inequality), whenever and however often it is looked at. 1 / e_value is therefore an anytime-valid p-value.
-    """
-    stakes = [stake(d, bet) for d in diffs if d != 0]
-    return sum(w * math.prod(1.0 + lam * g for g in stakes) for lam, w in BETS)
-
-
-def evalue_items_needed(diffs: Sequence[float], alpha: float, limit: int = 10_000, bet: Bet = "size") -> int:
-    """How many more items that all improve would bring the e-value of `diffs` to 1/alpha."""
-    more = 0
-    while more < limit and e_value([*diffs, *([1.0] * more)], bet) * alpha < 1 - 1e-9:
-        more += 1
-    return more
-
-
 class GateLedger(Protocol):
     """Which candidates were tested against which incumbent, kept across runs: no fresh error budgets.
 
@@ -577,155 +264,6 @@ class MemoryLedger:
                 row[1] = outcome
 
 
-class GateStats(BaseModel):
-    """A gate decision's figures, as history records and a proposal's evidence keep them.
-
-    Typed so that code reading a figure no gate writes fails type checking (every gate writes a subset).
-    """
-
-    # Built at the first decision or evidence read, not by every command that imports the gate's settings.
-    model_config = ConfigDict(extra="allow", defer_build=True)
-
-    candidate_mean: float | None = None
-    incumbent_mean: float | None = None
-    mean_difference: float | None = None
-    difference: float | None = None
-    lower_bound: float | None = None
-    confidence: float | None = None
-    likely_confidence: float | None = None
-    p_value: float | None = None
-    alpha: float | None = None
-    likely_alpha: float | None = None
-    e_value: float | None = None
-    share: float | None = None
-    bet: str | None = None
-    test: str | None = None
-    tier: str | None = None
-    n: int | None = None
-    items: int | None = None
-    improved_items: int | None = None
-    worsened_items: int | None = None
-    session: int | None = None
-    replays_total: int | None = None
-    agent_runs: int | None = None
-    more_items_needed: int | None = None
-
-
-@dataclass
-class PairedEvidence:
-    """The sequential gate's evidence about one candidate against one incumbent; serialisable.
-
-    `pairs[item]` holds [incumbent score, candidate score] per interleaved replay pair; an item's evidence is
-    the mean of its pairs' differences. `clusters` maps an item to its group of near-duplicates (the e-value
-    test counts a group as one item: near-copies answered alike are not independent evidence), and `share` is
-    the candidate's share of the incumbent's error rate (`GateLedger`). `bet` is what its items stake
-    (`stake`), fixed when its first decision is taken: a running test never changes its bet. `fingerprints`
-    maps a measured item to a fingerprint of its request (the caller's, e.g. the night's near-copy check),
-    so a later near-copy of it can be counted in its cluster however the caller regroups its items. Store
-    `to_dict()` with the candidate and pass `PairedEvidence.from_dict(...)` to `Gate.decide_paired` in the
-    next session (night).
-    """
-
-    candidate_hash: str = ""
-    incumbent_hash: str = ""
-    pairs: dict[str, list[list[float]]] = field(default_factory=dict)
-    sessions: int = 0
-    share: float = 1.0
-    clusters: dict[str, str] = field(default_factory=dict)
-    bet: Bet | None = None
-    fingerprints: dict[str, str] = field(default_factory=dict)
-
-    def cluster_of(self, item: str) -> str:
-        return self.clusters.get(item, item)
-
-    def differences(self, exclude: Collection[str] = ()) -> dict[str, float]:
-        return {
-            item: sum(c - i for i, c in ps) / len(ps)
-            for item, ps in self.pairs.items()
-            if ps and item not in exclude
-        }
-
-    def cluster_differences(self, exclude: Collection[str] = ()) -> dict[str, float]:
-        """Each cluster's mean item difference: the e-value test's independent items."""
-        grouped: dict[str, list[float]] = {}
-        for item, d in self.differences(exclude).items():
-            grouped.setdefault(self.cluster_of(item), []).append(d)
-        return {c: sum(ds) / len(ds) for c, ds in grouped.items()}
-
-    def tables(self, exclude: Collection[str] = ()) -> tuple[ScoreTable, ScoreTable]:
-        """(candidate scores, incumbent scores) per item, as the fixed-repeat gates report them."""
-        items = [i for i in self.pairs if i not in exclude and self.pairs[i]]
-        cand = {i: [c for _, c in self.pairs[i]] for i in items}
-        inc = {i: [x for x, _ in self.pairs[i]] for i in items}
-        return cand, inc
-
-    @property
-    def replays(self) -> int:
-        return 2 * sum(len(ps) for ps in self.pairs.values())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "candidate_hash": self.candidate_hash,
-            "incumbent_hash": self.incumbent_hash,
-            "pairs": {k: [list(p) for p in v] for k, v in self.pairs.items()},
-            "sessions": self.sessions,
-            "share": self.share,
-            "clusters": dict(self.clusters),
-            "bet": self.bet,
-            "fingerprints": dict(self.fingerprints),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PairedEvidence:
-        """Raises ValueError for anything that is not evidence the gate could have written (a list, scores
-        outside [0, 1] or not finite, a pair that is not two scores, a share outside (0, 1])."""
-        if not isinstance(data, Mapping):
-            raise ValueError("paired evidence must be an object")
-        raw_pairs = data.get("pairs") or {}
-        if not isinstance(raw_pairs, Mapping):
-            raise ValueError("paired evidence: `pairs` must map items to lists of pairs")
-        pairs: dict[str, list[list[float]]] = {}
-        for item, runs in raw_pairs.items():
-            if not isinstance(runs, list):
-                raise ValueError(f"paired evidence: item {item!r} holds no list of pairs")
-            pairs[str(item)] = [_score_pair(p) for p in runs]
-        share = float(data.get("share", 1.0))
-        if not (math.isfinite(share) and 0 < share <= 1):
-            raise ValueError(f"paired evidence: share {share!r} is outside (0, 1]")
-        clusters = data.get("clusters") or {}
-        if not isinstance(clusters, Mapping):
-            raise ValueError("paired evidence: `clusters` must map items to groups")
-        sessions = int(data.get("sessions", 0))
-        if sessions < 0:
-            raise ValueError("paired evidence: negative session count")
-        # Evidence written before the bet was recorded was measured on signs: it keeps that bet.
-        bet = data.get("bet", "sign" if pairs else None)
-        if bet not in ("size", "sign", None):
-            raise ValueError(f"paired evidence: unknown bet {str(bet)[:40]!r}")
-        fingerprints = data.get("fingerprints") or {}
-        if not isinstance(fingerprints, Mapping):
-            raise ValueError("paired evidence: `fingerprints` must map items to fingerprints")
-        return cls(
-            candidate_hash=str(data.get("candidate_hash", "")),
-            incumbent_hash=str(data.get("incumbent_hash", "")),
-            pairs=pairs,
-            sessions=sessions,
-            share=share,
-            clusters={str(k): str(v) for k, v in clusters.items()},
-            bet=bet,
-            fingerprints={str(k): str(v) for k, v in fingerprints.items()},
-        )
-
-
-def _score_pair(pair: Any) -> list[float]:
-    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-        raise ValueError(f"paired evidence: {pair!r} is not an [incumbent, candidate] pair")
-    a, b = float(pair[0]), float(pair[1])
-    if not all(math.isfinite(x) and 0.0 <= x <= 1.0 for x in (a, b)):
-        raise ValueError(f"paired evidence: scores {pair!r} are not in [0, 1]")
-    return [a, b]
-
-
 def _interleave(items: Sequence[str], rounds: int, offset: int = 0) -> list[Request]:
     """Pairs in time order: per item, each round's two runs side by side, which arm first alternating."""
     out: list[Request] = []
@@ -745,200 +283,6 @@ def evidence_figures(evidence: PairedEvidence, cfg: GateConfig) -> dict[str, Any
     keep = ("n", "improved_items", "worsened_items", "mean_difference", "p_value", "session", "replays_total")
     extra = ("e_value", "more_items_needed", "tier")
     return {k: stats[k] for k in keep} | {k: stats[k] for k in extra if k in stats}
-
-
-def _integer_differences(evidence: PairedEvidence, exclude: Collection[str]) -> tuple[list[int], int]:
-    """Item differences on an integer grid (for the exact test) and the grid's scale."""
-    counts = {len(ps) for item, ps in evidence.pairs.items() if ps and item not in exclude}
-    scale = math.lcm(*counts) if counts else 1
-    binary = all(x in (0.0, 1.0) for ps in evidence.pairs.values() for pair in ps for x in pair)
-    if not binary:
-        scale *= 20  # soft scores: a 1/20 grid; rounding is symmetric, so the test stays exact for it
-    diffs = evidence.differences(exclude)
-    return [int(round(d * scale)) for d in diffs.values()], scale
-
-
-def _shared_stats(
-    evidence: PairedEvidence,
-    cfg: GateConfig,
-    values: Sequence[float],
-    mean_diff: float,
-    tests: tuple[float, float, float],
-    agent_runs: int,
-    exclude: Collection[str] = (),
-) -> dict[str, Any]:
-    """The figures both sequential tests report: means, items better and worse, `tests` = (p better, p worse,
-    alpha), replays."""
-    cand, inc = evidence.tables(exclude)
-    p_better, p_worse, alpha = tests
-    return {
-        "candidate_mean": round(mean_score(cand), 6),
-        "incumbent_mean": round(mean_score(inc), 6),
-        "mean_difference": round(mean_diff, 6),
-        "n": len(values),
-        "informative_items": sum(1 for v in values if v),
-        "improved_items": sum(1 for v in values if v > 0),
-        "worsened_items": sum(1 for v in values if v < 0),
-        "repeats": max((len(v) for v in cand.values()), default=0),
-        "p_value": round(p_better, 6),
-        "p_worse": round(p_worse, 6),
-        "alpha": round(alpha, 6),
-        "confidence": cfg.confidence,
-        "replays_total": evidence.replays,
-        "agent_runs": agent_runs,
-    }
-
-
-def evalue_decision(
-    evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
-) -> GateDecision:
-    """Decide on all the evidence so far with the anytime-valid e-value test: accepted (`proven`, or
-    `likely` at the lower tier), rejected, or pending until more items arrive.
-
-    Accepted when 1 / e_value <= the candidate's share of 1 - confidence *and* the mean paired difference is
-    above zero: exact however many sessions looked before (Ville's inequality), so pending evidence can wait
-    for new items without limit. Requiring a better mean only removes acceptances, so it never raises the
-    false-accept rate; it refuses an edit that wins more items than it loses but loses more than it wins.
-    Rejected when it is no better on average (ties or worse); the veto is the mirror test at
-    `veto_confidence`. The evidence's bet is fixed at its first decision (`cfg.bet` then).
-    """
-    if evidence.bet is None:
-        evidence.bet = cfg.bet
-    bet = evidence.bet
-    diffs = list(evidence.differences(exclude).values())
-    values = list(evidence.cluster_differences(exclude).values())
-    n = len(values)
-    e_plus = e_value(values, bet) if n else 1.0
-    e_minus = e_value([-v for v in values], bet) if n else 1.0
-    p_better = min(1.0, 1.0 / e_plus) if e_plus > 0 else 1.0
-    p_worse = min(1.0, 1.0 / e_minus) if e_minus > 0 else 1.0
-    alpha = (1 - cfg.confidence) * evidence.share
-    likely_alpha = (1 - cfg.likely_confidence) * evidence.share if cfg.likely_confidence else None
-    mean_diff = sum(values) / n if n else 0.0
-    stats = _shared_stats(evidence, cfg, values, mean_diff, (p_better, p_worse, alpha), agent_runs, exclude)
-    stats.update(
-        test="e-value",
-        items=len(diffs),
-        e_value=round(e_plus, 6),
-        likely_alpha=round(likely_alpha, 6) if likely_alpha is not None else None,
-        share=evidence.share,
-        bet=bet,
-        likely_confidence=cfg.likely_confidence,
-        session=max(evidence.sessions, 1),
-    )
-
-    def verdict(outcome: Outcome, reason: str, tier: Tier | None = None) -> GateDecision:
-        stats["outcome"] = outcome
-        stats["tier"] = tier
-        return GateDecision(outcome == "accepted", "sequential", reason, stats, outcome, evidence, tier)
-
-    where = f"{n} independent item(s), {stats['improved_items']} better, {stats['worsened_items']} worse"
-    if n == 0:
-        return verdict("rejected", "no validation items were scored for both skills")
-    better = mean_diff > 0
-    if better and p_better <= alpha + 1e-12:
-        return verdict(
-            "accepted",
-            f"proven: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} >= {1 / alpha:.1f} "
-            f"(false accepts <= {alpha:.1%}; {where})",
-            "proven",
-        )
-    if better and likely_alpha is not None and p_better <= likely_alpha + 1e-12:
-        need = evalue_items_needed(values, alpha, bet=bet)
-        return verdict(
-            "accepted",
-            f"likely, not yet proven: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} >= "
-            f"{1 / likely_alpha:.1f} (false proposals <= {likely_alpha:.1%}); proven needs {1 / alpha:.1f}, "
-            f"about {need} more improved item(s) ({where})",
-            "likely",
-        )
-    if cfg.no_regression and mean_diff < 0 and p_worse <= 1 - cfg.veto_confidence:
-        return verdict(
-            "rejected",
-            f"the paired evidence says the candidate is worse: e-value {e_minus:.1f} ({where})",
-        )
-    if mean_diff <= 0:
-        word = "ties" if mean_diff == 0 else "is worse than"
-        return verdict(
-            "rejected",
-            f"candidate {word} the incumbent ({stats['candidate_mean']:.3f} vs {stats['incumbent_mean']:.3f})",
-        )
-    more = evalue_items_needed(values, likely_alpha if likely_alpha is not None else alpha, bet=bet)
-    stats["more_items_needed"] = more
-    stats["more_items_proven"] = evalue_items_needed(values, alpha, bet=bet)
-    return verdict(
-        "pending",
-        f"pending evidence: improvement {mean_diff:+.3f}, e-value {e_plus:.1f} < {1 / (likely_alpha or alpha):.1f} "
-        f"({where}); needs about {more} more improved item(s), kept for later sessions",
-    )
-
-
-def sequential_decision(
-    evidence: PairedEvidence, cfg: GateConfig, exclude: Collection[str] = (), agent_runs: int = 0
-) -> GateDecision:
-    """Decide on the evidence of `evidence.sessions` sessions: accepted, rejected, or pending.
-
-    The test: one-sided exact sign-flip test of the items' paired differences, at the false-accept rate spent
-    on this session (`session_alpha`). Each session's test is exact under "the edit has no effect" (each
-    item's difference is then symmetric about zero, whatever the repeats and however correlated), so the
-    chance of any false accept over all sessions is at most their sum, 1 - confidence, however the caller
-    decides to stop or continue. The veto is the mirror test ("the candidate is worse") at veto_confidence.
-    With `cfg.test == "e-value"` the decision is `evalue_decision`'s.
-    """
-    if cfg.test == "e-value":
-        return evalue_decision(evidence, cfg, exclude, agent_runs)
-    session = max(evidence.sessions - 1, 0)
-    diffs = list(evidence.differences(exclude).values())
-    values, scale = _integer_differences(evidence, exclude)
-    n = len(diffs)
-    observed = sum(values)
-    p_better = sign_flip_tail(values, observed) if n else 1.0
-    p_worse = sign_flip_tail(values, -observed) if n else 1.0
-    alpha = session_alpha(cfg, session)
-    mean_diff = sum(diffs) / n if n else 0.0
-    stats = _shared_stats(evidence, cfg, values, mean_diff, (p_better, p_worse, alpha), agent_runs, exclude)
-    stats.update(session=session + 1, sessions_max=len(cfg.spending))
-
-    def verdict(outcome: Outcome, reason: str) -> GateDecision:
-        stats["outcome"] = outcome
-        return GateDecision(outcome == "accepted", "sequential", reason, stats, outcome, evidence)
-
-    where = f"n={n}, {stats['improved_items']} better, {stats['worsened_items']} worse"
-    if n == 0:
-        return verdict("rejected", "no validation items were scored for both skills")
-    if p_better <= alpha + 1e-12:  # 2^-k tails land exactly on the spent rate
-        return verdict(
-            "accepted", f"improvement {mean_diff:+.3f}: paired p={p_better:.4f} <= {alpha:.4f} ({where})"
-        )
-    if cfg.no_regression and mean_diff < 0 and p_worse <= 1 - cfg.veto_confidence:
-        return verdict(
-            "rejected",
-            f"the paired evidence says the candidate is worse: p={p_worse:.3f} <= {1 - cfg.veto_confidence:.3f} "
-            f"({where})",
-        )
-    if mean_diff <= 0:
-        word = "ties" if mean_diff == 0 else "is worse than"
-        return verdict(
-            "rejected",
-            f"candidate {word} the incumbent ({stats['candidate_mean']:.3f} vs {stats['incumbent_mean']:.3f})",
-        )
-    if session + 1 >= len(cfg.spending):
-        return verdict(
-            "rejected",
-            f"undecided after {session + 1} session(s): improvement {mean_diff:+.3f}, p={p_better:.4f} ({where})",
-        )
-    nxt = session_alpha(cfg, session + 1)
-    more = 0
-    while (
-        more < 10_000 and sign_flip_tail([*values, *([scale] * more)], observed + scale * more) > nxt + 1e-12
-    ):
-        more += 1
-    stats["more_items_needed"] = more
-    return verdict(
-        "pending",
-        f"pending evidence: improvement {mean_diff:+.3f}, p={p_better:.4f} > {alpha:.4f} ({where}); "
-        f"next session needs at least {more} more improved item(s)",
-    )
 
 
 def futility(decision: GateDecision) -> str | None:
@@ -1017,20 +361,17 @@ class Gate:
         if self.cfg.kind == "strict":
             inc = incumbent_scores if incumbent_scores is not None else measure(incumbent, self.cfg.repeats)
             cand = measure(candidate, self.cfg.repeats)
-            decision = strict_decision(cand, mean_score(inc))
+            decision = StrictRule().against(cand, mean_score(inc))
             decision.stats["agent_runs"] = sum(len(v) for v in cand.values()) + (
                 0 if incumbent_scores is not None else sum(len(v) for v in inc.values())
             )
             return decision, cand, inc
         inc = measure(incumbent, self.cfg.repeats)
         cand = measure(candidate, self.cfg.repeats)
-        decision = paired_decision(
-            cand,
-            inc,
-            confidence=self.cfg.confidence,
-            no_regression=self.cfg.no_regression,
-            min_delta=self.cfg.min_delta,
+        rule = PairedRule(
+            confidence=self.cfg.confidence, no_regression=self.cfg.no_regression, min_delta=self.cfg.min_delta
         )
+        decision = rule.decide(cand, inc)
         decision.stats["agent_runs"] = sum(len(v) for v in cand.values()) + sum(len(v) for v in inc.values())
         return decision, cand, inc
 
