@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from skillopt_lib.history import HistoryRecord
 from skillopt_lib.screen import Finding, ScreenResult
+from skillopt_lib.training.records import HistoryRecord
 
 WHEN = "found while training"
 

@@ -16,8 +16,8 @@ from skillopt_daemon.night import preferences
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import GateStats
-from skillopt_lib.history import HistoryRecord
 from skillopt_lib.skill import SkillBundle
+from skillopt_lib.training.records import HistoryRecord
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.replay import ReplayEnvironment

@@ -31,8 +31,8 @@ from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.night import mining, seeding
 from skillopt_daemon.night.pending import Carried
 from skillopt_lib.gate import PairedEvidence
-from skillopt_lib.history import HistoryRecord
 from skillopt_lib.skill import SkillBundle, SkillDoc, bundle_from_json, bundle_to_json
+from skillopt_lib.training.records import HistoryRecord
 
 if TYPE_CHECKING:
     from skillopt_daemon.night.mining import Family

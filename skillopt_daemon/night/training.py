@@ -54,11 +54,11 @@ from skillopt_lib.gate import (
     plan_gate,
     sequential_decision,
 )
-from skillopt_lib.history import HistoryRecord
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.trainer import PendingCandidate, Trainer
+from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.usage import format_cost
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_daemon.night.evidence import usage_spend
 from skillopt_daemon.night.runs import real_runs
 from skillopt_lib.errors import NotFoundError
-from skillopt_lib.runfiles import HISTORY_FILE, HistoryRecord, read_history
+from skillopt_lib.training.runfiles import HISTORY_FILE, HistoryRecord, read_history
 
 # A run whose history has not moved for this long, and that has no summary, was interrupted.
 RUN_QUIET_S = 15 * 60

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from skillopt_lib.cli.output import console, print_table
-from skillopt_lib.runfiles import HISTORY_FILE, read_history
 from skillopt_lib.trainer import EvalResult, TrainResult
+from skillopt_lib.training.runfiles import HISTORY_FILE, read_history
 from skillopt_lib.usage import format_cost
 
 

@@ -36,6 +36,7 @@ HEAVY = (
     "uvicorn",
     "apscheduler",
     "skillopt_lib.trainer",
+    "skillopt_lib.training.loop",
     "skillopt_daemon.night.mining",
     # the skill format's frontmatter and the training config's YAML: parsed by what reads them
     "yaml",

@@ -15,9 +15,9 @@ from pathlib import Path
 from skillopt_daemon.night import preferences
 from skillopt_daemon.night.carried_findings import WHEN, with_step_findings
 from skillopt_daemon.service.proposals import annotate_screen, screen_warnings
-from skillopt_lib.history import HistoryRecord
 from skillopt_lib.screen import COPIED, CandidateScreen, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle, SkillDoc
+from skillopt_lib.training.records import HistoryRecord
 
 USER_RULE = "- Always run ruff check --fix on the changed files before you commit anything."
 PORTUGUESE = (

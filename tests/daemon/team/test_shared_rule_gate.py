@@ -14,10 +14,10 @@ from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import shared_rules
 from skillopt_daemon.night.shared_rules import SharedRule
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt_lib.history import HistoryRecord
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing.house_style import HARMFUL, demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from skillopt_lib.training.records import HistoryRecord
 
 KEY = "sk-team-gate-test-0123456789abcdef"
 

@@ -101,8 +101,8 @@ def test_local_executor_keeps_order_bounds_concurrency_and_raises() -> None:
 
 
 def test_run_files_write_bundles_privately_and_redacted(tmp_path: Path) -> None:
-    from skillopt_lib.runfiles import RunFiles
     from skillopt_lib.skill import SkillBundle, SkillDoc
+    from skillopt_lib.training.runfiles import RunFiles
 
     doc = SkillDoc.new("multi", "A skill with references.", "# Multi\n\nSee references/notes.md.\n")
     bundle = SkillBundle.from_doc(doc, {"references/notes.md": b"token literal-secret-999 here\n"})

@@ -10,8 +10,8 @@ from optimizer_support import overrides
 
 import skillopt_lib
 from skillopt_lib.envs.toy import HouseStyleEnv
-from skillopt_lib.runfiles import HISTORY_KEYS, read_history
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from skillopt_lib.training.runfiles import HISTORY_KEYS, read_history
 
 
 def test_every_key_the_trainer_writes_is_declared(

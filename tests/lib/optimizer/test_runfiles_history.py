@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from skillopt_lib.config import Redactor
-from skillopt_lib.runfiles import RunFiles, read_history
+from skillopt_lib.training.runfiles import RunFiles, read_history
 
 
 def test_a_line_being_written_is_left_for_the_next_read(tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ from optimizer_support import SECRET, overrides
 
 import skillopt_lib
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
-from skillopt_lib.runfiles import read_history
 from skillopt_lib.testing import Fault
 from skillopt_lib.testing.house_style import demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from skillopt_lib.training.runfiles import read_history
 
 pytestmark = pytest.mark.slow
 

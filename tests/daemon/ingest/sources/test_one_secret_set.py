@@ -15,7 +15,7 @@ from skillopt_daemon.ingest.redact import Redactor as IngestRedactor
 from skillopt_lib import secrets
 from skillopt_lib.config import Redactor as RunRedactor
 from skillopt_lib.config import masked_dump
-from skillopt_lib.runfiles import RunFiles
+from skillopt_lib.training.runfiles import RunFiles
 
 from .secrets_corpus import ALNUM, UPPER_NUM, Secret, make_secrets
 

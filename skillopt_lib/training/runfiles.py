@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from skillopt_lib.config import Redactor
-from skillopt_lib.history import HISTORY_KEYS, HistoryRecord
+from skillopt_lib.errors import ConfigError
 from skillopt_lib.skill import SKILL_FILE, SkillBundle, bundle_from_json, bundle_to_json
+from skillopt_lib.training.records import HISTORY_KEYS, HistoryRecord
 
 STATE_VERSION = 1
 HISTORY_FILE = "history.jsonl"
@@ -149,3 +150,18 @@ class RunFiles:
                     target.write_bytes(data)
         elif folder.exists() and (folder / SKILL_FILE).exists():
             shutil.rmtree(folder)
+
+
+def saved_config(run_dir: str | Path) -> dict[str, Any]:
+    """The configuration a run was started with, as data (masked literal keys dropped: keys come from the
+    environment on resume)."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"{run_dir} has no config.json", hint="give the folder of a run started by skillopt train"
+        )
+    saved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for role in ("agent", "optimizer"):
+        if isinstance(saved.get(role), dict) and saved[role].get("api_key") == "****":
+            saved[role]["api_key"] = None
+    return saved

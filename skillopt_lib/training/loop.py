@@ -1,0 +1,1038 @@
+"""The training loop: rollout → reflect → aggregate → screen → select → update → screen → evaluate, one
+step per batch (the screens run when a candidate screen is given: `skillopt_lib.seating`).
+
+`Trainer` trains a skill for a frozen agent on any `Environment`. It holds no database and knows nothing of
+the daemon: the nightly cycle reuses it on replayed tasks exactly as `skillopt train` uses it on a benchmark.
+
+Determinism: batches, minibatches and prompts derive from the seed and the step number, rollouts come back in
+item order, and nothing depends on wall-clock time; given the same model outputs a run is reproducible, and a
+run resumed from its checkpoint (`Trainer.resume`) ends exactly where an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from skillopt_lib.agents import TOOLS
+from skillopt_lib.aggregate import aggregate
+from skillopt_lib.backends import create_backend
+from skillopt_lib.backends.base import ChatBackend, Usage
+from skillopt_lib.budget import budget_at, fit_skill_size, size_problem
+from skillopt_lib.config import (
+    Redactor,
+    TrainConfig,
+    config_secrets,
+    masked_dump,
+    validate_config,
+)
+from skillopt_lib.edits import (
+    GUIDANCE_REGION,
+    Edit,
+    apply_edits,
+    bundle_changed_tokens,
+    get_protected_region,
+    set_protected_region,
+)
+from skillopt_lib.envs import load_env
+from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split, recorded_result
+from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.executor import Executor, make_executor
+from skillopt_lib.gate import (
+    Arm,
+    Gate,
+    GateConfig,
+    GateDecision,
+    GateLedger,
+    MemoryLedger,
+    PairedEvidence,
+    PairedMeasure,
+    Request,
+    ScoreTable,
+    evidence_figures,
+    item_score,
+    mean_score,
+    plan_gate,
+    sequential_decision,
+)
+from skillopt_lib.reflect import (
+    OptimizerCaller,
+    Prompts,
+    reflect,
+    render_edits,
+    render_rejected,
+    render_skill,
+)
+from skillopt_lib.seating import Screen, Seating, carries, seat_screen
+from skillopt_lib.selection import select_edits
+from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
+from skillopt_lib.training.runfiles import STATE_VERSION, RunFiles, saved_config, utc_iso
+from skillopt_lib.training.state import (
+    EvalResult,
+    PendingCandidate,
+    RunState,
+    TrainResult,
+    usage_from,
+)
+
+Event = dict[str, Any]
+EventHandler = Callable[[Event], None]
+META_NOTES_MAX = 2000
+
+
+class Trainer:
+    """Train a skill on an environment. Use `Trainer(...).train()` or `Trainer.resume(run_dir).train()`.
+
+    `agent` and `optimizer` default to backends built from the config's `agent` / `optimizer` sections through
+    the backend registry; pass objects to use your own (tests, exec backends, a shared client).
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        env: Environment,
+        run_dir: str | Path,
+        *,
+        agent: AgentBackend | None = None,
+        optimizer: ChatBackend | None = None,
+        executor: Executor | None = None,
+        initial_skill: SkillBundle | None = None,
+        on_event: EventHandler | None = None,
+        pending: PendingCandidate | None = None,
+        ledger: GateLedger | None = None,
+        screen: Screen | None = None,
+    ) -> None:
+        self.cfg = config
+        # The candidate screen (untrusted-text defence): a candidate it rejects is never replayed.
+        self.screen = screen
+        # Every replay result the optimizer was shown in this run (their transcripts, tool output, checks'
+        # output): each candidate is screened against all of it, and the night screens the proposal again
+        # against it, so a line copied from a file read during a replay is recognised as copied. Newest first:
+        # the screen reads a bounded amount of text, and the step's own replays must be in it.
+        self.shown: list[ItemResult] = []
+        self._carried = pending
+        # A candidate whose gate session a raised error cut short, with the pairs measured before it.
+        self.interrupted: PendingCandidate | None = None
+        # Which candidates were tested against which incumbent: the e-value gate shares one error rate
+        # between them. A caller that runs again on the same incumbent (the nightly cycle) passes its own.
+        self.ledger: GateLedger = ledger if ledger is not None else MemoryLedger()
+        self.env = env
+        self.on_event = on_event or (lambda e: None)
+        self.redactor = Redactor(config_secrets(config))
+        self.files = RunFiles(Path(run_dir), self.redactor)
+        prices = {k: v.model_dump() for k, v in config.prices.items()}
+        if agent is None:
+            _check_agent_kind(env, config.agent.backend)
+        self.agent = agent if agent is not None else create_backend(config.agent, "agent", prices=prices)
+        optimizer_backend = (
+            optimizer
+            if optimizer is not None
+            else create_backend(config.optimizer, "optimizer", prices=prices)
+        )
+        self.caller = OptimizerCaller(
+            optimizer_backend, Prompts(config.prompts_dir), config.reflect.json_retries
+        )
+        self.executor = executor or make_executor(config.executor, config.concurrency)
+        self.gate = Gate(config.gate)
+        splits = env.splits()
+        self.train_items: list[Item] = list(splits.train)
+        self.val_items: list[Item] = list(splits.val)
+        self.test_items: list[Item] = list(splits.test)
+        if not self.train_items or not self.val_items:
+            raise ConfigError(
+                f"environment {getattr(env, 'name', env)!r} has {len(self.train_items)} train and "
+                f"{len(self.val_items)} validation items; training needs both",
+                hint="check the environment's options",
+            )
+        self.batches_per_epoch = math.ceil(len(self.train_items) / config.batch_size)
+        self.total_steps = self.batches_per_epoch * config.epochs
+        if config.max_steps:
+            self.total_steps = min(self.total_steps, config.max_steps)
+        self.agent_usage = Usage()
+        self._resumed_state: RunState | None = None
+        seed = initial_skill or env.seed_skill()
+        self._initial_skill = seed
+
+    # ------------------------------------------------------------------------------------------ resume
+    @classmethod
+    def resume(
+        cls,
+        run_dir: str | Path,
+        *,
+        config: TrainConfig | None = None,
+        env: Environment | None = None,
+        agent: AgentBackend | None = None,
+        optimizer: ChatBackend | None = None,
+        executor: Executor | None = None,
+        on_event: EventHandler | None = None,
+    ) -> Trainer:
+        """Continue a run from its checkpoint. Keys come from the environment again, never from the run."""
+        run_path = Path(run_dir)
+        if not (run_path / "state.json").is_file():
+            raise ConfigError(
+                f"{run_path} has no checkpoint (state.json)",
+                hint="give the folder of a run started by skillopt train",
+            )
+        if config is None:
+            config = validate_config(saved_config(run_path))
+        if env is None:
+            if not config.env:
+                raise ConfigError("the run's config names no environment", hint="pass --env")
+            env = load_env(config.env, **config.env_options)
+        trainer = cls(
+            config, env, run_path, agent=agent, optimizer=optimizer, executor=executor, on_event=on_event
+        )
+        state = json.loads((run_path / "state.json").read_text(encoding="utf-8"))
+        if state.get("version") != STATE_VERSION:
+            raise ConfigError(
+                f"{run_path} was written by another skillopt version (state {state.get('version')})"
+            )
+        trainer._resumed_state = RunState.from_dict(state)
+        return trainer
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _emit(self, kind: str, **data: Any) -> None:
+        try:
+            self.on_event({"event": kind, **data})
+        except Exception:  # a broken progress display must not stop training
+            pass
+
+    def _parallel(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
+        if len(jobs) <= 1 or self.cfg.reflect.parallel <= 1:
+            return [fn(j) for j in jobs]
+        with ThreadPoolExecutor(
+            max_workers=self.cfg.reflect.parallel, thread_name_prefix="skillopt-opt"
+        ) as pool:
+            return list(pool.map(fn, jobs))
+
+    def _rollout(self, skill: SkillBundle, items: Sequence[Item], repeats: int = 1) -> list[list[ItemResult]]:
+        """Run every item `repeats` times; results[i][r] is item i's r-th run."""
+        jobs = [(item, r) for item in items for r in range(repeats)]
+        env, agent = self.env, self.agent  # not `self`: a cluster executor ships this function to workers
+        results: list[ItemResult] = self.executor.map(lambda job: env.run(job[0], skill, agent), jobs)
+        for res in results:
+            self.agent_usage.add(res.usage)
+        out: list[list[ItemResult]] = [[] for _ in items]
+        for (item_index, _), res in zip(
+            ((i, r) for i in range(len(items)) for r in range(repeats)), results, strict=True
+        ):
+            out[item_index].append(res)
+        return out
+
+    def _train_rollout(
+        self, skill: SkillBundle, items: Sequence[Item], *, initial: bool
+    ) -> list[tuple[Item, ItemResult]]:
+        """The step's rollout of the incumbent on its train batch. With `use_recorded`, while the incumbent
+        is still the skill the run started from, what the environment has on record is read instead of
+        replayed (`recorded_result`); an accepted edit makes a skill no record shows."""
+        recorded = {}
+        if self.cfg.use_recorded and initial:
+            recorded = {item.id: r for item in items if (r := recorded_result(self.env, item)) is not None}
+        todo = [item for item in items if item.id not in recorded]
+        runs = dict(zip((i.id for i in todo), (rs[0] for rs in self._rollout(skill, todo, 1)), strict=True))
+        return [(item, recorded.get(item.id) or runs[item.id]) for item in items]
+
+    def _scores(self, runs: list[list[ItemResult]], items: Sequence[Item]) -> ScoreTable:
+        return {
+            item.id: [item_score(r.hard, r.soft, self.cfg.gate) for r in rs]
+            for item, rs in zip(items, runs, strict=True)
+        }
+
+    def _measure(self, skill: SkillBundle, repeats: int) -> ScoreTable:
+        return self._scores(self._rollout(skill, self.val_items, repeats), self.val_items)
+
+    def _measure_pairs(self, candidate: SkillBundle, incumbent: SkillBundle) -> PairedMeasure:
+        """Interleaved single runs for the sequential gate, submitted in the gate's order (validation items only)."""
+        by_id = {item.id: item for item in self.val_items}
+        skills: dict[Arm, SkillBundle] = {"candidate": candidate, "incumbent": incumbent}
+
+        def measure(requests: Sequence[Request]) -> list[float]:
+            jobs = [(by_id[item], skills[arm]) for item, arm in requests]
+            env, agent = self.env, self.agent  # not `self`: a cluster executor ships this function to workers
+            results: list[ItemResult] = self.executor.map(lambda job: env.run(job[0], job[1], agent), jobs)
+            for res in results:
+                self.agent_usage.add(res.usage)
+            return [item_score(r.hard, r.soft, self.cfg.gate) for r in results]
+
+        return measure
+
+    def _spent(self, state: RunState) -> Usage:
+        total = Usage()
+        total.add(self.agent_usage).add(self.caller.usage)
+        total.add(usage_from(state.usage_base["agent"])).add(usage_from(state.usage_base["optimizer"]))
+        return total
+
+    def _budget_left(self, state: RunState) -> str | None:
+        spent = self._spent(state)
+        if self.cfg.max_tokens is not None and spent.total_tokens >= self.cfg.max_tokens:
+            return f"token budget used ({spent.total_tokens} >= {self.cfg.max_tokens})"
+        if self.cfg.max_cost_usd is not None and spent.cost_usd >= self.cfg.max_cost_usd:
+            return f"cost budget used (${spent.cost_usd:.4f} >= ${self.cfg.max_cost_usd})"
+        if self.cfg.max_steps is not None and state.step >= self.cfg.max_steps:
+            return f"step budget used ({state.step} steps)"
+        return None
+
+    def _usage_now(self, state: RunState) -> dict[str, Any]:
+        agent = usage_from(state.usage_base["agent"]).add(self.agent_usage)
+        opt = usage_from(state.usage_base["optimizer"]).add(self.caller.usage)
+        return {"agent": agent.to_dict(), "optimizer": opt.to_dict()}
+
+    def _checkpoint(self, state: RunState) -> None:
+        state.usage = self._usage_now(state)
+        state.history_lines = self.files.history_lines()
+        self.files.write_json("state.json", state.to_dict())
+
+    def _history(self, state: RunState, record: dict[str, Any]) -> None:
+        record.setdefault("time", utc_iso())
+        record["usage_total"] = self._usage_now(state)
+        self.files.append_history(record)
+
+    def _context(self, state: RunState, skill: SkillBundle) -> dict[str, Any]:
+        return {
+            "skill": render_skill(skill),
+            "meta_notes": state.meta_notes or "(none yet)",
+            "rejected": render_rejected(state.rejected),
+        }
+
+    # ------------------------------------------------------------------------------------------ the loop
+    def train(self) -> TrainResult:
+        try:
+            return self._train()
+        finally:
+            self.executor.close()
+            close = getattr(self.env, "close", None)
+            if callable(close):
+                close()
+
+    def _train(self) -> TrainResult:
+        if self._resumed_state is not None:
+            state = self._resumed_state
+            self.files.truncate_history(state.history_lines)
+        else:
+            if self.files.state_path.exists():
+                raise ConfigError(
+                    f"{self.files.dir} already holds a run", hint=f"resume it with --resume {self.files.dir}"
+                )
+            self._initial_skill.require_valid()
+            state = RunState.new(self._initial_skill)
+            self.files.write_json("config.json", masked_dump(self.cfg))
+            plan = plan_gate(len(self.val_items), self.cfg.gate)
+            if not plan.decidable:
+                state.warnings.append(f"the validation split can never pass the gate: {plan.reason}")
+        state.usage_base = {k: dict(v) for k, v in state.usage.items()}
+        if self._resumed_state is None:
+            self._checkpoint(state)
+        self._emit(
+            "start",
+            run_dir=str(self.files.dir),
+            total_steps=self.total_steps,
+            epochs=self.cfg.epochs,
+            step=state.step,
+            resumed=self._resumed_state is not None,
+            gate_plan=plan_gate(len(self.val_items), self.cfg.gate).to_dict(),
+        )
+        if self._resumed_state is None:
+            for message in state.warnings:
+                self._emit("warning", message=message)
+        if state.phase == "baseline":
+            self._baseline(state)
+            if self.cfg.hold_pending and state.pending is not None:
+                state.stopped = "a carried candidate is still gathering evidence; no new candidate this run"
+                state.phase = "done"
+                self._checkpoint(state)
+        while state.phase != "done":
+            if state.phase == "epoch_end":
+                self._epoch_end(state)
+                continue
+            reason = self._stop_reason(state)
+            if reason:
+                state.stopped = reason
+                state.phase = "done"
+                self._checkpoint(state)
+                break
+            self._step(state)
+        return self._finish(state)
+
+    def _stop_reason(self, state: RunState) -> str | None:
+        if state.epoch >= self.cfg.epochs:
+            return f"completed {self.cfg.epochs} epoch(s)"
+        if self.cfg.patience is not None and state.no_improve >= self.cfg.patience:
+            return f"early stop: {state.no_improve} step(s) without an accepted edit"
+        return self._budget_left(state)
+
+    def _baseline(self, state: RunState) -> None:
+        skill = bundle_from_json(state.incumbent)
+        if not self.cfg.baseline and self.cfg.gate.kind == "sequential":
+            # The gate measures the incumbent beside each candidate: the initial figure comes from its pairs
+            # (`_decide`), and no replay is spent on a figure alone.
+            state.phase = "step"
+            self._history(
+                state,
+                {
+                    "kind": "baseline",
+                    "step": 0,
+                    "val": {"score": None, "n": 0, "repeats": 0, "from": "gate"},
+                    "skill_hash": skill.content_hash,
+                },
+            )
+            self.files.write_skill("best_skill", skill)
+            if self._carried is not None:
+                self._continue_pending(state, self._carried)
+            self._checkpoint(state)
+            self._emit("baseline_done", val=None)
+            return
+        # The sequential gate measures the incumbent again beside each candidate; its baseline is a figure
+        # for the report, so one run per item is enough.
+        repeats = 1 if self.cfg.gate.kind == "sequential" else self.gate.repeats
+        self._emit("baseline", n=len(self.val_items), repeats=repeats)
+        table = self._measure(skill, repeats)
+        score = mean_score(table)
+        state.incumbent_scores, state.initial_val, state.incumbent_val = table, score, score
+        state.phase = "step"
+        self._history(
+            state,
+            {
+                "kind": "baseline",
+                "step": 0,
+                "val": {"score": round(score, 6), "n": len(table), "repeats": repeats},
+                "skill_hash": skill.content_hash,
+            },
+        )
+        self.files.write_skill("best_skill", skill)
+        if self._carried is not None:
+            self._continue_pending(state, self._carried)
+        self._checkpoint(state)
+        self._emit("baseline_done", val=score)
+
+    def _continue_pending(self, state: RunState, pending: PendingCandidate) -> None:
+        """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
+        incumbent = bundle_from_json(state.incumbent)
+        record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
+        if pending.findings:
+            # What the screen found when the candidate was made, in this run's history for its proposal.
+            record["screen"] = {"findings": list(pending.findings)}
+        why = self._carried_mismatch(pending, incumbent)
+        if why:
+            record.update(accepted=False, gate=None, reason=why)
+            self._history(state, record)
+            self._emit("pending", accepted=False, outcome="dropped", reason=why)
+            return
+        if self.screen is not None:
+            verdict = self.screen.check(incumbent, pending.skill, self.shown)
+            if verdict.rejected:
+                why = verdict.reason()
+                record.update(accepted=False, gate=None, reason=why, screened=[verdict.to_dict()])
+                self._history(state, record)
+                self._emit("pending", accepted=False, outcome="screened", reason=why)
+                return
+        evidence = PairedEvidence.from_dict(pending.evidence.to_dict())
+        if self.cfg.gate.test == "e-value":
+            share = self.ledger.share(incumbent.content_hash, pending.skill.content_hash, self.cfg.gate)
+            if share is None:
+                why = "the carried candidate was already decided against this skill"
+                record.update(accepted=False, gate=None, reason=why)
+                self._history(state, record)
+                self._emit("pending", accepted=False, outcome="dropped", reason=why)
+                return
+            evidence.share = share  # the ledger's word, not the file's
+        test_ids = {item.id for item in self.test_items}
+        decision = self._gate_pairs(state, pending.skill, incumbent, evidence, exclude=test_ids)
+        self._initial_from_gate(state, decision)
+        record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
+        if decision.accepted:
+            cand_scores, _ = evidence.tables(test_ids)
+            state.candidate_scores = cand_scores
+            self._accept(state, pending.skill, [], decision)
+        elif decision.pending:
+            state.pending = PendingCandidate(
+                pending.skill, incumbent.content_hash, evidence, decision.reason, pending.findings
+            ).to_dict()
+        if not decision.pending:
+            self.ledger.decided(incumbent.content_hash, pending.skill.content_hash, str(decision.outcome))
+        self._history(state, record)
+        self._emit("pending", accepted=decision.accepted, outcome=decision.outcome, reason=decision.reason)
+
+    def _carried_mismatch(self, pending: PendingCandidate, incumbent: SkillBundle) -> str | None:
+        """Why a carried candidate cannot be continued here, or None. Evidence is bound to the two skills'
+        hashes: evidence measured for other skills (or edited to name these) is never trusted."""
+        if self.cfg.gate.kind != "sequential":
+            return "the carried candidate was measured against another skill"
+        if pending.incumbent_hash != incumbent.content_hash:
+            return "the carried candidate was measured against another skill"
+        ev = pending.evidence
+        if ev.incumbent_hash and ev.incumbent_hash != incumbent.content_hash:
+            return "the carried evidence names another incumbent"
+        if ev.candidate_hash and ev.candidate_hash != pending.skill.content_hash:
+            return "the carried evidence names another candidate"
+        return None
+
+    def _clusters(self) -> dict[str, str]:
+        """Validation items that are near-duplicates of each other (an environment sets `meta["group"]`):
+        the e-value test counts each group once."""
+        return {item.id: str(item.meta.get("group") or item.id) for item in self.val_items}
+
+    def _batch(self, epoch: int, batch: int) -> list[Item]:
+        order = list(self.train_items)
+        random.Random(f"{self.cfg.seed}:epoch:{epoch}").shuffle(order)
+        size = self.cfg.batch_size
+        return order[batch * size : (batch + 1) * size]
+
+    def _step(self, state: RunState) -> None:
+        step, epoch, batch_index = state.step, state.epoch, state.batch
+        incumbent = bundle_from_json(state.incumbent)
+        budget = budget_at(self.cfg.learning_rate, step, self.total_steps)
+        usage_before = self._usage_now(state)
+        self._emit("step_start", step=step + 1, epoch=epoch + 1, total_steps=self.total_steps)
+
+        # 1. rollout
+        items = self._batch(epoch, batch_index)
+        initial = bundle_from_json(state.initial).content_hash == incumbent.content_hash
+        pairs = self._train_rollout(incumbent, items, initial=initial)
+        self.shown[:0] = [r for _, r in pairs]
+        train_hard = sum(r.hard for _, r in pairs) / len(pairs)
+        train_soft = sum(r.soft for _, r in pairs) / len(pairs)
+        self._emit("rollout_done", step=step + 1, train=train_hard)
+
+        # 2. reflect
+        rng = random.Random(f"{self.cfg.seed}:step:{step}")
+        reflection = reflect(
+            self.caller,
+            self.env,
+            pairs,
+            incumbent,
+            budget,
+            state.rejected,
+            state.meta_notes,
+            self.cfg.reflect,
+            rng,
+            self._parallel,
+        )
+        proposed = [e for p in reflection.failure_patches + reflection.success_patches for e in p.edits]
+
+        # 3. aggregate
+        context = self._context(state, incumbent)
+        rejected_keys = {Edit.model_validate(r["edit"]).key() for r in state.rejected}
+        agg = aggregate(
+            self.caller,
+            reflection.failure_patches,
+            reflection.success_patches,
+            rejected_keys,
+            self.cfg.reflect.merge_group_size,
+            context,
+            self._parallel,
+        )
+
+        # 4. screen every candidate edit, then select: a rejected edit never takes a seat in the budget
+        screened: list[Edit] = []
+        seating = Seating(list(agg.candidates))
+        prescreened: list[dict[str, Any]] = []
+        if self.screen is not None:
+            seating = seat_screen(self.screen, incumbent, agg.candidates, self.shown)
+            for edit, verdict in seating.rejected:
+                reason = verdict.reason()
+                self._reject(state, [edit], step, reason)
+                screened.append(edit)
+                prescreened.append(
+                    {
+                        "reason": reason,
+                        "findings": [f.to_dict() for f in verdict.rejects()],
+                        "edits": [edit.model_dump()],
+                    }
+                )
+                self._emit("screened", step=step + 1, reason=reason)
+        sel = select_edits(self.caller, seating.eligible, budget, context, seating.held_back)
+
+        # 5. update (within the skill's size limits)
+        sized, too_big = fit_skill_size(
+            incumbent, sel.selected, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
+        )
+        candidate, applied, conflicts = apply_edits(incumbent, sized)
+        issues = candidate.validate() if applied else []
+        record: dict[str, Any] = {
+            "kind": "step",
+            "step": step + 1,
+            "epoch": epoch + 1,
+            "batch": batch_index + 1,
+            "train": {
+                "n": len(pairs),
+                "hard": round(train_hard, 6),
+                "soft": round(train_soft, 6),
+                "failures": sum(1 for _, r in pairs if not r.passed),
+                "successes": sum(1 for _, r in pairs if r.passed),
+            },
+            "budget": budget.to_dict(),
+            "proposed": [e.model_dump() for e in proposed],
+            "candidates": [e.model_dump() for e in agg.candidates],
+            "selected": [e.model_dump() for e in sel.selected],
+            "ranked_by": sel.ranked_by,
+            "dropped": [
+                {"reason": why, "edit": e.model_dump()} for e, why in [*agg.dropped, *sel.dropped, *too_big]
+            ],
+            "applied": [e.model_dump() for e in applied],
+            "conflicts": [c.to_dict() for c in conflicts],
+            "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
+        }
+        if prescreened:
+            record["screened"] = prescreened
+        if seating.held_back:
+            record["held_back"] = [e.model_dump() for e in seating.held_back]
+
+        # 6. screen the candidate again (its lines together), then evaluate: a rejected line is never replayed.
+        if applied and not issues and self.screen is not None:
+            candidate, applied, also = self._screened(
+                state, incumbent, candidate, applied, self.shown, step, record
+            )
+            screened += also
+            record["applied"] = [e.model_dump() for e in applied]
+        if not applied and screened:
+            record["gate"] = None
+            record["accepted"] = False
+            record["reason"] = record["screened"][0]["reason"]
+            state.no_improve += 1
+        elif not applied or issues:
+            if issues:
+                record["invalid_skill"] = [str(i) for i in issues]
+                self._reject(state, applied, step, "the edited skill is not a valid SKILL.md")
+            record["gate"] = None
+            record["accepted"] = False
+            record["reason"] = "invalid skill after edits" if issues else "no edit to evaluate"
+            state.no_improve += 1
+        else:
+            decision = self._decide(state, candidate, incumbent)
+            self._pending_findings(state, candidate, record)
+            record["gate"] = decision.to_dict()
+            record["accepted"] = decision.accepted
+            record["reason"] = decision.reason
+            record["changed_tokens"] = bundle_changed_tokens(incumbent, candidate)
+            record["candidate_hash"] = candidate.content_hash
+            if decision.accepted:
+                self._accept(state, candidate, applied, decision)
+            else:
+                self._reject(state, applied, step, decision.reason)
+                state.no_improve += 1
+        record["rejected_edits"] = [e.model_dump() for e in screened] + (
+            [e.model_dump() for e in applied] if not record["accepted"] else []
+        )
+        record["val"] = {"incumbent": state.incumbent_val}
+        record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
+        record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
+
+        state.step = step + 1
+        state.batch = batch_index + 1
+        if state.batch >= self.batches_per_epoch:
+            state.phase = "epoch_end"
+        self._history(state, record)
+        self._checkpoint(state)
+        self._emit(
+            "step_done",
+            step=step + 1,
+            epoch=epoch + 1,
+            total_steps=self.total_steps,
+            accepted=record["accepted"],
+            reason=record["reason"],
+            val=state.incumbent_val,
+            train=train_hard,
+            spent=self._usage_now(state),
+        )
+
+    def _screened(
+        self,
+        state: RunState,
+        incumbent: SkillBundle,
+        candidate: SkillBundle,
+        applied: list[Edit],
+        shown: Sequence[ItemResult],
+        step: int,
+        record: dict[str, Any],
+    ) -> tuple[SkillBundle, list[Edit], list[Edit]]:
+        """Screen the candidate; while the screen rejects it, reject the edits that carry a rejected line (into
+        the rejected-edit buffer, with the screen's reason: which line and why) and build the candidate again
+        from the step's other edits, which are screened in turn. Returns the candidate left, its edits (none
+        when nothing survived) and the edits the screen rejected; `record["screened"]` lists each verdict, and
+        `record["screen"]` the verdict on the candidate left (its warnings travel into the proposal)."""
+        assert self.screen is not None
+        rejected: list[Edit] = []
+        while applied:
+            verdict = self.screen.check(incumbent, candidate, shown)
+            if not verdict.rejected:
+                record["screen"] = verdict.to_dict()
+                break
+            lines = {f.line.strip() for f in verdict.rejects()}
+            bad = [e for e in applied if carries(e, lines)] or list(applied)
+            reason = verdict.reason()
+            self._reject(state, bad, step, reason)
+            rejected += bad
+            record.setdefault("screened", []).append(
+                {
+                    "reason": reason,
+                    "findings": [f.to_dict() for f in verdict.rejects()],
+                    "edits": [e.model_dump() for e in bad],
+                }
+            )
+            self._emit("screened", step=step + 1, reason=reason)
+            rest = [e for e in applied if all(e is not b for b in bad)]
+            if not rest:
+                return incumbent, [], rejected
+            candidate, applied, _conflicts = apply_edits(incumbent, rest)
+        return candidate, applied, rejected
+
+    def _decide(self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
+        if self.cfg.gate.kind == "sequential":
+            evidence = PairedEvidence(
+                candidate_hash=candidate.content_hash, incumbent_hash=incumbent.content_hash
+            )
+            if self.cfg.gate.test == "e-value":
+                share = self.ledger.share(incumbent.content_hash, candidate.content_hash, self.cfg.gate)
+                if share is None:
+                    return GateDecision(
+                        False, "sequential", "this candidate was already tested against this skill"
+                    )
+                evidence.share = share
+            decision = self._gate_pairs(state, candidate, incumbent, evidence)
+            self._initial_from_gate(state, decision)
+            if not decision.pending:
+                self.ledger.decided(incumbent.content_hash, candidate.content_hash, str(decision.outcome))
+            assert decision.evidence is not None
+            cand_scores, inc_scores = decision.evidence.tables()
+            state.incumbent_val = mean_score(inc_scores)
+            state.candidate_scores = cand_scores
+            if decision.pending:
+                self._keep_pending(state, candidate, incumbent, decision)
+            return decision
+        cached = state.incumbent_scores if self.cfg.gate.kind == "strict" else None
+        decision, cand_scores, inc_scores = self.gate.decide(self._measure, candidate, incumbent, cached)
+        if self.cfg.gate.kind == "paired":
+            state.incumbent_val = mean_score(inc_scores)
+        state.candidate_scores = cand_scores
+        return decision
+
+    def _gate_pairs(
+        self,
+        state: RunState,
+        candidate: SkillBundle,
+        incumbent: SkillBundle,
+        evidence: PairedEvidence,
+        exclude: Collection[str] = (),
+    ) -> GateDecision:
+        """The sequential gate's session for `candidate`, measured a few pairs at a time.
+
+        When a replay raises (a budget's cap reached mid-way, `BackendUnavailable`), the pairs already
+        measured are kept as this candidate's pending evidence and checkpointed before the error goes on:
+        they were paid for, and with the e-value test they are valid evidence for a later run to extend
+        (`interrupted` holds them for a caller that catches the error)."""
+        try:
+            return self.gate.decide_paired(
+                self._measure_pairs(candidate, incumbent),
+                [item.id for item in self.val_items],
+                evidence,
+                exclude=exclude,
+                clusters=self._clusters(),
+                chunk_pairs=max(1, self.cfg.concurrency),
+            )
+        except BaseException:
+            if self.cfg.gate.test == "e-value" and evidence.pairs:
+                self.interrupted = PendingCandidate(
+                    candidate,
+                    incumbent.content_hash,
+                    evidence,
+                    f"interrupted after {len(evidence.pairs)} measured item(s); the evidence is kept",
+                )
+                state.pending = self.interrupted.to_dict()
+                self._checkpoint(state)
+            raise
+
+    def _initial_from_gate(self, state: RunState, decision: GateDecision) -> None:
+        """Without a baseline rollout, the initial skill's figure is its arm of the gate's first pairs."""
+        if state.initial_val is None and decision.evidence is not None and decision.evidence.pairs:
+            _cand, inc = decision.evidence.tables()
+            state.initial_val = mean_score(inc)
+            state.incumbent_val = (
+                state.incumbent_val if state.incumbent_val is not None else state.initial_val
+            )
+
+    def _keep_pending(
+        self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle, decision: GateDecision
+    ) -> None:
+        """Remember the most promising undecided candidate (lowest p) for a later run to finish deciding."""
+        assert decision.evidence is not None
+        held = state.pending
+        if held is not None and held["incumbent_hash"] == incumbent.content_hash:
+            held_p = PendingCandidate.from_dict(held)
+            if (
+                sequential_decision(held_p.evidence, self.cfg.gate).stats["p_value"]
+                <= decision.stats["p_value"]
+            ):
+                return
+        state.pending = PendingCandidate(
+            candidate, incumbent.content_hash, decision.evidence, decision.reason
+        ).to_dict()
+
+    def _pending_findings(self, state: RunState, candidate: SkillBundle, record: dict[str, Any]) -> None:
+        """When `candidate` is the one kept pending, carry the screen's findings on it (`record["screen"]`)."""
+        held = state.pending
+        screen = record.get("screen")
+        if held is None or not isinstance(screen, dict) or not screen.get("findings"):
+            return
+        if bundle_from_json(held["skill"]).content_hash == candidate.content_hash:
+            held["findings"] = list(screen["findings"])
+
+    def _accept(
+        self, state: RunState, candidate: SkillBundle, applied: list[Edit], decision: GateDecision
+    ) -> None:
+        cand_scores, state.candidate_scores = state.candidate_scores, None
+        state.incumbent = bundle_to_json(candidate)
+        state.incumbent_scores = cand_scores
+        state.incumbent_val = mean_score(cand_scores)
+        state.accepted_steps += 1
+        state.tiers.append(decision.tier or "proven")
+        state.no_improve = 0
+        state.pending = None  # measured against the old incumbent: no longer comparable
+        state.epoch_accepted.extend(
+            {"edit": e.model_dump(), "step": state.step + 1, "stats": decision.stats} for e in applied
+        )
+        self.files.write_skill("best_skill", candidate)
+
+    def _reject(self, state: RunState, applied: list[Edit], step: int, reason: str) -> None:
+        state.candidate_scores = None
+        for e in applied:
+            entry = {"edit": e.model_dump(), "step": step + 1, "epoch": state.epoch + 1, "reason": reason}
+            state.rejected.append(entry)
+            state.epoch_rejected.append(entry)
+
+    def _epoch_end(self, state: RunState) -> None:
+        epoch = state.epoch
+        self._emit("epoch_end", epoch=epoch + 1)
+        if self.cfg.slow_update and state.epoch_accepted and not self._budget_left(state):
+            self._slow_update(state)
+        if (
+            self.cfg.meta_skill
+            and (state.epoch_accepted or state.epoch_rejected)
+            and not self._budget_left(state)
+        ):
+            self._meta_notes(state)
+        state.epoch = epoch + 1
+        state.batch = 0
+        state.epoch_accepted = []
+        state.epoch_rejected = []
+        state.phase = "step"
+        self._checkpoint(state)
+
+    def _slow_update(self, state: RunState) -> None:
+        class Guidance(BaseModel):
+            reasoning: str = ""
+            guidance: str = ""
+
+        incumbent = bundle_from_json(state.incumbent)
+        accepted = [Edit.model_validate(a["edit"]) for a in state.epoch_accepted]
+        usage_before = self._usage_now(state)
+        answer, call = self.caller.call_json(
+            "slow_update",
+            Guidance,
+            skill=render_skill(incumbent),
+            guidance=get_protected_region(incumbent, GUIDANCE_REGION) or "(none yet)",
+            accepted=render_edits(accepted),
+            rejected=render_rejected(state.epoch_rejected),
+        )
+        record: dict[str, Any] = {"kind": "slow_update", "epoch": state.epoch + 1, "step": state.step}
+        record["optimizer_calls"] = [call.to_dict()]
+        if answer is None or not answer.guidance.strip():
+            record.update(accepted=False, reason="no usable guidance returned", gate=None)
+        else:
+            try:
+                candidate = set_protected_region(incumbent, answer.guidance, GUIDANCE_REGION)
+            except SkillOptError as exc:
+                candidate = None
+                record.update(accepted=False, reason=exc.message, gate=None)
+            if candidate is not None:
+                problem = size_problem(
+                    incumbent, candidate, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
+                )
+                if candidate.content_hash == incumbent.content_hash:
+                    record.update(accepted=False, reason="guidance unchanged", gate=None)
+                elif problem:
+                    record.update(accepted=False, reason=problem, gate=None)
+                elif (
+                    self.screen is not None
+                    and (verdict := self.screen.check(incumbent, candidate, self.shown)).rejected
+                ):
+                    record.update(accepted=False, reason=verdict.reason(), gate=None)
+                    record["screened"] = [
+                        {"reason": verdict.reason(), "findings": verdict.to_dict()["findings"]}
+                    ]
+                else:
+                    decision = self._decide(state, candidate, incumbent)
+                    record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
+                    record["guidance"] = answer.guidance
+                    guidance_edit = Edit(
+                        op="replace" if get_protected_region(incumbent) else "append",
+                        target=get_protected_region(incumbent) or None,
+                        content=answer.guidance,
+                        source_type="slow_update",
+                        rationale="epoch consolidation",
+                    )
+                    if decision.accepted:
+                        self._accept(state, candidate, [], decision)
+                    else:
+                        self._reject(state, [guidance_edit], state.step - 1, decision.reason)
+        record["val"] = {"incumbent": state.incumbent_val}
+        record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
+        record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
+        self._history(state, record)
+        self._emit("slow_update", epoch=state.epoch + 1, accepted=record["accepted"], reason=record["reason"])
+
+    def _meta_notes(self, state: RunState) -> None:
+        class Notes(BaseModel):
+            notes: str = ""
+
+        accepted_lines = [
+            f"- {Edit.model_validate(a['edit']).short(160)} (gate: {json.dumps(a.get('stats', {}))[:200]})"
+            for a in state.epoch_accepted
+        ]
+        answer, call = self.caller.call_json(
+            "meta_skill",
+            Notes,
+            meta_notes=state.meta_notes or "(none yet)",
+            accepted="\n".join(accepted_lines) or "(none)",
+            rejected=render_rejected(state.epoch_rejected),
+        )
+        if answer is not None and answer.notes.strip():
+            state.meta_notes = answer.notes.strip()[:META_NOTES_MAX]
+        self._history(
+            state,
+            {
+                "kind": "meta_notes",
+                "epoch": state.epoch + 1,
+                "step": state.step,
+                "notes": state.meta_notes,
+                "optimizer_calls": [call.to_dict()],
+            },
+        )
+
+    def _finish(self, state: RunState) -> TrainResult:
+        best = bundle_from_json(state.incumbent)
+        initial = bundle_from_json(state.initial)
+        self.files.write_skill("best_skill", best)
+        test: dict[str, Any] = {}
+        wanted = self.cfg.evaluate_test is True or (
+            self.cfg.evaluate_test == "if-accepted" and state.accepted_steps > 0
+        )
+        if wanted and self.test_items and not state.test:
+            self._emit("test_start", n=len(self.test_items))
+            for label, skill in (("initial", initial), ("best", best)):
+                ev = self.evaluate(skill, "test")
+                test[label] = {
+                    "score": round(ev.score, 6),
+                    "hard": round(ev.hard, 6),
+                    "soft": round(ev.soft, 6),
+                }
+            state.test = test
+            self._history(state, {"kind": "test", "step": state.step, "test": test})
+            self._checkpoint(state)
+        summary = {
+            "env": getattr(self.env, "name", str(self.env)),
+            "run_dir": str(self.files.dir),
+            "skill_name": best.name,
+            "steps": state.step,
+            "epochs_completed": min(state.epoch, self.cfg.epochs),
+            "accepted_steps": state.accepted_steps,
+            "rejected_edits": len(state.rejected),
+            "stopped": state.stopped,
+            "gate": self.cfg.gate.kind,
+            # The weakest tier among the accepted decisions that made the best skill.
+            "tier": ("likely" if "likely" in state.tiers else "proven") if state.accepted_steps else None,
+            # None when nothing measured the validation split (no baseline rollout and no gate session).
+            "initial_val": None if state.initial_val is None else round(float(state.initial_val), 6),
+            "best_val": None if state.incumbent_val is None else round(float(state.incumbent_val), 6),
+            "test": state.test or {},
+            "best_skill_hash": best.content_hash,
+            "warnings": list(state.warnings or []),
+            "pending": _pending_summary(state.pending, self.cfg.gate),
+            "changed_tokens": bundle_changed_tokens(initial, best),
+            "usage": self._usage_now(state),
+            "started": state.started,
+            "finished": utc_iso(),
+        }
+        pending = PendingCandidate.from_dict(state.pending) if state.pending else None
+        if pending is not None:
+            self.files.write_skill("pending_skill", pending.skill)
+            self.files.write_json("pending.json", pending.to_dict())
+        self.files.write_json("summary.json", summary)
+        self._emit("done", summary=summary)
+        return TrainResult(self.files.dir, best, summary, pending, tuple(self.files.history()))
+
+    # ------------------------------------------------------------------------------------------ evaluation
+    def evaluate(self, skill: SkillBundle, split: Split = "val", repeats: int = 1) -> EvalResult:
+        items = {"train": self.train_items, "val": self.val_items, "test": self.test_items}[split]
+        before = Usage().add(self.agent_usage)
+        runs = self._rollout(skill, items, repeats)
+        flat = [r for rs in runs for r in rs]
+        table = self._scores(runs, items)
+        used = Usage(
+            input_tokens=self.agent_usage.input_tokens - before.input_tokens,
+            output_tokens=self.agent_usage.output_tokens - before.output_tokens,
+            calls=self.agent_usage.calls - before.calls,
+            cost_usd=self.agent_usage.cost_usd - before.cost_usd,
+        )
+        n = len(flat) or 1
+        return EvalResult(
+            split=split,
+            score=mean_score(table),
+            hard=sum(r.hard for r in flat) / n,
+            soft=sum(r.soft for r in flat) / n,
+            n=len(items),
+            repeats=repeats,
+            results=flat,
+            usage=used,
+        )
+
+
+def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, Any] | None:
+    """The running figures of a pending candidate, for `status` and the summary."""
+    if not data:
+        return None
+    pending = PendingCandidate.from_dict(data)
+    return {
+        "skill_hash": pending.skill.content_hash,
+        "incumbent_hash": pending.incumbent_hash,
+        "reason": pending.reason,
+        **evidence_figures(pending.evidence, cfg),
+    }
+
+
+EXEC_BACKENDS = tuple(row.backend for row in TOOLS.values() if row.backend)
+
+
+def _check_agent_kind(env: Environment, backend: str) -> None:
+    """A chat environment needs a chat model and an exec environment a real agent CLI: say so up front."""
+    kind = getattr(env, "agent_kind", "chat")
+    name = getattr(env, "name", str(env))
+    if kind == "exec" and backend not in EXEC_BACKENDS:
+        raise ConfigError(
+            f"environment {name!r} runs a real agent CLI, but agent.backend is {backend!r}",
+            hint=f"set agent.backend to one of: {', '.join(EXEC_BACKENDS)}",
+        )
+    if kind == "chat" and backend in EXEC_BACKENDS:
+        raise ConfigError(
+            f"environment {name!r} talks to a chat model, but agent.backend is the exec backend {backend!r}",
+            hint=f"use a chat backend (openai, anthropic, a preset) or {backend}-chat where available",
+        )
+
+
+def _usage_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for role in after:
+        a, b = after[role], before.get(role, {})
+        out[role] = {
+            "input_tokens": a["input_tokens"] - b.get("input_tokens", 0),
+            "output_tokens": a["output_tokens"] - b.get("output_tokens", 0),
+            "calls": a["calls"] - b.get("calls", 0),
+            "cost_usd": round(a["cost_usd"] - b.get("cost_usd", 0.0), 6),
+        }
+    return out
