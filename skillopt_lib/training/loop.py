@@ -22,10 +22,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from skillopt_lib.agents import TOOLS
-from skillopt_lib.aggregate import aggregate
 from skillopt_lib.backends import create_backend
 from skillopt_lib.backends.base import ChatBackend, Usage
-from skillopt_lib.budget import budget_at, fit_skill_size, size_problem
+from skillopt_lib.budget import budget_at, size_problem
 from skillopt_lib.config import (
     Redactor,
     TrainConfig,
@@ -65,13 +64,11 @@ from skillopt_lib.gate import (
 from skillopt_lib.reflect import (
     OptimizerCaller,
     Prompts,
-    reflect,
     render_edits,
     render_rejected,
     render_skill,
 )
-from skillopt_lib.seating import Screen, Seating, carries, seat_screen
-from skillopt_lib.selection import select_edits
+from skillopt_lib.seating import Screen, carries
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 from skillopt_lib.training.runfiles import STATE_VERSION, RunFiles, saved_config, utc_iso
 from skillopt_lib.training.state import (
@@ -80,6 +77,15 @@ from skillopt_lib.training.state import (
     RunState,
     TrainResult,
     usage_from,
+)
+from skillopt_lib.training.step import (
+    Rollout,
+    StepPlan,
+    Update,
+    choose,
+    reflect_on,
+    step_record,
+    update,
 )
 
 Event = dict[str, Any]
@@ -485,106 +491,68 @@ class Trainer:
         return order[batch * size : (batch + 1) * size]
 
     def _step(self, state: RunState) -> None:
-        step, epoch, batch_index = state.step, state.epoch, state.batch
-        incumbent = bundle_from_json(state.incumbent)
-        budget = budget_at(self.cfg.learning_rate, step, self.total_steps)
+        """One step, phase by phase (`step.py`): rollout, reflect, aggregate and choose, update, then screen
+        and gate the candidate (`_judge`) and record the step (`_record_step`)."""
+        plan = self._plan_step(state)
         usage_before = self._usage_now(state)
-        self._emit("step_start", step=step + 1, epoch=epoch + 1, total_steps=self.total_steps)
-
-        # 1. rollout
-        items = self._batch(epoch, batch_index)
-        initial = bundle_from_json(state.initial).content_hash == incumbent.content_hash
-        pairs = self._train_rollout(incumbent, items, initial=initial)
-        self.shown[:0] = [r for _, r in pairs]
-        train_hard = sum(r.hard for _, r in pairs) / len(pairs)
-        train_soft = sum(r.soft for _, r in pairs) / len(pairs)
-        self._emit("rollout_done", step=step + 1, train=train_hard)
-
-        # 2. reflect
-        rng = random.Random(f"{self.cfg.seed}:step:{step}")
-        reflection = reflect(
+        self._emit("step_start", step=plan.step + 1, epoch=plan.epoch + 1, total_steps=self.total_steps)
+        rollout = Rollout(self._train_rollout(plan.incumbent, plan.items, initial=plan.initial))
+        self.shown[:0] = [r for _, r in rollout.pairs]
+        self._emit("rollout_done", step=plan.step + 1, train=rollout.hard)
+        reflection = reflect_on(
             self.caller,
             self.env,
-            pairs,
-            incumbent,
-            budget,
+            plan,
+            rollout,
             state.rejected,
             state.meta_notes,
             self.cfg.reflect,
-            rng,
+            self.cfg.seed,
             self._parallel,
         )
-        proposed = [e for p in reflection.failure_patches + reflection.success_patches for e in p.edits]
 
-        # 3. aggregate
-        context = self._context(state, incumbent)
-        rejected_keys = {Edit.model_validate(r["edit"]).key() for r in state.rejected}
-        agg = aggregate(
+        def rejected_before_seating(edit: Edit, reason: str) -> None:
+            self._reject(state, [edit], plan.step, reason)
+            self._emit("screened", step=plan.step + 1, reason=reason)
+
+        choice = choose(
             self.caller,
-            reflection.failure_patches,
-            reflection.success_patches,
-            rejected_keys,
+            self.screen,
+            self.shown,
+            plan,
+            reflection,
+            self._context(state, plan.incumbent),
+            {Edit.model_validate(r["edit"]).key() for r in state.rejected},
             self.cfg.reflect.merge_group_size,
-            context,
             self._parallel,
+            rejected_before_seating,
+        )
+        upd = update(
+            plan, choice.selection.selected, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
+        )
+        record = step_record(plan, rollout, reflection, choice, upd)
+        self._judge(state, plan, upd, list(choice.screened), record)
+        self._record_step(state, plan, rollout, record, usage_before)
+
+    def _plan_step(self, state: RunState) -> StepPlan:
+        incumbent = bundle_from_json(state.incumbent)
+        return StepPlan(
+            step=state.step,
+            epoch=state.epoch,
+            batch=state.batch,
+            incumbent=incumbent,
+            budget=budget_at(self.cfg.learning_rate, state.step, self.total_steps),
+            items=self._batch(state.epoch, state.batch),
+            initial=bundle_from_json(state.initial).content_hash == incumbent.content_hash,
         )
 
-        # 4. screen every candidate edit, then select: a rejected edit never takes a seat in the budget
-        screened: list[Edit] = []
-        seating = Seating(list(agg.candidates))
-        prescreened: list[dict[str, Any]] = []
-        if self.screen is not None:
-            seating = seat_screen(self.screen, incumbent, agg.candidates, self.shown)
-            for edit, verdict in seating.rejected:
-                reason = verdict.reason()
-                self._reject(state, [edit], step, reason)
-                screened.append(edit)
-                prescreened.append(
-                    {
-                        "reason": reason,
-                        "findings": [f.to_dict() for f in verdict.rejects()],
-                        "edits": [edit.model_dump()],
-                    }
-                )
-                self._emit("screened", step=step + 1, reason=reason)
-        sel = select_edits(self.caller, seating.eligible, budget, context, seating.held_back)
-
-        # 5. update (within the skill's size limits)
-        sized, too_big = fit_skill_size(
-            incumbent, sel.selected, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
-        )
-        candidate, applied, conflicts = apply_edits(incumbent, sized)
-        issues = candidate.validate() if applied else []
-        record: dict[str, Any] = {
-            "kind": "step",
-            "step": step + 1,
-            "epoch": epoch + 1,
-            "batch": batch_index + 1,
-            "train": {
-                "n": len(pairs),
-                "hard": round(train_hard, 6),
-                "soft": round(train_soft, 6),
-                "failures": sum(1 for _, r in pairs if not r.passed),
-                "successes": sum(1 for _, r in pairs if r.passed),
-            },
-            "budget": budget.to_dict(),
-            "proposed": [e.model_dump() for e in proposed],
-            "candidates": [e.model_dump() for e in agg.candidates],
-            "selected": [e.model_dump() for e in sel.selected],
-            "ranked_by": sel.ranked_by,
-            "dropped": [
-                {"reason": why, "edit": e.model_dump()} for e, why in [*agg.dropped, *sel.dropped, *too_big]
-            ],
-            "applied": [e.model_dump() for e in applied],
-            "conflicts": [c.to_dict() for c in conflicts],
-            "optimizer_calls": [c.to_dict() for c in [*reflection.calls, *agg.calls, *sel.calls]],
-        }
-        if prescreened:
-            record["screened"] = prescreened
-        if seating.held_back:
-            record["held_back"] = [e.model_dump() for e in seating.held_back]
-
-        # 6. screen the candidate again (its lines together), then evaluate: a rejected line is never replayed.
+    def _judge(
+        self, state: RunState, plan: StepPlan, upd: Update, screened: list[Edit], record: dict[str, Any]
+    ) -> None:
+        """Screen the candidate again (its lines together: a rejected line is never replayed), then gate it
+        against the incumbent and accept or reject it; the verdict goes into `record`."""
+        step, incumbent = plan.step, plan.incumbent
+        candidate, applied, issues = upd.candidate, upd.applied, upd.issues
         if applied and not issues and self.screen is not None:
             candidate, applied, also = self._screened(
                 state, incumbent, candidate, applied, self.shown, step, record
@@ -620,25 +588,35 @@ class Trainer:
         record["rejected_edits"] = [e.model_dump() for e in screened] + (
             [e.model_dump() for e in applied] if not record["accepted"] else []
         )
+
+    def _record_step(
+        self,
+        state: RunState,
+        plan: StepPlan,
+        rollout: Rollout,
+        record: dict[str, Any],
+        usage_before: dict[str, Any],
+    ) -> None:
+        """Close the step's record (the incumbent's figures, what the step spent), move the run on, write
+        the record and the checkpoint, and tell the caller."""
         record["val"] = {"incumbent": state.incumbent_val}
         record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
         record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
-
-        state.step = step + 1
-        state.batch = batch_index + 1
+        state.step = plan.step + 1
+        state.batch = plan.batch + 1
         if state.batch >= self.batches_per_epoch:
             state.phase = "epoch_end"
         self._history(state, record)
         self._checkpoint(state)
         self._emit(
             "step_done",
-            step=step + 1,
-            epoch=epoch + 1,
+            step=plan.step + 1,
+            epoch=plan.epoch + 1,
             total_steps=self.total_steps,
             accepted=record["accepted"],
             reason=record["reason"],
             val=state.incumbent_val,
-            train=train_hard,
+            train=rollout.hard,
             spent=self._usage_now(state),
         )
 
