@@ -236,13 +236,15 @@ def make_world(
     codex: Path | None = None,
     first: int | None = None,
     one_offs: bool = False,
+    swaps: Mapping[str, Mapping[str, str]] | None = None,
 ) -> CorpusWorld:
     """The corpus' sessions of `kinds` in a fresh HOME, with the repositories rebuilt; then ingest.
 
     With `first` (the nights corpus only), only each kind's sessions with index < `first`: a family of
     `first` sessions, as a user has it after their first `first` sessions of that kind. With `one_offs`, the
     one-off requests recorded among them come along. With `codex`, Codex's tasks replay through it against
-    the same server (else they are left out)."""
+    the same server (else they are left out). `swaps` changes what the user said before ingest, as in
+    `add_sessions`."""
     labels = read_labels(corpus)
     unknown = sorted(set(kinds) - set(labels.families))
     if unknown:
@@ -256,7 +258,7 @@ def make_world(
     if codex is not None:
         w.env.update(ac.codex_env(w.home, server.base_url_openai, trusted_dirs=list(w.repos.values())))
     w.env[OPT_KEY_ENV] = ac.DEFAULT_API_KEY
-    _copy_sessions(w, _selected(labels, kinds, {}, first, one_offs))
+    _copy_sessions(w, _selected(labels, kinds, {}, first, one_offs), swaps)
     w.upto = {k: first if first is not None else _count(labels, k) for k in kinds}
     w.skillopt("ingest")
     return w
