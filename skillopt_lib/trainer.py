@@ -7,13 +7,13 @@ The loop itself lives in `skillopt_lib/training/`: the `Trainer` in `loop.py`, a
 from __future__ import annotations
 
 from skillopt_lib.training.api import evaluate_skill, train
-from skillopt_lib.training.loop import EXEC_BACKENDS, META_NOTES_MAX, Event, EventHandler, Trainer
+from skillopt_lib.training.loop import META_NOTES_MAX, Event, EventHandler, Trainer, exec_backends
 from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.training.runfiles import saved_config
 from skillopt_lib.training.state import BudgetExhausted, EvalResult, PendingCandidate, RunState, TrainResult
 
 __all__ = [
-    "EXEC_BACKENDS", "META_NOTES_MAX", "BudgetExhausted", "EvalResult", "Event", "EventHandler",
-    "HistoryRecord", "PendingCandidate", "RunState", "TrainResult", "Trainer", "evaluate_skill",
+    "META_NOTES_MAX", "BudgetExhausted", "EvalResult", "Event", "EventHandler",
+    "HistoryRecord", "PendingCandidate", "RunState", "TrainResult", "Trainer", "evaluate_skill", "exec_backends",
     "saved_config", "train",
 ]  # fmt: skip

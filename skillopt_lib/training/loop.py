@@ -984,19 +984,23 @@ def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, 
     }
 
 
-EXEC_BACKENDS = tuple(row.backend for row in TOOLS.values() if row.backend)
+def exec_backends() -> tuple[str, ...]:
+    """The backends that drive an agent CLI: every tool's row's, read when a run starts (not when this
+    module is imported, which would load every plugin's entry point for a command that trains nothing)."""
+    return tuple(row.backend for row in TOOLS.values() if row.backend)
 
 
 def _check_agent_kind(env: Environment, backend: str) -> None:
     """A chat environment needs a chat model and an exec environment a real agent CLI: say so up front."""
     kind = getattr(env, "agent_kind", "chat")
+    execs = exec_backends()
     name = getattr(env, "name", str(env))
-    if kind == "exec" and backend not in EXEC_BACKENDS:
+    if kind == "exec" and backend not in execs:
         raise ConfigError(
             f"environment {name!r} runs a real agent CLI, but agent.backend is {backend!r}",
-            hint=f"set agent.backend to one of: {', '.join(EXEC_BACKENDS)}",
+            hint=f"set agent.backend to one of: {', '.join(execs)}",
         )
-    if kind == "chat" and backend in EXEC_BACKENDS:
+    if kind == "chat" and backend in execs:
         raise ConfigError(
             f"environment {name!r} talks to a chat model, but agent.backend is the exec backend {backend!r}",
             hint=f"use a chat backend (openai, anthropic, a preset) or {backend}-chat where available",
