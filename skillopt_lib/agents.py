@@ -335,9 +335,10 @@ BUILTIN_TOOLS: tuple[ToolSpec, ...] = (
 _BUILTIN_ROWS.update((row.tool.value, row) for row in BUILTIN_TOOLS)
 
 
-def skillopt_agent_tools() -> list[ToolSpec]:
+def skillopt_agent_tools(register: plugins.Register) -> None:
     """The built-in tools, registered through the hook every plugin uses (a built-in needs no marker)."""
-    return list(BUILTIN_TOOLS)
+    for row in BUILTIN_TOOLS:
+        register(row)
 
 
 @dataclass
@@ -357,29 +358,23 @@ def _registry() -> _Registry:
             return _cache[0]
         # Built-in rows answer at once while the plugins load (a plugin's module may parse a tool name).
         _cache.append(_Registry({r.tool: r for r in BUILTIN_TOOLS}, {}))
-        rows: dict[AgentTool, ToolSpec] = {}
-        owner: dict[AgentTool, str] = {}
         try:
-            found = plugins.results("skillopt_agent_tools")
+            found = plugins.catalog(
+                "skillopt_agent_tools", "agent tool", _row, "skillopt_lib.agents.ToolSpec rows"
+            )
         finally:
             _cache.clear()
-        for plugin_name, row in found:
-            if not isinstance(row, ToolSpec):
-                plugins.note_problem(
-                    f"plugin {plugin_name!r} returned {type(row).__name__} from skillopt_agent_tools; "
-                    "return skillopt_lib.agents.ToolSpec rows"
-                )
-                continue
-            if row.tool in rows:
-                plugins.note_problem(
-                    f"plugin {plugin_name!r} adds the agent tool {row.tool.value!r}, which "
-                    f"{owner[row.tool]!r} already provides; the first one is used"
-                )
-                continue
-            rows[row.tool] = row
-            owner[row.tool] = plugin_name
+        rows = {row.tool: row for row in found.items.values()}
+        owner = {row.tool: found.owners[name] for name, row in found.items.items()}
         _cache.append(_Registry(rows, owner))
         return _cache[0]
+
+
+def _row(item: Any) -> tuple[str, ToolSpec]:
+    """A registered agent tool's row, checked (`plugins.catalog`)."""
+    if not isinstance(item, ToolSpec):
+        raise TypeError(f"not a ToolSpec: {type(item).__name__}")
+    return item.tool.value, item
 
 
 def _forget() -> None:

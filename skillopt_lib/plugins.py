@@ -9,9 +9,11 @@ found through the `skillopt` entry-point group::
     toy = "skillopt_toy"
 
 A plugin module defines functions named like the hook specifications below, marked with `@hookimpl`.
-Each hook returns a list (or None); skillopt collects every plugin's answers. A built-in wins a clash of
-names, so no package can silently take over `claude-code`; the clash is reported by `skillopt plugins`
-and `skillopt doctor`.
+Each hook receives a `register` callback (as llm's `register_models(register)` does) and calls it once per
+thing it adds; a hook written for earlier versions may instead take no argument and return a list, which
+counts the same. One mechanism (`catalog`) collects every plugin's registrations for all three hooks,
+checks each, and settles clashes: a built-in wins a clash of names, so no package can silently take over
+`claude-code`, and every clash is reported by `skillopt plugins` and `skillopt doctor`.
 
 Hook results name modules and classes (``"package.module:Name"``) rather than importing them: the library
 stays free of the daemon, each layer imports only its own part of a tool, and a plugin whose reader fails to
@@ -24,8 +26,9 @@ import importlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import pluggy
@@ -62,14 +65,20 @@ NO_PLUGINS_ENV = "SKILLOPT_NO_PLUGINS"
 
 log = logging.getLogger("skillopt.plugins")
 
+# What a hook is handed: called with one row (agent tools) or a name and what it names (backends,
+# environments).
+Register = Callable[..., None]
+T = TypeVar("T")
+
 
 class HookSpecs:
-    """The hooks a plugin may implement. Every hook takes no arguments and returns a list, or None.
+    """The hooks a plugin may implement. Every hook is called with `register`, a callback taking one thing
+    the plugin adds; an implementation may also leave `register` out and return a list of them (or None).
 
     Each method is one hook specification (marked as such when the manager is made)."""
 
-    def skillopt_agent_tools(self) -> list[Any] | None:  # list[skillopt_lib.agents.ToolSpec]
-        """Agent tools this plugin adds, as `skillopt_lib.agents.ToolSpec` rows.
+    def skillopt_agent_tools(self, register: Register) -> list[Any] | None:  # ToolSpec rows
+        """Agent tools this plugin adds: `register(row)` for each `skillopt_lib.agents.ToolSpec` row.
 
         A row is the whole contract of a tool: its CLI facts (`executables`, `tested_versions`,
         `install_hint`, `aliases`), its home (`home_env`, `home_default`), its skills folders
@@ -86,8 +95,8 @@ class HookSpecs:
         full ``"module:Name"`` paths.
         """
 
-    def skillopt_backends(self) -> list[tuple[str, Any]] | None:
-        """Model backends this plugin adds, as `(name, factory)` pairs.
+    def skillopt_backends(self, register: Register) -> list[tuple[str, Any]] | None:
+        """Model backends this plugin adds: `register(name, factory)` for each.
 
         `factory(config, context) -> backend` receives the `skillopt_lib.config.BackendConfig` a user wrote
         and a context dict (`role`, `prices`, and for exec backends `workspaces_root`); it may also be given
@@ -96,8 +105,8 @@ class HookSpecs:
         implements `skillopt_lib.execution.ExecBackend`. The name is what `backend = ...` in a config means.
         """
 
-    def skillopt_environments(self) -> list[tuple[str, str]] | None:
-        """Benchmark environments this plugin adds, as `(name, "module:Class")` pairs.
+    def skillopt_environments(self, register: Register) -> list[tuple[str, str]] | None:
+        """Benchmark environments this plugin adds: `register(name, "module:Class")` for each.
 
         The class implements `skillopt_lib.envs.base.Environment` and is constructed with the keyword
         options a user passes (`skillopt train --env NAME`); an option it does not take is refused with the
@@ -275,10 +284,57 @@ def results(hook: str) -> list[tuple[str, Any]]:
     impls.sort(key=lambda impl: 0 if is_builtin(impl.plugin_name) else 1)  # stable: keeps that order
     out: list[tuple[str, Any]] = []
     for impl in impls:
-        items = impl.function()
-        for item in items or ():
+        got: list[Any] = []
+
+        def register(*args: Any, _got: list[Any] = got) -> None:
+            _got.append(args[0] if len(args) == 1 else tuple(args))
+
+        returned = impl.function(register) if "register" in impl.argnames else impl.function()
+        for item in [*got, *(returned or ())]:
             out.append((impl.plugin_name, item))
     return out
+
+
+@dataclass(frozen=True)
+class Catalog(Generic[T]):
+    """What every plugin registered through one hook, by name: built-ins first, the first of a name kept."""
+
+    items: dict[str, T]
+    owners: dict[str, str]  # name -> the plugin that provides it
+
+
+def catalog(hook: str, noun: str, parse: Callable[[Any], tuple[str, T]], expected: str) -> Catalog[T]:
+    """Every plugin's registrations for `hook` (`results`), each turned into `(name, thing)` by `parse`.
+
+    The one place where registrations are checked and clashes settled, for agent tools, backends and
+    environments alike: a registration `parse` refuses (TypeError or ValueError) is reported as a problem
+    naming the plugin and what it should register (`expected`), and a second one for a name already taken
+    is reported and ignored, so a built-in (registered first) always wins its name."""
+    items: dict[str, T] = {}
+    owners: dict[str, str] = {}
+    for plugin_name, item in results(hook):
+        try:
+            name, thing = parse(item)
+        except (TypeError, ValueError):
+            note_problem(f"plugin {plugin_name!r} registered {item!r} through {hook}; register {expected}")
+            continue
+        if name in items:
+            note_problem(
+                f"plugin {plugin_name!r} adds the {noun} {name!r}, which {owners[name]!r} already provides; "
+                "the first one is used"
+            )
+            continue
+        items[name] = thing
+        owners[name] = plugin_name
+    return Catalog(items, owners)
+
+
+def pair(item: Any) -> tuple[str, Any]:
+    """A `(name, what it names)` registration, checked (what backends and environments register)."""
+    name, thing = item
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"not a name: {name!r}")
+    return name, thing
 
 
 def problems() -> list[str]:

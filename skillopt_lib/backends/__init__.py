@@ -40,28 +40,16 @@ _ADDED: dict[str, BackendFactory | str] = {}  # register_backend's, which win ov
 _REGISTRY: dict[str, BackendFactory] = {}  # resolved factories
 
 
-def skillopt_backends() -> list[tuple[str, str]]:
+def skillopt_backends(register: plugins.Register) -> None:
     """The built-in backends, registered through the hook every plugin uses."""
-    return list(BUILTIN_BACKENDS.items())
+    for name, factory in BUILTIN_BACKENDS.items():
+        register(name, factory)
 
 
 def _from_plugins() -> dict[str, BackendFactory | str]:
     if not _BUILTIN:
-        for plugin_name, item in plugins.results("skillopt_backends"):
-            try:
-                name, factory = item
-            except (TypeError, ValueError):
-                plugins.note_problem(
-                    f"plugin {plugin_name!r} returned {item!r} from skillopt_backends; return (name, factory) pairs"
-                )
-                continue
-            if name in _BUILTIN:
-                plugins.note_problem(
-                    f"plugin {plugin_name!r} adds the backend {name!r}, which another plugin already provides; "
-                    "the first one is used"
-                )
-                continue
-            _BUILTIN[name] = factory
+        found = plugins.catalog("skillopt_backends", "backend", plugins.pair, "(name, factory)")
+        _BUILTIN.update(found.items)
     return _BUILTIN
 
 

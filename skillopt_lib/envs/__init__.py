@@ -30,30 +30,16 @@ BUILTIN_ENVS: dict[str, str] = {
 }
 
 
-def skillopt_environments() -> list[tuple[str, str]]:
+def skillopt_environments(register: plugins.Register) -> None:
     """The built-in environments, registered through the hook every plugin uses."""
-    return list(BUILTIN_ENVS.items())
+    for name, target in BUILTIN_ENVS.items():
+        register(name, target)
 
 
 def env_names() -> dict[str, str]:
     """Every environment a plugin provides (built-ins first): name -> "module:Class"."""
-    out: dict[str, str] = {}
-    for plugin_name, item in plugins.results("skillopt_environments"):
-        try:
-            name, target = item
-        except (TypeError, ValueError):
-            plugins.note_problem(
-                f"plugin {plugin_name!r} returned {item!r} from skillopt_environments; return (name, "
-                '"module:Class") pairs'
-            )
-            continue
-        if name in out:
-            plugins.note_problem(
-                f"plugin {plugin_name!r} adds the environment {name!r}, which another plugin already provides"
-            )
-            continue
-        out[name] = target
-    return out
+    found = plugins.catalog("skillopt_environments", "environment", plugins.pair, '(name, "module:Class")')
+    return {name: str(target) for name, target in found.items.items()}
 
 
 # Packages only benchmarks use, by import name, and the extra of `skillopt-local` that installs them: the

@@ -7,14 +7,14 @@ plugin (`skillopt plugins`) imports neither, and each is loaded only by the part
 from __future__ import annotations
 
 from skillopt_lib.agents import ToolSpec
-from skillopt_lib.plugins import hookimpl
+from skillopt_lib.plugins import Register, hookimpl
 
 TOOL = "toy-agent"
 
 
 @hookimpl
-def skillopt_agent_tools() -> list[ToolSpec]:
-    return [
+def skillopt_agent_tools(register: Register) -> None:
+    register(
         ToolSpec(
             tool=TOOL,  # a plain name: skillopt declares it as an agent tool
             executables=("toy-agent",),
@@ -30,4 +30,4 @@ def skillopt_agent_tools() -> list[ToolSpec]:
             backend=None,  # no headless runner: its sessions are mined, not replayed
             doctor="skillopt_toy.source:doctor",
         )
-    ]
+    )

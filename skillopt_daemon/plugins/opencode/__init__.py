@@ -12,7 +12,7 @@ are in its config folder (`~/.config/opencode/skills`), which the installer find
 from __future__ import annotations
 
 from skillopt_lib.agents import AgentTool, ToolSpec
-from skillopt_lib.plugins import hookimpl
+from skillopt_lib.plugins import Register, hookimpl
 
 TOOL = "opencode"
 # The OpenCode release the reader, the installer and the recorded fixtures were checked with.
@@ -20,8 +20,8 @@ TESTED_VERSION = "1.18.33"
 
 
 @hookimpl
-def skillopt_agent_tools() -> list[ToolSpec]:
-    return [
+def skillopt_agent_tools(register: Register) -> None:
+    register(
         ToolSpec(
             tool=AgentTool.declare(TOOL),
             title="OpenCode",
@@ -38,9 +38,9 @@ def skillopt_agent_tools() -> list[ToolSpec]:
             backend="opencode",
             doctor="skillopt_daemon.plugins.opencode.installer:doctor",
         )
-    ]
+    )
 
 
 @hookimpl
-def skillopt_backends() -> list[tuple[str, str]]:
-    return [("opencode", "skillopt_daemon.plugins.opencode.backend:create")]
+def skillopt_backends(register: Register) -> None:
+    register("opencode", "skillopt_daemon.plugins.opencode.backend:create")

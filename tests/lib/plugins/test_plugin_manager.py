@@ -131,3 +131,37 @@ def test_reading_tool_rows_loads_no_backend_and_importing_loads_no_pluggy() -> N
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
+
+
+def test_a_plugin_registers_through_the_callback_and_one_mechanism_checks_every_hook() -> None:
+    module = types.ModuleType("callbacks")
+
+    def skillopt_agent_tools(register: plugins.Register) -> None:
+        register(_row("cb-agent"))
+        register("not a row")
+
+    def skillopt_backends(register: plugins.Register) -> None:
+        register("cb-model", lambda cfg, context: "made")
+        register("gemini", "elsewhere:create")  # a built-in's name: the built-in keeps it
+
+    def skillopt_environments(register: plugins.Register) -> None:
+        register("cb-env", "skillopt_lib.envs.toy:HouseStyleEnv")
+        register(("no", "pair", "here"))
+
+    for name, hook in (
+        ("skillopt_agent_tools", skillopt_agent_tools),
+        ("skillopt_backends", skillopt_backends),
+        ("skillopt_environments", skillopt_environments),
+    ):
+        setattr(module, name, plugins.hookimpl(hook))
+    plugins.register(module, name="callbacks")
+
+    assert plugin_of(AgentTool("cb-agent")) == "callbacks"
+    assert create_backend(BackendConfig(backend="cb-model"), "judge") == "made"
+    assert type(load_env("cb-env")).__name__ == "HouseStyleEnv"
+    problems = plugins.problems()
+    assert any("'callbacks' registered 'not a row' through skillopt_agent_tools" in p for p in problems)
+    assert any("'callbacks' adds the backend 'gemini', which 'skillopt_lib.backends'" in p for p in problems)
+    assert any("through skillopt_environments; register (name" in p for p in problems)
+    provides = {p.name: p.provides for p in plugins.loaded()}["callbacks"]
+    assert "cb-agent" in provides["agent tools"] and "cb-model" in provides["backends"]
