@@ -37,7 +37,7 @@ def init_cmd(
     no_reverify: bool = typer.Option(
         False,
         "--no-reverify",
-        help="record that receivers need not re-prove rules (this version always does)",
+        help="receivers need not re-prove a rule for a skill they have: it is proposed, for review, when pulled",
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -190,6 +190,7 @@ def _said(status: str) -> str:
         "changed": "changed: queued again",
         "unchanged": "already received",
         "refused": "refused",
+        "proposed": "proposed for your review (skillopt status)",
     }.get(status, status)
 
 

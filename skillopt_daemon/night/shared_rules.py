@@ -210,6 +210,24 @@ def decide(
         )
 
 
+def unproven_note(rule: SharedRule) -> str:
+    """What a proposal made from a shared rule without re-proof (`reverify = false`) says first."""
+    return (
+        f"from the team (published by {rule.published_by or 'a teammate'}), not re-proved on your work: "
+        "the team's policy does not require it"
+    )
+
+
+def proposed_unproven(db: sqlite_utils.Database, key: str, note: str) -> None:
+    """A rule proposed at once under `reverify = false`: out of the night's queue, with no verdict (nothing
+    was measured, so there is nothing to publish back)."""
+    with db.conn:
+        db.execute(
+            f"UPDATE {TABLE} SET state = 'proposed', note = ?, decided_at = ? WHERE key = ?",
+            [note, utcnow_iso(), key],
+        )
+
+
 def proposal_note(rule: SharedRule, proven_on: int) -> str:
     """What a proposal built from a shared rule says first."""
     return f"from the team (published by {rule.published_by or 'a teammate'}), proven on {proven_on} of your tasks"

@@ -3,9 +3,11 @@
 The policy is read from the team's *main* branch only, never from a branch a teammate pushed: a branch
 could carry a policy that lets itself in. It says who may publish (emails or names; empty: anyone who can
 push), which scopes a shared rule may have (`project`, `user`), and whether every receiver must re-prove a
-rule on their own replays before it is proposed to them (`reverify`, true by default; false lets a rule that
-passed the receiver's screen be shown without waiting for a gate, and is refused by this version, which
-always gates: the setting is recorded so that a team can see it was asked for).
+rule on their own replays before it is proposed to them (`reverify`, true by default). With false, a rule
+for a skill the receiver has is proposed as soon as it is pulled and has passed the receiver's screen,
+marked as not re-proved on their work (`team/pull.py`); it is still only a proposal, which the receiver
+reviews, and a night never approves it by itself. A rule for a skill the receiver lacks waits for a night
+either way: only the receiver's own work can say where it belongs.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class TeamPolicy:
             "[team]\n"
             f"publishers = {arr(self.publishers)}  # emails or names; empty: anyone who can push\n"
             f"scopes = {arr(self.scopes)}  # which scopes a shared rule may have: project, user\n"
-            f"reverify = {'true' if self.reverify else 'false'}  # each receiver re-proves a rule on their work\n"
+            f"reverify = {'true' if self.reverify else 'false'}  # false: a rule for a skill you have is proposed when pulled\n"
             f"folder = {_quote(self.folder)}  # where merged rules live on the main branch\n"
         )
 

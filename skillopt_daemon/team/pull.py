@@ -44,7 +44,7 @@ class Pulled:
     key: str
     skill: str
     published_by: str
-    status: str  # new | changed | unchanged | refused
+    status: str  # new | changed | unchanged | refused | proposed (reverify = false)
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,7 +142,27 @@ def _receive(
         screen=findings,
     )
     status = shared_rules.receive(db, rule)
+    if status in ("new", "changed") and not policy.reverify:
+        proposed = _propose_unproven(db, reg, rule)
+        if proposed is not None:
+            return Pulled(key, skill, published_by, "proposed", proposed)
     return Pulled(key, skill, published_by, status, rule.note)
+
+
+def _propose_unproven(db: sqlite_utils.Database, reg: Registry, rule: SharedRule) -> str | None:
+    """Under `reverify = false`: a rule for a skill the user has becomes a proposal now, for review, marked
+    as not re-proved here (no tier, no gate record: the review faces say "not replayed"); the note that says
+    so, or None when the user lacks the skill or already runs this text (the rule then waits for a night,
+    the only thing that can place it). The rule leaves the night's queue with no verdict: nothing was
+    measured, so nothing is published back as team evidence."""
+    current = reg.current_version(rule.skill)
+    if current is None or reg.load_bundle(current.id).content_hash == rule.content_hash:
+        return None
+    note = shared_rules.unproven_note(rule)
+    evidence = {"team": {**rule.to_dict(), "note": note}, "reverify": False}
+    version = reg.propose(rule.skill, rule.bundle, evidence, origin="proposed", parent=current.id, note=note)
+    shared_rules.proposed_unproven(db, rule.key, f"{note}; proposal {version.id[:8]}")
+    return note
 
 
 def _refusal(

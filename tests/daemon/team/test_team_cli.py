@@ -382,3 +382,32 @@ def test_a_night_run_by_hand_pulls_first_and_a_dry_run_does_not(team: Team) -> N
     assert bob.json("team", "status")["received"] == []
     bob.run("sleep", "run", "--now", "--json")
     assert [r["state"] for r in bob.json("team", "status")["received"]] == ["queued"]
+
+
+def test_a_team_that_does_not_require_re_proof_gets_a_rule_proposed_when_pulled(team: Team) -> None:
+    """`reverify = false`: a rule for a skill the receiver has is proposed as soon as it is pulled, for
+    review, and says it was not re-proved; one for a skill the receiver lacks still waits for a night."""
+    alice, bob, carol = team.member("Alice"), team.member("Bob"), team.member("Carol")
+    _learned_version(alice)
+    init = alice.json("team", "init", str(team.remote), "--no-reverify")
+    assert init["policy"]["reverify"] is False
+    alice.run("team", "publish", "tidy-commits", check=True)
+
+    bob.write_skill()  # Bob runs the skill the rule improves
+    bob.run("skills", "import", str(bob.skills / "tidy-commits"), check=True)
+    bob.run("team", "init", str(team.remote), check=True)
+    (got,) = bob.json("team", "pull")
+    assert got["status"] == "proposed"
+    assert got["note"].startswith("from the team (published by Alice), not re-proved on your work")
+    (proposal,) = [p for p in bob.json("status")["pending"]["items"] if p["skill"] == "tidy-commits"]
+    assert proposal["from_team"].startswith("from the team (published by Alice), not re-proved")
+    assert not proposal["proven"]  # no gate record: the review faces say it was not replayed
+    (mine,) = bob.json("team", "status")["received"]
+    assert (mine["state"], mine["verdict"]) == ("proposed", None)  # nothing measured: nothing to publish back
+    again = bob.json("team", "pull")  # the same text again: no second proposal
+    assert [p["status"] for p in again] == ["unchanged"]
+    assert len([p for p in bob.json("status")["pending"]["items"] if p["skill"] == "tidy-commits"]) == 1
+
+    carol.run("team", "init", str(team.remote), check=True)  # Carol has no such skill
+    (waits,) = carol.json("team", "pull")
+    assert waits["status"] == "new" and carol.json("status")["pending"]["items"] == []
