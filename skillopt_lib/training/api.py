@@ -10,7 +10,7 @@ from skillopt_lib.envs import load_env
 from skillopt_lib.envs.base import AgentBackend, Environment, ItemResult, Split
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.executor import LocalExecutor
-from skillopt_lib.gate import ScoreTable, item_score, mean_score
+from skillopt_lib.gate import ScoreTable, item_score
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.training.loop import EventHandler, Trainer
 from skillopt_lib.training.state import EvalResult, PendingCandidate, TrainResult
@@ -38,17 +38,7 @@ def evaluate_skill(
     table: ScoreTable = {}
     for (item, _), r in zip(jobs, flat, strict=True):
         table.setdefault(item.id, []).append(item_score(r.hard, r.soft, gate_cfg))
-    n = len(flat) or 1
-    return EvalResult(
-        split=split,
-        score=mean_score(table),
-        hard=sum(r.hard for r in flat) / n,
-        soft=sum(r.soft for r in flat) / n,
-        n=len(items),
-        repeats=repeats,
-        results=flat,
-        usage=usage,
-    )
+    return EvalResult.of(split, table, flat, len(items), repeats, usage)
 
 
 def train(

@@ -958,17 +958,7 @@ class Trainer:
             calls=self.agent_usage.calls - before.calls,
             cost_usd=self.agent_usage.cost_usd - before.cost_usd,
         )
-        n = len(flat) or 1
-        return EvalResult(
-            split=split,
-            score=mean_score(table),
-            hard=sum(r.hard for r in flat) / n,
-            soft=sum(r.soft for r in flat) / n,
-            n=len(items),
-            repeats=repeats,
-            results=flat,
-            usage=used,
-        )
+        return EvalResult.of(split, table, flat, len(items), repeats, used)
 
 
 def _pending_summary(data: dict[str, Any] | None, cfg: GateConfig) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from skillopt_lib.backends.base import Usage
 from skillopt_lib.envs.base import ItemResult
 from skillopt_lib.errors import SkillOptError
-from skillopt_lib.gate import PairedEvidence
+from skillopt_lib.gate import PairedEvidence, ScoreTable, mean_score
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.training.runfiles import STATE_VERSION, utc_iso
@@ -85,6 +85,23 @@ class EvalResult:
     repeats: int
     results: list[ItemResult]
     usage: Usage = field(default_factory=Usage)
+
+    @classmethod
+    def of(
+        cls, split: str, table: ScoreTable, flat: list[ItemResult], n_items: int, repeats: int, usage: Usage
+    ) -> EvalResult:
+        """The result of scoring `n_items` items `repeats` times: `table` their scores, `flat` every run."""
+        n = len(flat) or 1
+        return cls(
+            split=split,
+            score=mean_score(table),
+            hard=sum(r.hard for r in flat) / n,
+            soft=sum(r.soft for r in flat) / n,
+            n=n_items,
+            repeats=repeats,
+            results=flat,
+            usage=usage,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
