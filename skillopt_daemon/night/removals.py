@@ -27,14 +27,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.core import paths
-from skillopt_daemon.night.agents import make_agent, replay_missing
-from skillopt_daemon.night.budgets import BudgetedAgent, NightBudgetExceeded
+from skillopt_daemon.night.agents import replay_missing
+from skillopt_daemon.night.budgets import NightBudgetExceeded
 from skillopt_daemon.night.ledger import StoreLedger
 from skillopt_daemon.night.outcomes import CONTRADICTED, STALE, Outcome
-from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families
+from skillopt_daemon.night.replay import tasks_for_families
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.night.training import NightContext, budget_wait, env_gate, open_backends
+from skillopt_daemon.night.training import NightContext, budget_wait, env_gate, open_backends, replays
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import Gate, GateConfig, GateDecision, PairedMeasure, Request, item_score, no_loss
@@ -288,16 +287,7 @@ def night_removals(
         if ctx.judge is None:
             open_backends(ctx)
             reg = ctx.registry
-        agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in usable}
-        env = ReplayEnvironment(
-            tasks,
-            seed_skill=r.incumbent,
-            workspaces_root=paths.workspaces_dir(),
-            judge=ctx.judge,
-            env_allowlist=ctx.settings.replay.env_allowlist,
-            keep=ctx.settings.replay.keep_workspaces,
-            agents=agents,
-        )
+        env, agents = replays(ctx, tasks, r.incumbent, usable)
         splits = env.splits()
         items = {i.id: i for i in [*splits.val, *splits.test]}
         measure = _measure(env, agents[usable[0]], items, r, gate.cfg, ctx.settings.replay.max_parallel)

@@ -15,7 +15,7 @@ import json
 import math
 import shutil
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,6 +348,30 @@ def _new_skill_families(ctx: NightContext, families: list[Family]) -> list[Famil
     return chosen
 
 
+def replays(
+    ctx: NightContext,
+    tasks: list[NightTask],
+    seed_skill: SkillBundle,
+    tools: Sequence[str],
+    recorded: Mapping[str, str] | None = None,
+) -> tuple[ReplayEnvironment, dict[str, BudgetedAgent]]:
+    """The night's replays of `tasks`: the environment (in the night's workspaces, with its judge and the
+    user's replay settings) and one agent per tool in `tools`, each counted against the night's budget.
+    Training, the no-harm check and gated removals all replay through it."""
+    agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in tools}
+    env = ReplayEnvironment(
+        tasks,
+        seed_skill=seed_skill,
+        workspaces_root=paths.workspaces_dir(),
+        judge=ctx.judge,
+        env_allowlist=ctx.settings.replay.env_allowlist,
+        keep=ctx.settings.replay.keep_workspaces,
+        agents=agents,
+        recorded=recorded,
+    )
+    return env, agents
+
+
 def open_backends(ctx: NightContext) -> None:
     """The budgeted optimizer and judge (the judge defaults to the optimizer's settings)."""
     settings = ctx.settings
@@ -564,17 +588,7 @@ def _train_and_propose(
         base.status, base.reason = "waited", f"{wait}; it goes first next night"
         return base
     used = sorted({t.tool or tool.value for t in tasks} | {tool.value})
-    agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in used}
-    env = ReplayEnvironment(
-        tasks,
-        seed_skill=incumbent,
-        workspaces_root=paths.workspaces_dir(),
-        judge=ctx.judge,
-        env_allowlist=ctx.settings.replay.env_allowlist,
-        keep=ctx.settings.replay.keep_workspaces,
-        agents=agents,
-        recorded=recorded_work(ctx.db, tasks),
-    )
+    env, agents = replays(ctx, tasks, incumbent, used, recorded=recorded_work(ctx.db, tasks))
     run_dir = night_dir(ctx.report.run_id) / name
     # The candidate screen: the tasks' words, their sessions' tool output and their repositories' hosts.
     screen = candidate_screen(ctx.db, tasks)
@@ -724,16 +738,7 @@ def _no_harm(
     if wait or ctx.dry_run:
         return noharm.Verdict(False, f"not measured tonight: {wait or 'a dry run replays no more'}")
     used = sorted({t.tool or tool.value for t in sample})
-    agents = {t: BudgetedAgent(make_agent(ctx.settings, AgentTool.parse(t)), ctx.budget) for t in used}
-    env = ReplayEnvironment(
-        sample,
-        seed_skill=best,
-        workspaces_root=paths.workspaces_dir(),
-        judge=ctx.judge,
-        env_allowlist=ctx.settings.replay.env_allowlist,
-        keep=ctx.settings.replay.keep_workspaces,
-        agents=agents,
-    )
+    env, agents = replays(ctx, sample, best, used)
     splits = env.splits()
     items = {i.id: i for i in [*splits.val, *splits.test]}
     arms = {"incumbent": NOTHING, "candidate": best}
