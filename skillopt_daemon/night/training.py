@@ -45,6 +45,7 @@ from skillopt_daemon.registry import Registry
 from skillopt_daemon.registry.scope import placement
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.config import TrainConfig
+from skillopt_lib.envs.base import ItemResult
 from skillopt_lib.gate import (
     Gate,
     GateConfig,
@@ -57,7 +58,7 @@ from skillopt_lib.gate import (
 from skillopt_lib.judge import LeakGuard
 from skillopt_lib.screen import CandidateScreen, ScreenResult, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle
-from skillopt_lib.trainer import PendingCandidate, Trainer
+from skillopt_lib.trainer import PendingCandidate, Trainer, TrainResult
 from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.usage import format_cost
 
@@ -549,58 +550,181 @@ def _train_and_propose(
     """Train from `incumbent` (the installed version, or a new skill's draft) and propose a gated winner.
 
     `target` names what is improved in the gate's ledger and the pending evidence, `lineage` which of its
-    error budgets is spent (`night/ledger.py`). A dry run reads the ledger and writes nothing to it."""
-    new = new_family is not None
-    family = new_family.id if new_family is not None else None
-    if carried is None and not new:
-        carried = load_pending(ctx.db, target, ctx.report.warnings, lineage=lineage, write=not ctx.dry_run)
+    error budgets is spent (`night/ledger.py`). A dry run reads the ledger and writes nothing to it.
+
+    The phases, each ending the target's night with an outcome when it has nothing more to do: plan what
+    tonight replays (`_plan`), replay and train (`_train`), say why nothing changed (`_unchanged`), veto a
+    winner that must not be proposed (`_vetoes`), and propose it with its evidence and scope (`_proposal`).
+    """
+    job = TargetJob(name, target, tool, incumbent, parent, new_family, lineage)
+    planned = _plan(ctx, job, tasks, carried)
+    if isinstance(planned, SkillOutcome):
+        return planned
+    trained = _train(ctx, job, planned)
+    if isinstance(trained, SkillOutcome):
+        return trained
+    outcome = trained.outcome(job, planned)
+    if trained.best.content_hash == incumbent.content_hash or not trained.result.summary.get(
+        "accepted_steps"
+    ):
+        return _unchanged(job, planned, trained, outcome)
+    vetted = _vetoes(ctx, job, planned, trained, outcome)
+    if isinstance(vetted, SkillOutcome):
+        return vetted
+    return _proposal(ctx, job, planned, trained, outcome, vetted)
+
+
+@dataclass(frozen=True)
+class TargetJob:
+    """What is trained tonight: a skill (or a new skill's family) from its incumbent."""
+
+    name: str
+    target: str
+    tool: AgentTool
+    incumbent: SkillBundle
+    parent: str | None
+    new_family: Family | None
+    lineage: str
+
+    @property
+    def new(self) -> bool:
+        return self.new_family is not None
+
+    @property
+    def family(self) -> str | None:
+        return self.new_family.id if self.new_family is not None else None
+
+
+@dataclass
+class Planned:
+    """Tonight's plan for a target: the tasks it replays, the candidate it carries, its gate and ledger."""
+
+    tasks: list[NightTask]
+    carried: Carried | None
+    took_back: dict[str, Retraction]
+    n_tasks: int  # the family's, even when tonight replays part of it
+    ledger: StoreLedger | DryLedger
+    gate: GateConfig
+    planned: int
+    parted: str
+    gate_plan: dict[str, Any]
+    reason: str  # what the gate's plan says of the validation split
+
+
+def _plan(
+    ctx: NightContext, job: TargetJob, tasks: list[NightTask], carried: Carried | None
+) -> Planned | SkillOutcome:
+    """Which candidate the target carries (its pending one, or a teammate's rule), its ledger and gate, and
+    what tonight replays; an outcome instead when it waits for new sessions or for budget."""
+    name, target, incumbent = job.name, job.target, job.incumbent
+    if carried is None and not job.new:
+        carried = load_pending(
+            ctx.db, target, ctx.report.warnings, lineage=job.lineage, write=not ctx.dry_run
+        )
     if carried is not None and carried.pending.incumbent_hash != incumbent.content_hash:
         carried = None  # measured against a version that is no longer the incumbent
-    if carried is None and not new and not ctx.dry_run:
+    if carried is None and not job.new and not ctx.dry_run:
         # A rule a teammate shared (`skillopt team pull`) enters as a carried candidate: re-proved here.
         carried = shared_rules.carried(ctx.db, name, incumbent)
     took_back = retracted(ctx.registry)
-    n_tasks = len(tasks)  # the family's, even when tonight replays part of it
+    n_tasks = len(tasks)
 
     def may_reopen(candidate_hash: str) -> bool:
         found = took_back.get(candidate_hash)
         return found is not None and not blocks(found, n_tasks)
 
-    ledger = (DryLedger if ctx.dry_run else StoreLedger)(ctx.db, target, may_reopen, lineage)
+    ledger = (DryLedger if ctx.dry_run else StoreLedger)(ctx.db, target, may_reopen, job.lineage)
     night = ctx.settings.night
     gate = env_gate(ctx.settings, *ledger.pinned(night.gate_confidence, night.gate_likely_confidence))
     # Near-copies of a request measured on an earlier night count in its cluster.
     tasks = regroup(tasks, carried.pending.evidence if carried is not None else None)
-    tasks, planned, parted = tonight_plan(ctx, tasks, gate, carried, tool)
+    tasks, planned, parted = tonight_plan(ctx, tasks, gate, carried, job.tool)
     fresh = len(planning.new_groups(tasks, carried))
     n_val = len({t.group_key for t in tasks if t.split == "val"})
     plan = plan_gate(n_val, gate)
     gate_plan = {**plan.to_dict(), "parted": parted} if parted else plan.to_dict()
-    base = SkillOutcome(name, "pending", tasks=len(tasks), new=new, family=family, gate_plan=gate_plan)
+    base = SkillOutcome(
+        name, "pending", tasks=len(tasks), new=job.new, family=job.family, gate_plan=gate_plan
+    )
     if carried is not None and not fresh:
         base.reason = f"waiting for new sessions of this work: {carried.pending.reason}"
         base.needs = _needs_text(carried.pending.evidence.to_dict(), gate)
         return base
     if ctx.tracker is not None:
         ctx.tracker.plan(planned)
-    wait = budget_wait(ctx, planned, tool.value)
+    wait = budget_wait(ctx, planned, job.tool.value)
     if wait:
         base.status, base.reason = "waited", f"{wait}; it goes first next night"
         return base
+    return Planned(tasks, carried, took_back, n_tasks, ledger, gate, planned, parted, gate_plan, plan.reason)
+
+
+@dataclass
+class Trained:
+    """What tonight's replays and training left: the run's result, the replays, the screen, what the
+    optimizer was shown, and the teammate's rule the run decided on (if any)."""
+
+    result: TrainResult
+    env: ReplayEnvironment
+    screen: CandidateScreen
+    shown: list[ItemResult]
+    shared: shared_rules.SharedRule | None
+    run_dir: Path
+
+    @property
+    def best(self) -> SkillBundle:
+        return self.result.best_skill
+
+    def outcome(self, job: TargetJob, planned: Planned) -> SkillOutcome:
+        """The target's outcome as training left it (no improvement until a later phase says otherwise)."""
+        summary = self.result.summary
+        return SkillOutcome(
+            job.name,
+            "no-improvement",
+            tasks=len(planned.tasks),
+            run_dir=str(self.run_dir),
+            baseline=summary.get("initial_val"),
+            candidate=summary.get("best_val"),
+            new=job.new,
+            family=job.family,
+            gate_plan=planned.gate_plan,
+        )
+
+
+def _train(ctx: NightContext, job: TargetJob, planned: Planned) -> Trained | SkillOutcome:
+    """Replay and train: the replay environment and candidate screen for tonight's tasks (a new skill's
+    draft screened before any replay), the trainer's run, and what it leaves pending for the next nights.
+    A night's cap reached mid-run keeps the pairs already paid for."""
+    name, tool, incumbent, tasks = job.name, job.tool, job.incumbent, planned.tasks
     used = sorted({t.tool or tool.value for t in tasks} | {tool.value})
     env, agents = replays(ctx, tasks, incumbent, used, recorded=recorded_work(ctx.db, tasks))
     run_dir = night_dir(ctx.report.run_id) / name
     # The candidate screen: the tasks' words, their sessions' tool output and their repositories' hosts.
     screen = candidate_screen(ctx.db, tasks)
-    if new:
+    if job.new:
         # A new skill's draft was written by the optimizer too: every line of it is screened before a replay.
         drafted = screen.check(NOTHING, incumbent)
         if drafted.rejected:
+            base = SkillOutcome(
+                name, "pending", tasks=len(tasks), new=True, family=job.family, gate_plan=planned.gate_plan
+            )
             return _screened(base, drafted)
-    ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}; {plan.reason}")
-    if parted:
-        ctx.say(f"{name}: {parted}")
-    trainer = _trainer(ctx, env, agents[tool.value], incumbent, tasks, run_dir, gate, ledger, carried, screen)
+    ctx.say(f"training {name} on {len(tasks)} replayed tasks with {', '.join(used)}; {planned.reason}")
+    if planned.parted:
+        ctx.say(f"{name}: {planned.parted}")
+    trainer = _trainer(
+        ctx,
+        env,
+        agents[tool.value],
+        incumbent,
+        tasks,
+        run_dir,
+        planned.gate,
+        planned.ledger,
+        planned.carried,
+        screen,
+    )
+    keep_draft = incumbent if job.new else None
     try:
         result = trainer.train()
     except NightBudgetExceeded as exc:
@@ -610,70 +734,82 @@ def _train_and_propose(
             # The pairs measured before the cap were paid for and stay valid evidence: the next night
             # continues this candidate where tonight stopped.
             _fingerprint(kept, tasks)
-            store_pending(ctx.db, target, kept, incumbent if new else None, lineage)
+            store_pending(ctx.db, job.target, kept, keep_draft, job.lineage)
             why += (
                 f"; the {len(kept.evidence.pairs)} validation task(s) measured so far are kept as pending "
                 "evidence for the next night"
             )
         return SkillOutcome(
-            name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=new, family=family
+            name, "budget", why, tasks=len(tasks), run_dir=str(run_dir), new=job.new, family=job.family
         )
     if result.pending is not None:
         _fingerprint(result.pending, tasks)
     if not ctx.dry_run:
-        store_pending(ctx.db, target, result.pending, incumbent if new else None, lineage)
+        store_pending(ctx.db, job.target, result.pending, keep_draft, job.lineage)
     shared = None if ctx.dry_run else shared_rules.settle(ctx.db, name, result.steps)
-    summary = result.summary
-    outcome = SkillOutcome(
-        name,
-        "no-improvement",
-        tasks=len(tasks),
-        run_dir=str(run_dir),
-        baseline=summary.get("initial_val"),
-        candidate=summary.get("best_val"),
-        new=new,
-        family=family,
-        gate_plan=gate_plan,
-    )
-    best = result.best_skill
+    return Trained(result, env, screen, trainer.shown, shared, run_dir)
+
+
+def _unchanged(job: TargetJob, planned: Planned, trained: Trained, outcome: SkillOutcome) -> SkillOutcome:
+    """Why training left the incumbent as it was: evidence still pending, the screen's rejection (never
+    replayed, so it leads), a candidate the user took back, or no candidate passing the gate."""
+    result = trained.result
     screened = _screened_tonight(result.steps)
-    if best.content_hash == incumbent.content_hash or not summary.get("accepted_steps"):
-        if result.pending is not None:
-            outcome.status = "pending"
-            outcome.reason = f"evidence kept for the next nights: {result.pending.reason}"
-            if parted:
-                outcome.reason += f"; {parted}"
-            outcome.needs = _needs_text(result.pending.evidence.to_dict(), gate)
-            if screened:
-                outcome.reason += f"; {screened[0]['reason']}"
-            return outcome
-        outcome.reason = "no candidate passed the gate"
+    if result.pending is not None:
+        outcome.status = "pending"
+        outcome.reason = f"evidence kept for the next nights: {result.pending.reason}"
+        if planned.parted:
+            outcome.reason += f"; {planned.parted}"
+        outcome.needs = _needs_text(result.pending.evidence.to_dict(), planned.gate)
         if screened:
-            # What the screen rejected (never replayed) leads: it is why nothing was proposed.
-            outcome.status = "screened"
-            outcome.reason = f"{screened[0]['reason']}; nothing was proposed ({outcome.reason})"
-            outcome.screen = {"rejected": True, "findings": [f for s in screened for f in s["findings"]]}
-            return outcome
-        retried = _retried(took_back, result.steps)
-        if retried:
-            outcome.status = "retracted"
-            outcome.reason = f"{retried}; not proposed again until its tasks grow"
-        gamed = env.gaming()
-        if gamed:
-            outcome.reason += "; replays that gamed their check failed: " + "; ".join(gamed[:3])
+            outcome.reason += f"; {screened[0]['reason']}"
         return outcome
-    ok, why = _leak_guard(ctx.settings, tasks).check(_bundle_text(best), _bundle_text(incumbent))
+    outcome.reason = "no candidate passed the gate"
+    if screened:
+        # What the screen rejected (never replayed) leads: it is why nothing was proposed.
+        outcome.status = "screened"
+        outcome.reason = f"{screened[0]['reason']}; nothing was proposed ({outcome.reason})"
+        outcome.screen = {"rejected": True, "findings": [f for s in screened for f in s["findings"]]}
+        return outcome
+    retried = _retried(planned.took_back, result.steps)
+    if retried:
+        outcome.status = "retracted"
+        outcome.reason = f"{retried}; not proposed again until its tasks grow"
+    gamed = trained.env.gaming()
+    if gamed:
+        outcome.reason += "; replays that gamed their check failed: " + "; ".join(gamed[:3])
+    return outcome
+
+
+@dataclass(frozen=True)
+class Vetted:
+    """A winner no veto stopped: the screen's verdict on the lines it adds, and the retraction it repeats
+    (a user's take-back its tasks have since outgrown), if any."""
+
+    verdict: ScreenResult
+    again: Retraction | None
+
+
+def _vetoes(
+    ctx: NightContext, job: TargetJob, planned: Planned, trained: Trained, outcome: SkillOutcome
+) -> Vetted | SkillOutcome:
+    """What stops a gated winner from being proposed: an answer leaked from the checks, a line the screen
+    rejects, replays that reached for hosts the incumbent's never did, or a rule the user took back."""
+    incumbent, best = job.incumbent, trained.best
+    ok, why = _leak_guard(ctx.settings, planned.tasks).check(_bundle_text(best), _bundle_text(incumbent))
     if not ok:
         outcome.status, outcome.reason = "leak", why
         return outcome
     # Screened again before it is proposed: every line the proposal adds over what the user approved, against
     # the sessions and everything the optimizer was shown tonight (the replays' transcripts and the files they
     # read), with what the steps found on those lines.
-    verdict = screen.check(incumbent if not new else NOTHING, best, trainer.shown)
-    verdict = with_step_findings(verdict, result.steps)
+    verdict = trained.screen.check(incumbent if not job.new else NOTHING, best, trained.shown)
+    verdict = with_step_findings(verdict, trained.result.steps)
     if verdict.rejected:
         return _screened(outcome, verdict)
-    phoned = refused_hosts(env, best.content_hash) - refused_hosts(env, incumbent.content_hash)
+    phoned = refused_hosts(trained.env, best.content_hash) - refused_hosts(
+        trained.env, incumbent.content_hash
+    )
     if phoned:
         outcome.status = "screened"
         outcome.reason = (
@@ -682,33 +818,49 @@ def _train_and_propose(
         )
         outcome.screen = {"network_blocked": sorted(phoned)}
         return outcome
-    again = took_back.get(best.content_hash)
-    if again is not None and blocks(again, n_tasks):
+    again = planned.took_back.get(best.content_hash)
+    if again is not None and blocks(again, planned.n_tasks):
         outcome.status = "retracted"
         outcome.reason = f"{again.describe()}; not proposed again until its tasks grow"
         return outcome
-    found = evidence(result, env, incumbent, best, tasks, ctx.budget, tool)
+    return Vetted(verdict, again)
+
+
+def _proposal(
+    ctx: NightContext,
+    job: TargetJob,
+    planned: Planned,
+    trained: Trained,
+    outcome: SkillOutcome,
+    vetted: Vetted,
+) -> SkillOutcome:
+    """Propose the winner with its evidence: the gate's figures and provenance, the screen's verdict, a new
+    skill's scope (user scope only after the no-harm check), and where a teammate's rule came from."""
+    best, tasks, verdict = trained.best, planned.tasks, vetted.verdict
+    found = evidence(trained.result, trained.env, job.incumbent, best, tasks, ctx.budget, job.tool)
     found["screen"] = verdict.to_dict()
     found["provenance_missing"] = provenance_missing(verdict.lines, found.get("provenance") or [])
     if verdict.flagged:
         outcome.screen = verdict.to_dict()
-    if again is not None:
-        found["same_as_retracted"] = again.describe()
+    if vetted.again is not None:
+        found["same_as_retracted"] = vetted.again.describe()
     outcome.tier = found.get("tier")
-    if new_family is not None:
-        found.update(new_skill=True, family=seeding.family_record(new_family))
-        placed = scope.decide(ctx.settings.night.new_skill_scope, new_family, tasks, found.get("tasks") or [])
+    fam = job.new_family
+    if fam is not None:
+        found.update(new_skill=True, family=seeding.family_record(fam))
+        placed = scope.decide(ctx.settings.night.new_skill_scope, fam, tasks, found.get("tasks") or [])
         if placed["scope"] == scope.USER and ctx.settings.night.new_skill_scope == scope.AUTO:
-            placed = noharm.user_scope(placed, _no_harm(ctx, new_family, placed, best, tool))
+            placed = noharm.user_scope(placed, _no_harm(ctx, fam, placed, best, job.tool))
         found.update(scope=placed, install_to=placed["targets"])
     if ctx.dry_run:
         outcome.status = "dry-run"
         outcome.reason = "a proposal would have been registered (dry run)"
         return outcome
+    shared = trained.shared
     if shared is None:
-        return _propose(ctx, outcome, best, found, parent)
+        return _propose(ctx, outcome, best, found, job.parent)
     found["team"] = {**shared.to_dict(), "note": shared_rules.proposal_note(shared, shared.better)}
-    proposed = _propose(ctx, outcome, best, found, parent)
+    proposed = _propose(ctx, outcome, best, found, job.parent)
     proposed.reason = f"{found['team']['note']}; {proposed.reason}"
     return proposed
 
