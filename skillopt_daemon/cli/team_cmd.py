@@ -208,7 +208,8 @@ def status_cmd(json_out: bool = JSON_OPT) -> None:
         channel.fetch()
     except TeamError as exc:
         warning = f"{exc.message}; showing what was fetched before"
-    team = [t.to_dict() for t in tally(channel)] if (channel.root / ".git").is_dir() else []
+    tallies = tally(channel) if (channel.root / ".git").is_dir() else []
+    team = [t.to_dict() for t in tallies]
     reg = cli_registry()
     mine = [r.to_dict() for r in shared_rules.rules(reg.db)]
     if json_out:
@@ -219,11 +220,14 @@ def status_cmd(json_out: bool = JSON_OPT) -> None:
     if team:
         print_table(
             "The team's verdicts",
-            ["rule", "helped", "hurt", "not measured", "members"],
-            [[t["rule"], t["helped"], t["hurt"], t["unmeasured"], t["members"]] for t in team],
+            ["rule", "published by", "publisher's gate", "helped", "hurt", "not measured", "members"],
+            [
+                [t.rule, t.published_by, t.publisher_said(), t.helped, t.hurt, t.unmeasured, len(t.members)]
+                for t in tallies
+            ],
         )
     else:
-        console.print("no verdicts from the team yet", highlight=False)
+        console.print("no rules or verdicts from the team yet", highlight=False)
     if mine:
         print_table(
             "Rules received here",

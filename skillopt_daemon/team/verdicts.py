@@ -9,6 +9,11 @@ are named by content (skill and hash), so verdicts on the same text add up which
 A verdict counts only where its path names the member whose branch holds it (a file on one member's branch
 claiming to be another's is ignored), and a member's branch wins over an older copy merged into main.
 How verdicts combine, and what they do not prove, is in `docs/team.md`.
+
+Beside the counts, each rule shows its publisher's own gate (`publications`: the tier and the items better
+and worse that `skillopt-rule.json` records), read only where the rule's files still have the hash it was
+published with. It is the publisher's verdict on their own work, shown apart and never added to the
+counts: their gate chose the rule among candidates on that work, so counting it would count the choice.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import sqlite_utils
 from skillopt_daemon.night import shared_rules
 from skillopt_daemon.team.channel import BRANCH_PREFIX, Channel, member_slug
 from skillopt_daemon.team.git import git, identity
-from skillopt_daemon.team.sanitise import check
+from skillopt_daemon.team.sanitise import RULE_FILE, check
+from skillopt_lib.skill import SkillBundle
 
 VERDICT_DIR = ".skillopt/verdicts"
 
@@ -90,6 +96,9 @@ class Tally:
     unmeasured: int = 0
     items: int = 0
     members: list[str] = field(default_factory=list)
+    published_by: str = ""
+    # The publisher's own gate on their work (tier, items, better, worse, ...), from skillopt-rule.json.
+    publisher_gate: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,7 +109,58 @@ class Tally:
             "unmeasured": self.unmeasured,
             "members": len(self.members),
             "items": self.items,
+            "published_by": self.published_by,
+            "publisher_gate": self.publisher_gate,
         }
+
+    def publisher_said(self) -> str:
+        """The publisher's gate in words ("proven: 4 better, 0 worse"), or "" when nothing says."""
+        g = self.publisher_gate or {}
+        if not g:
+            return ""
+        return f"{g.get('tier') or 'gated'}: {g.get('better', 0)} better, {g.get('worse', 0)} worse"
+
+
+def publications(channel: Channel) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every published rule's publisher and their own gate, by rule id (main first, then each member's
+    rule branch); a rule whose files no longer have the hash it was published with is left out."""
+    folder = channel.policy().folder
+    refs = [channel.main] if channel.has(channel.main) else []
+    refs += [f"origin/{b}" for b in sorted(channel.rule_branches()) if not b.endswith("/verdicts")]
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for ref in refs:
+        files: dict[str, dict[str, bytes]] = {}
+        records: dict[str, dict[str, Any]] = {}
+        for path in channel.ls(ref, folder):
+            rel = path[len(folder) + 1 :].split("/", 1)
+            if len(rel) != 2 or rel[1].startswith("verdicts/"):
+                continue
+            skill, name = rel
+            text = channel.show(ref, path)
+            if text is None:
+                continue
+            if name == RULE_FILE:
+                record = _record_of(text)
+                if record is not None:
+                    records[skill] = record
+            else:
+                files.setdefault(skill, {})[name] = text.encode("utf-8")
+        for skill, record in records.items():
+            bundle = SkillBundle(files=files.get(skill) or {})
+            if not bundle.files or record.get("content_hash") != bundle.content_hash:
+                continue
+            raw = record.get("gate")
+            gate: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+            out[rule_id(skill, bundle.content_hash)] = (str(record.get("published_by") or ""), gate)
+    return out
+
+
+def _record_of(text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def tally(channel: Channel) -> list[Tally]:
@@ -131,7 +191,10 @@ def tally(channel: Channel) -> list[Tally]:
         setattr(t, verdict, getattr(t, verdict) + 1)
         t.items += int(record.get("items") or 0)
         t.members.append(member)
-    return list(out.values())
+    for rid, (publisher, gate) in sorted(publications(channel).items()):
+        t = out.setdefault(rid, Tally(rid, rid.rsplit("-", 1)[0]))
+        t.published_by, t.publisher_gate = publisher, gate
+    return sorted(out.values(), key=lambda t: t.rule)
 
 
 def _record(text: str | None) -> dict[str, Any] | None:

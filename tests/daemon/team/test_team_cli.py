@@ -112,6 +112,13 @@ def test_a_rule_travels_to_teammates_and_only_counts_and_text_leave(team: Team) 
     assert [(t["skill"], t["helped"], t["hurt"], t["unmeasured"], t["members"]) for t in status["team"]] == [
         ("tidy-commits", 1, 1, 0, 2)
     ]
+    # The publisher's own verdict is shown beside the members' (what their gate measured on their work),
+    # never counted among them.
+    (row,) = status["team"]
+    assert row["published_by"] == "Alice" and row["publisher_gate"]["tier"] == "proven"
+    assert (row["publisher_gate"]["better"], row["publisher_gate"]["worse"]) == (4, 0)
+    shown = alice.run("team", "status", check=True).stdout
+    assert "proven: 4 better, 0 worse" in shown
 
     log = team.log()
     assert "Run the tests before committing." in log and '"better": 4' in log

@@ -219,8 +219,8 @@ def test_a_rule_one_machine_learned_is_proven_on_a_teammates_work_and_not_propos
         skill, "queued", None, shared_rules.UNMATCHED
     ), got  # fmt: skip
 
-    # Verdicts: Bob shares his; Alice has none of her own (the publisher's gate is not the team's
-    # evidence), Carol's night has not measured the rule.
+    # Verdicts: Bob shares his; Alice's is her own gate's, shown beside the members' counts and never
+    # among them (it chose the rule on her work); Carol's night has not measured the rule.
     assert bob.json("team", "publish", "--verdicts") == {
         "branch": "skillopt/bob/verdicts", "verdicts": 1, "pushed": True
     }  # fmt: skip
@@ -231,6 +231,9 @@ def test_a_rule_one_machine_learned_is_proven_on_a_teammates_work_and_not_propos
         assert [(t["skill"], t["helped"], t["hurt"], t["unmeasured"], t["members"]) for t in team_view] == [
             (skill, 1, 0, 0, 1)
         ], team_view
+        (row,) = team_view
+        assert row["published_by"] == "Alice" and row["publisher_gate"]["tier"] in ("proven", "likely")
+        assert row["publisher_gate"]["better"] >= 1 and row["publisher_gate"]["worse"] == 0
 
     # Nothing private reached any commit of the remote: no token, path, hostname or transcript text.
     _nothing_private_in(team.log(), team, [alice_w, bob_w, carol_w], skill_md)
