@@ -26,7 +26,7 @@ break, the candidate always failing them, and the rest gain 2.5 points, so the m
 new validation items of the same family (new draws from the same model); `nights` caps how many.
 
 Gates: `night` is the nightly cycle's gate exactly as the shipped settings build it
-(`skillopt_daemon.night.training.night_gate(NightSettings())`: the anytime-valid e-value test, proven at
+(`skillopt_daemon.night.context.night_gate(NightSettings())`: the anytime-valid e-value test, proven at
 confidence 0.95, a `likely` tier at 0.90, one pair per item (more, at `night.gate_repeats` > 1, only where it tied), the first
 candidate's 0.8 share of the error rate); `library` is `GateConfig()`, the library's default for training runs
 (exact sign-flip test spending p <= 1/32, then 3/160, over two sessions); `fixed` the earlier fixed-repeat
@@ -65,7 +65,7 @@ from typing import Any
 
 from skillopt_daemon.core.config import NightSettings
 from skillopt_daemon.night import noharm
-from skillopt_daemon.night.training import night_gate
+from skillopt_daemon.night.context import night_gate
 from skillopt_lib.gate import Arm, Gate, GateConfig, PairedEvidence, Request, ScoreTable
 from skillopt_lib.skill import SkillBundle
 

@@ -86,7 +86,7 @@ from skillopt_lib.skill import SkillBundle
 # The gate's vocabulary and parts, importable from here as before they had modules of their own.
 __all__ = [
     "BETS", "Arm", "Bet", "EValueRule", "FixedRepeatRule", "Gate", "GateConfig", "GateDecision", "GateKind",
-    "GateLedger", "GatePlan", "GateStats", "GateTest", "MemoryLedger", "Metric", "Outcome", "PairedEvidence",
+    "GateLedger", "GatePlan", "GateStats", "GateTest", "Measure", "MemoryLedger", "Metric", "Outcome", "PairedEvidence",
     "PairedMeasure", "PairedRule", "Request", "ScoreTable", "SequentialRule", "SignFlipRule", "StrictRule",
     "Tier", "e_value", "evalue_decision", "evalue_items_needed", "evidence_figures", "futility",
     "item_score", "mean_score", "min_informative_items", "no_loss", "paired_decision", "plan_gate", "rule_for",

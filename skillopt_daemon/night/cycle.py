@@ -44,11 +44,12 @@ from skillopt_daemon.night.agents import (
     with_night_model,
 )
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
+from skillopt_daemon.night.context import NightContext, Progress
 from skillopt_daemon.night.lock import night_lock
 from skillopt_daemon.night.progress import NightProgress
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.status import notify
-from skillopt_daemon.night.training import NightContext, Progress, train_skills
+from skillopt_daemon.night.training import train_skills
 from skillopt_daemon.registry.installers.base import pause_point
 from skillopt_lib.errors import SkillOptError
 

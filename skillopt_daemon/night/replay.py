@@ -179,7 +179,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
         scored.details["cap"] = cap.to_dict()
         scored.details["hit_cap"] = stopped
         # What the replay tried to reach and was refused (host and port): a candidate whose replays try a host
-        # the installed skill's replays never did is not proposed (`night/training.py`).
+        # the installed skill's replays never did is not proposed (`night/target.py`).
         scored.details["network_blocked"] = list(result.network_blocked)
         if broken:
             # A check that passed before the work and fails after it: the work did damage.

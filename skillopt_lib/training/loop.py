@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,6 @@ from skillopt_lib.errors import ConfigError, SkillOptError
 from skillopt_lib.executor import Executor, make_executor
 from skillopt_lib.gate import (
     Arm,
-    Gate,
     GateConfig,
     GateDecision,
     GateLedger,
@@ -59,7 +58,6 @@ from skillopt_lib.gate import (
     item_score,
     mean_score,
     plan_gate,
-    sequential_decision,
 )
 from skillopt_lib.reflect import (
     OptimizerCaller,
@@ -70,6 +68,7 @@ from skillopt_lib.reflect import (
 )
 from skillopt_lib.seating import Screen, carries
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
+from skillopt_lib.training.deciding import Decider, carry_findings, initial_from_gate
 from skillopt_lib.training.runfiles import STATE_VERSION, RunFiles, saved_config, utc_iso
 from skillopt_lib.training.state import (
     EvalResult,
@@ -124,11 +123,6 @@ class Trainer:
         # the screen reads a bounded amount of text, and the step's own replays must be in it.
         self.shown: list[ItemResult] = []
         self._carried = pending
-        # A candidate whose gate session a raised error cut short, with the pairs measured before it.
-        self.interrupted: PendingCandidate | None = None
-        # Which candidates were tested against which incumbent: the e-value gate shares one error rate
-        # between them. A caller that runs again on the same incumbent (the nightly cycle) passes its own.
-        self.ledger: GateLedger = ledger if ledger is not None else MemoryLedger()
         self.env = env
         self.on_event = on_event or (lambda e: None)
         self.redactor = Redactor(config_secrets(config))
@@ -146,7 +140,6 @@ class Trainer:
             optimizer_backend, Prompts(config.prompts_dir), config.reflect.json_retries
         )
         self.executor = executor or make_executor(config.executor, config.concurrency)
-        self.gate = Gate(config.gate)
         splits = env.splits()
         self.train_items: list[Item] = list(splits.train)
         self.val_items: list[Item] = list(splits.val)
@@ -158,6 +151,16 @@ class Trainer:
                 hint="check the environment's options",
             )
         self.batches_per_epoch = math.ceil(len(self.train_items) / config.batch_size)
+        # Which candidates were tested against which incumbent: the e-value gate shares one error rate
+        # between them. A caller that runs again on the same incumbent (the nightly cycle) passes its own.
+        self.decider = Decider(
+            config,
+            ledger if ledger is not None else MemoryLedger(),
+            self.val_items,
+            self._measure,
+            self._measure_pairs,
+            self._checkpoint,
+        )
         self.total_steps = self.batches_per_epoch * config.epochs
         if config.max_steps:
             self.total_steps = min(self.total_steps, config.max_steps)
@@ -204,6 +207,20 @@ class Trainer:
         return trainer
 
     # ------------------------------------------------------------------------------------------ helpers
+    @property
+    def ledger(self) -> GateLedger:
+        """Which candidates were tested against which incumbent (the gate's error rate is shared)."""
+        return self.decider.ledger
+
+    @ledger.setter
+    def ledger(self, ledger: GateLedger) -> None:
+        self.decider.ledger = ledger
+
+    @property
+    def interrupted(self) -> PendingCandidate | None:
+        """A candidate whose gate session a raised error cut short, with the pairs measured before it."""
+        return self.decider.interrupted
+
     def _emit(self, kind: str, **data: Any) -> None:
         try:
             self.on_event({"event": kind, **data})
@@ -396,7 +413,7 @@ class Trainer:
             return
         # The sequential gate measures the incumbent again beside each candidate; its baseline is a figure
         # for the report, so one run per item is enough.
-        repeats = 1 if self.cfg.gate.kind == "sequential" else self.gate.repeats
+        repeats = 1 if self.cfg.gate.kind == "sequential" else self.decider.gate.repeats
         self._emit("baseline", n=len(self.val_items), repeats=repeats)
         table = self._measure(skill, repeats)
         score = mean_score(table)
@@ -424,7 +441,7 @@ class Trainer:
         if pending.findings:
             # What the screen found when the candidate was made, in this run's history for its proposal.
             record["screen"] = {"findings": list(pending.findings)}
-        why = self._carried_mismatch(pending, incumbent)
+        why = self.decider.carried_mismatch(pending, incumbent)
         if why:
             record.update(accepted=False, gate=None, reason=why)
             self._history(state, record)
@@ -440,7 +457,9 @@ class Trainer:
                 return
         evidence = PairedEvidence.from_dict(pending.evidence.to_dict())
         if self.cfg.gate.test == "e-value":
-            share = self.ledger.share(incumbent.content_hash, pending.skill.content_hash, self.cfg.gate)
+            share = self.decider.ledger.share(
+                incumbent.content_hash, pending.skill.content_hash, self.cfg.gate
+            )
             if share is None:
                 why = "the carried candidate was already decided against this skill"
                 record.update(accepted=False, gate=None, reason=why)
@@ -449,8 +468,8 @@ class Trainer:
                 return
             evidence.share = share  # the ledger's word, not the file's
         test_ids = {item.id for item in self.test_items}
-        decision = self._gate_pairs(state, pending.skill, incumbent, evidence, exclude=test_ids)
-        self._initial_from_gate(state, decision)
+        decision = self.decider.gate_pairs(state, pending.skill, incumbent, evidence, exclude=test_ids)
+        initial_from_gate(state, decision)
         record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
         if decision.accepted:
             cand_scores, _ = evidence.tables(test_ids)
@@ -461,28 +480,11 @@ class Trainer:
                 pending.skill, incumbent.content_hash, evidence, decision.reason, pending.findings
             ).to_dict()
         if not decision.pending:
-            self.ledger.decided(incumbent.content_hash, pending.skill.content_hash, str(decision.outcome))
+            self.decider.ledger.decided(
+                incumbent.content_hash, pending.skill.content_hash, str(decision.outcome)
+            )
         self._history(state, record)
         self._emit("pending", accepted=decision.accepted, outcome=decision.outcome, reason=decision.reason)
-
-    def _carried_mismatch(self, pending: PendingCandidate, incumbent: SkillBundle) -> str | None:
-        """Why a carried candidate cannot be continued here, or None. Evidence is bound to the two skills'
-        hashes: evidence measured for other skills (or edited to name these) is never trusted."""
-        if self.cfg.gate.kind != "sequential":
-            return "the carried candidate was measured against another skill"
-        if pending.incumbent_hash != incumbent.content_hash:
-            return "the carried candidate was measured against another skill"
-        ev = pending.evidence
-        if ev.incumbent_hash and ev.incumbent_hash != incumbent.content_hash:
-            return "the carried evidence names another incumbent"
-        if ev.candidate_hash and ev.candidate_hash != pending.skill.content_hash:
-            return "the carried evidence names another candidate"
-        return None
-
-    def _clusters(self) -> dict[str, str]:
-        """Validation items that are near-duplicates of each other (an environment sets `meta["group"]`):
-        the e-value test counts each group once."""
-        return {item.id: str(item.meta.get("group") or item.id) for item in self.val_items}
 
     def _batch(self, epoch: int, batch: int) -> list[Item]:
         order = list(self.train_items)
@@ -573,8 +575,8 @@ class Trainer:
             record["reason"] = "invalid skill after edits" if issues else "no edit to evaluate"
             state.no_improve += 1
         else:
-            decision = self._decide(state, candidate, incumbent)
-            self._pending_findings(state, candidate, record)
+            decision = self.decider.decide(state, candidate, incumbent)
+            carry_findings(state, candidate, record)
             record["gate"] = decision.to_dict()
             record["accepted"] = decision.accepted
             record["reason"] = decision.reason
@@ -661,106 +663,6 @@ class Trainer:
             candidate, applied, _conflicts = apply_edits(incumbent, rest)
         return candidate, applied, rejected
 
-    def _decide(self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle) -> GateDecision:
-        if self.cfg.gate.kind == "sequential":
-            evidence = PairedEvidence(
-                candidate_hash=candidate.content_hash, incumbent_hash=incumbent.content_hash
-            )
-            if self.cfg.gate.test == "e-value":
-                share = self.ledger.share(incumbent.content_hash, candidate.content_hash, self.cfg.gate)
-                if share is None:
-                    return GateDecision(
-                        False, "sequential", "this candidate was already tested against this skill"
-                    )
-                evidence.share = share
-            decision = self._gate_pairs(state, candidate, incumbent, evidence)
-            self._initial_from_gate(state, decision)
-            if not decision.pending:
-                self.ledger.decided(incumbent.content_hash, candidate.content_hash, str(decision.outcome))
-            assert decision.evidence is not None
-            cand_scores, inc_scores = decision.evidence.tables()
-            state.incumbent_val = mean_score(inc_scores)
-            state.candidate_scores = cand_scores
-            if decision.pending:
-                self._keep_pending(state, candidate, incumbent, decision)
-            return decision
-        cached = state.incumbent_scores if self.cfg.gate.kind == "strict" else None
-        decision, cand_scores, inc_scores = self.gate.decide(self._measure, candidate, incumbent, cached)
-        if self.cfg.gate.kind == "paired":
-            state.incumbent_val = mean_score(inc_scores)
-        state.candidate_scores = cand_scores
-        return decision
-
-    def _gate_pairs(
-        self,
-        state: RunState,
-        candidate: SkillBundle,
-        incumbent: SkillBundle,
-        evidence: PairedEvidence,
-        exclude: Collection[str] = (),
-    ) -> GateDecision:
-        """The sequential gate's session for `candidate`, measured a few pairs at a time.
-
-        When a replay raises (a budget's cap reached mid-way, `BackendUnavailable`), the pairs already
-        measured are kept as this candidate's pending evidence and checkpointed before the error goes on:
-        they were paid for, and with the e-value test they are valid evidence for a later run to extend
-        (`interrupted` holds them for a caller that catches the error)."""
-        try:
-            return self.gate.decide_paired(
-                self._measure_pairs(candidate, incumbent),
-                [item.id for item in self.val_items],
-                evidence,
-                exclude=exclude,
-                clusters=self._clusters(),
-                chunk_pairs=max(1, self.cfg.concurrency),
-            )
-        except BaseException:
-            if self.cfg.gate.test == "e-value" and evidence.pairs:
-                self.interrupted = PendingCandidate(
-                    candidate,
-                    incumbent.content_hash,
-                    evidence,
-                    f"interrupted after {len(evidence.pairs)} measured item(s); the evidence is kept",
-                )
-                state.pending = self.interrupted.to_dict()
-                self._checkpoint(state)
-            raise
-
-    def _initial_from_gate(self, state: RunState, decision: GateDecision) -> None:
-        """Without a baseline rollout, the initial skill's figure is its arm of the gate's first pairs."""
-        if state.initial_val is None and decision.evidence is not None and decision.evidence.pairs:
-            _cand, inc = decision.evidence.tables()
-            state.initial_val = mean_score(inc)
-            state.incumbent_val = (
-                state.incumbent_val if state.incumbent_val is not None else state.initial_val
-            )
-
-    def _keep_pending(
-        self, state: RunState, candidate: SkillBundle, incumbent: SkillBundle, decision: GateDecision
-    ) -> None:
-        """Remember the most promising undecided candidate (lowest p) for a later run to finish deciding."""
-        assert decision.evidence is not None
-        held = state.pending
-        if held is not None and held["incumbent_hash"] == incumbent.content_hash:
-            held_p = PendingCandidate.from_dict(held)
-            if (
-                sequential_decision(held_p.evidence, self.cfg.gate).stats["p_value"]
-                <= decision.stats["p_value"]
-            ):
-                return
-        state.pending = PendingCandidate(
-            candidate, incumbent.content_hash, decision.evidence, decision.reason
-        ).to_dict()
-
-    def _pending_findings(self, state: RunState, candidate: SkillBundle, record: dict[str, Any]) -> None:
-        """When `candidate` is the one kept pending, carry the screen's findings on it (`record["screen"]`)."""
-        held = state.pending
-        screen = record.get("screen")
-        if held is None or not isinstance(screen, dict) or not screen.get("findings"):
-            return
-        if bundle_from_json(held["skill"]).content_hash == candidate.content_hash:
-            held["findings"] = list(screen["findings"])
-
     def _accept(
         self, state: RunState, candidate: SkillBundle, applied: list[Edit], decision: GateDecision
     ) -> None:
@@ -845,7 +747,7 @@ class Trainer:
                         {"reason": verdict.reason(), "findings": verdict.to_dict()["findings"]}
                     ]
                 else:
-                    decision = self._decide(state, candidate, incumbent)
+                    decision = self.decider.decide(state, candidate, incumbent)
                     record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
                     record["guidance"] = answer.guidance
                     guidance_edit = Edit(

@@ -10,8 +10,8 @@ from harness.repos import git_repo
 
 from skillopt_daemon.core.config import NightSettings
 from skillopt_daemon.night import noharm
+from skillopt_daemon.night.context import night_gate
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.night.training import night_gate
 from skillopt_lib.gate import Gate, PairedMeasure, Request
 
 

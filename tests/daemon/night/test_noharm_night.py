@@ -14,9 +14,10 @@ from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import noharm, scope
 from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.context import NightContext
 from skillopt_daemon.night.mining import Family, build_families, save_families
 from skillopt_daemon.night.report import CycleReport
-from skillopt_daemon.night.training import NightContext, _no_harm
+from skillopt_daemon.night.target import _no_harm
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
 

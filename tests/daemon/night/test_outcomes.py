@@ -34,10 +34,10 @@ from skillopt_daemon.core.config import NightSettings, ReportSettings, Settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import mining, outcomes, preferences, removals
 from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.context import NightContext, night_gate
 from skillopt_daemon.night.cycle import follow_rules
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.night.training import NightContext, night_gate
 from skillopt_daemon.registry import Registry
 from skillopt_lib.gate import Gate, no_loss
 from skillopt_lib.skill import SkillBundle, SkillDoc

@@ -18,6 +18,7 @@ from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import shared_rules, training
 from skillopt_daemon.night.attempts import Attempt, CommandRun
 from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.context import NightContext
 from skillopt_daemon.night.mining import Family, build_families, save_families
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.shared_rules import SharedRule
@@ -42,9 +43,9 @@ SQL_RULE = SkillBundle.from_doc(
 
 
 @pytest.fixture
-def ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> training.NightContext:
+def ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NightContext:
     monkeypatch.setenv("SKILLOPT_HOME", str(tmp_path / "home"))
-    return training.NightContext(
+    return NightContext(
         db=open_db(),
         settings=Settings(),
         report=CycleReport(run_id="r", trigger="manual", status="running", dry_run=False, started_at="now"),
@@ -73,7 +74,7 @@ LINT = [f"fix the lint errors make lint reports in module{i}.py" for i in range(
 CHANGELOG = [f"add a changelog entry for release 1.{i}.0" for i in range(5)]
 
 
-def _families(ctx: training.NightContext, tmp_path: Path) -> list[Family]:
+def _families(ctx: NightContext, tmp_path: Path) -> list[Family]:
     repo = git_repo(tmp_path / "app")
     families = build_families(_attempts("l", LINT, repo) + _attempts("c", CHANGELOG, repo), seed=1)
     save_families(ctx.db, families, seed=1)
@@ -90,7 +91,7 @@ def _tasks(fam: Family) -> list[NightTask]:
     ]
 
 
-def _queue(ctx: training.NightContext, bundle: SkillBundle) -> SharedRule:
+def _queue(ctx: NightContext, bundle: SkillBundle) -> SharedRule:
     rule = SharedRule(
         f"skillopt/ada/{bundle.doc.name}-1:{bundle.doc.name}", bundle.doc.name, "Ada", bundle, "c0"
     )
@@ -99,7 +100,7 @@ def _queue(ctx: training.NightContext, bundle: SkillBundle) -> SharedRule:
 
 
 def test_a_rule_seeds_the_family_it_describes_and_one_nothing_matches_says_so(
-    ctx: training.NightContext, tmp_path: Path
+    ctx: NightContext, tmp_path: Path
 ) -> None:
     families = _families(ctx, tmp_path)
     lint = next(f for f in families if any("lint" in a.prompt for a in f.attempts))
@@ -113,7 +114,7 @@ def test_a_rule_seeds_the_family_it_describes_and_one_nothing_matches_says_so(
 
 
 def test_the_seeded_new_skill_is_proven_against_no_rule_and_proposed_as_the_teams(
-    ctx: training.NightContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ctx: NightContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     families = _families(ctx, tmp_path)
     lint = next(f for f in families if any("lint" in a.prompt for a in f.attempts))
@@ -136,7 +137,7 @@ def test_the_seeded_new_skill_is_proven_against_no_rule_and_proposed_as_the_team
 
 
 def test_a_seeded_rule_that_does_not_help_is_not_proposed(
-    ctx: training.NightContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ctx: NightContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     families = _families(ctx, tmp_path)
     lint = next(f for f in families if any("lint" in a.prompt for a in f.attempts))

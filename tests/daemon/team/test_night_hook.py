@@ -1,4 +1,4 @@
-"""The night's hook for a teammate's rule, in `night/training.py`: the queued rule is what the trainer is
+"""The night's hook for a teammate's rule, in `night/target.py`: the queued rule is what the trainer is
 given to carry, the run's decision about it is recorded as its verdict, and a proposal built on it says
 where it came from. The trainer is replaced by one that reports a decision (the real trainer's handling of
 a carried rule is `test_shared_rule_gate.py`), so no agent runs."""
@@ -13,8 +13,9 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import shared_rules, training
+from skillopt_daemon.night import shared_rules, target
 from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.context import NightContext
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.shared_rules import SharedRule
 from skillopt_daemon.night.tasks import NightTask
@@ -33,9 +34,9 @@ RULE = SkillBundle.from_doc(
 
 
 @pytest.fixture
-def ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> training.NightContext:
+def ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NightContext:
     monkeypatch.setenv("SKILLOPT_HOME", str(tmp_path / "home"))
-    context = training.NightContext(
+    context = NightContext(
         db=open_db(),
         settings=Settings(),
         report=CycleReport(run_id="r", trigger="manual", status="running", dry_run=False, started_at="now"),
@@ -91,7 +92,7 @@ def _decided_by(monkeypatch: pytest.MonkeyPatch, accepted: bool, better: int, wo
         given.append(carried)
         return Decided(run_dir, carried, incumbent)
 
-    monkeypatch.setattr(training, "_trainer", fake)
+    monkeypatch.setattr(target, "_trainer", fake)
     return given
 
 
@@ -100,16 +101,16 @@ def _tasks() -> list[NightTask]:
     return rows + [NightTask(id=f"v{i}", prompt="fix lint", split="val") for i in range(6)]
 
 
-def _night(ctx: training.NightContext) -> Any:
+def _night(ctx: NightContext) -> Any:
     current = ctx.registry.current_version("lint-fixes")
     assert current is not None
-    return training._train_and_propose(
+    return target.train_and_propose(
         ctx, "lint-fixes", "lint-fixes", AgentTool.CLAUDE_CODE, _tasks(), SKILL, current.id, None
     )
 
 
 def test_a_queued_rule_is_carried_proven_and_proposed_as_the_teams(
-    ctx: training.NightContext, monkeypatch: pytest.MonkeyPatch
+    ctx: NightContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rule = _queue(ctx.db)
     given = _decided_by(monkeypatch, accepted=True, better=4, worse=0)
@@ -125,7 +126,7 @@ def test_a_queued_rule_is_carried_proven_and_proposed_as_the_teams(
 
 
 def test_a_rule_that_does_not_help_is_not_proposed(
-    ctx: training.NightContext, monkeypatch: pytest.MonkeyPatch
+    ctx: NightContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rule = _queue(ctx.db)
     _decided_by(monkeypatch, accepted=False, better=0, worse=3)
@@ -135,9 +136,7 @@ def test_a_rule_that_does_not_help_is_not_proposed(
     assert got is not None and (got.state, got.verdict) == ("decided", "hurt")
 
 
-def test_without_a_queued_rule_nothing_is_carried(
-    ctx: training.NightContext, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_a_queued_rule_nothing_is_carried(ctx: NightContext, monkeypatch: pytest.MonkeyPatch) -> None:
     given = _decided_by(monkeypatch, accepted=False, better=0, worse=0)
     with pytest.raises(AttributeError):  # the stand-in trainer needs a carried candidate; none was given
         _night(ctx)
