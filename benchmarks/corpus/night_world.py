@@ -33,7 +33,7 @@ from typing import Any
 from benchmarks.corpus.after import STAMP, json_forms
 from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, SCOPE, Labels, read_labels
 from benchmarks.corpus.record import make_repos
-from benchmarks.corpus.spec import REPOS, SCOPE_REPOS, scope_family
+from benchmarks.corpus.spec import REPOS, SCOPE_REPOS, SCOPE_SAME_RULE, scope_family
 from skillopt_daemon.core.timeutil import parse_iso, to_iso
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -72,10 +72,12 @@ def corpus_kinds(split: str | None = None, corpus: Path = NIGHTS) -> list[str]:
 
 
 def work_kinds(family_ids: Sequence[str]) -> list[WorkKind]:
-    """What the scripted agent and judge know of each family: its requests, rule, both ways, its check."""
+    """What the scripted agent and judge know of each family: its requests, rule (and the same rule in the
+    words of the kinds among `family_ids` that `spec.SCOPE_SAME_RULE` groups with it), both ways, its check."""
     out = []
     for fid in family_ids:
         spec = scope_family(fid)
+        alike = next((group for group in SCOPE_SAME_RULE if fid in group), ())
         out.append(
             WorkKind(
                 id=fid,
@@ -86,6 +88,7 @@ def work_kinds(family_ids: Sequence[str]) -> list[WorkKind]:
                 right=spec.after_correction,
                 check=spec.check,
                 violation=VIOLATIONS[fid],
+                same_rule=tuple(scope_family(k).rule for k in alike if k != fid and k in family_ids),
             )
         )
     return out

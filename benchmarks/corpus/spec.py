@@ -794,6 +794,9 @@ SCOPE_KINDS: dict[str, tuple[str, ...]] = {
     "lint-handbook": _RULED,
     "tests": ("plain",) * 10,
 }
+# Kinds whose corrections are one rule in different words (the user's, in three repositories): an agent that
+# reads any of them knows the rule.
+SCOPE_SAME_RULE: tuple[tuple[str, ...], ...] = (("lint", "lint-site", "lint-handbook"),)
 # A session's split: the first SCOPE_TUNE of each kind may be looked at while building anything measured on
 # this corpus; the rest are held out and only measure.
 SCOPE_TUNE = 3
