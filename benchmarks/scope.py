@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,8 @@ from tests.harness.learning_night import LearningNight
 
 # One row per rule: the lint kinds of three repositories are one rule.
 ROW = {k: ("lint" if k.startswith("lint") else k) for k in SCOPE_KINDS}
+# What the table calls each row's rule when an agent read it.
+RULE_NAME = {"changelog": "top (handbook's)", "changelog-site": "end (site's)", "lint": "no noqa"}
 AGENT_APIS = ("anthropic", "responses")
 TOKENS = ("fresh", "cache_write", "cache_read", "output")
 
@@ -163,10 +166,15 @@ def proposals(
 
 
 def load_check(
-    w: night_world.CorpusWorld, srv: ScriptedServer, clis: ac.AgentCLIs, rules: dict[str, str]
+    w: night_world.CorpusWorld,
+    srv: ScriptedServer,
+    clis: ac.AgentCLIs,
+    rules: dict[str, str],
+    skills: Sequence[str],
 ) -> list[dict[str, Any]]:
     """After approval: per kind and tool, a real session in the kind's repository asks for that kind's work;
-    which skills were offered, and which users' rules reached the model (the skill the agent read)."""
+    which of the approved `skills` the CLI listed to the model, and which users' rules reached it (the skill
+    the agent read)."""
     out = []
     for kind in SCOPE_KINDS:
         fam = scope_family(kind)
@@ -174,29 +182,24 @@ def load_check(
         prompt = fam.prompts[len(SCOPE_KINDS[kind]) - 1]  # a request of this kind's, as recorded
         for tool in ("claude-code", "codex"):
             srv.clear_requests()
-            offered: list[str] = []
             if tool == "claude-code":
-                run = ac.run_claude(
-                    Path(str(clis.claude)),
-                    prompt,
-                    cwd=repo,
-                    env=w.env,
-                    allowed_tools=("Skill", "Read", "Write", "Bash"),
-                )
-                offered = [str(s) for s in (run.events[0].get("skills") or [])] if run.events else []
+                allowed = ("Skill", "Read", "Write", "Bash")
+                ac.run_claude(Path(str(clis.claude)), prompt, cwd=repo, env=w.env, allowed_tools=allowed)
             elif clis.codex is not None:
                 ac.run_codex(Path(str(clis.codex)), prompt, cwd=repo, env=w.env)
             else:
                 continue
             seen = "\n".join(r.text() for r in srv.requests if r.api in AGENT_APIS)
             read = sorted(k for k, rule in rules.items() if rule in seen)
+            # Both CLIs list a skill as `- name: description` (Codex adds its file).
+            offered = [n for n in skills if re.search(rf"^- {re.escape(n)}: ", seen, re.M)]
             listed = sorted({p.parent.name for p in repo.glob(".*/skills/*/SKILL.md")})
             out.append(
                 {
                     "kind": kind,
                     "repo": fam.repo,
                     "tool": tool,
-                    "offered": [s for s in offered if not s.startswith(("init", "review", "security"))],
+                    "offered": offered,
                     "project_skills": listed,
                     "rules_read": read,
                 }
@@ -256,7 +259,7 @@ def scope_nights(clis: ac.AgentCLIs, *, first: int | None, caps: str, check: boo
         every = [p for n in nights for p in n["proposals"]]
         for p in every:
             w.skillopt("approve", p["proposal_id"])
-        loads = load_check(w, srv, clis, rules) if check else []
+        loads = load_check(w, srv, clis, rules, [p["skill"] for p in every]) if check else []
     return {"first": first, "caps": caps, "caps_set": caps_for(caps), "nights": nights, "loads": loads}
 
 
@@ -267,7 +270,7 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         "| work (repositories) | proposed (night, tier) | scope → targets | no harm: measured / informative / "
         "better / worse (verdict) | replays | tokens fresh / cache write / cache read | $ est. | after "
-        "approval: rules read (claude, codex) |",
+        "approval, in the repository: skills listed; users' rules read |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -291,7 +294,8 @@ def table(result: dict[str, Any]) -> str:
         tok = [sum(s.get(t, 0) for s in spent) for t in ("fresh", "cache_write", "cache_read")]
         usd = sum(s.get("usd", 0.0) for s in spent)
         reads = [
-            f"{c['repo']}/{c['tool'].split('-')[0]}: {'+'.join(c['rules_read']) or 'none'}"
+            f"{c['repo']}/{c['tool'].split('-')[0]}: listed {', '.join(c['offered']) or 'none'}; read "
+            f"{' + '.join(sorted({RULE_NAME[ROW[k]] for k in c['rules_read']})) or 'no rule'}"
             for c in result["loads"]
             if ROW[c["kind"]] == row
         ]
