@@ -179,7 +179,9 @@ def load_check(
     for kind in SCOPE_KINDS:
         fam = scope_family(kind)
         repo = w.repos[fam.repo]
-        prompt = fam.prompts[len(SCOPE_KINDS[kind]) - 1]  # a request of this kind's, as recorded
+        # The kind's first request, as recorded: the scripted agent loads the listed skill whose name shares
+        # most words with the request, and the drafted names come from these requests' commonest words.
+        prompt = fam.prompts[0]
         for tool in ("claude-code", "codex"):
             srv.clear_requests()
             if tool == "claude-code":
