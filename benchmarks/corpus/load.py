@@ -19,6 +19,9 @@ from skillopt_lib.agents import AgentTool
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus"
 # The nights corpus: 14 sessions per kind in time order, for learning nights (`spec.night_sessions`).
 NIGHTS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus-nights"
+# The scope corpus: one kind of work with opposite conventions in two repositories, one rule alike in three,
+# and unrelated work in a fourth, in time order (`spec.scope_sessions`), for where new skills install.
+SCOPE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus-scope"
 # Where the mining corpus' repositories were when it was recorded (the nights corpus says in its labels).
 MINING_SOURCE_ROOT = "/tmp/skillopt-corpus/src/"
 

@@ -7,7 +7,8 @@ the nights corpus' `source_root`) becomes the rebuilt repository's path, and the
 becomes the rebuilt repository's HEAD (Claude Code logs name none; ingest reads the repository). No skill is
 installed. Timestamps stay as recorded (sessions added later can be moved to start at a given time).
 
-On the nights corpus (`load.NIGHTS`, sessions numbered in time order within each kind) a world can start
+On the nights corpus (`load.NIGHTS`, sessions numbered in time order within each kind; the scope corpus,
+`load.SCOPE`, likewise, with its own repositories) a world can start
 with the first N sessions of each kind (`make_world(..., corpus=NIGHTS, first=N)`) and receive the next ones
 later (`add_sessions(world, kinds, upto=M)`): what a user's first weeks bring between two nights. What the
 user said in them can be swapped for other words (`swaps`), so the recorded sessions serve for the weeks
@@ -30,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus.after import STAMP, json_forms
-from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, Labels, read_labels
+from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, SCOPE, Labels, read_labels
 from benchmarks.corpus.record import make_repos
-from benchmarks.corpus.spec import family
+from benchmarks.corpus.spec import REPOS, SCOPE_REPOS, SCOPE_SAME_RULE, scope_family
 from skillopt_daemon.core.timeutil import parse_iso, to_iso
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -41,7 +42,7 @@ from tests.harness.learning_night import WorkKind
 from tests.harness.night_scenario import OPT_KEY_ENV, apply_settings, scripted_settings, skillopt_env
 
 RECORDED_SRC = MINING_SOURCE_ROOT
-__all__ = ["NIGHTS", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]
+__all__ = ["NIGHTS", "SCOPE", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]
 
 OPTIMIZER_MODEL = "opt"
 JUDGE_MODEL = "judge"
@@ -57,6 +58,10 @@ VIOLATIONS = {
     "changelog": r"## 1\.3\.0[\s\S]*## 1\.4",
     "config": r"\b[a-z]+[A-Z]\w*\s*=",
     "sql": r"(?i)\bselect\s+\*",
+    # The scope corpus' kinds: the site's changelog runs oldest first; the lint rule of three repositories.
+    "changelog-site": r"## 0\.10\.0[\s\S]*## 0\.9\.0",
+    "lint-site": r"# noqa",
+    "lint-handbook": r"# noqa",
 }
 
 
@@ -67,10 +72,12 @@ def corpus_kinds(split: str | None = None, corpus: Path = NIGHTS) -> list[str]:
 
 
 def work_kinds(family_ids: Sequence[str]) -> list[WorkKind]:
-    """What the scripted agent and judge know of each family: its requests, rule, both ways, its check."""
+    """What the scripted agent and judge know of each family: its requests, rule (and the same rule in the
+    words of the kinds among `family_ids` that `spec.SCOPE_SAME_RULE` groups with it), both ways, its check."""
     out = []
     for fid in family_ids:
-        spec = family(fid)
+        spec = scope_family(fid)
+        alike = next((group for group in SCOPE_SAME_RULE if fid in group), ())
         out.append(
             WorkKind(
                 id=fid,
@@ -81,6 +88,7 @@ def work_kinds(family_ids: Sequence[str]) -> list[WorkKind]:
                 right=spec.after_correction,
                 check=spec.check,
                 violation=VIOLATIONS[fid],
+                same_rule=tuple(scope_family(k).rule for k in alike if k != fid and k in family_ids),
             )
         )
     return out
@@ -253,7 +261,7 @@ def make_world(
         )
     w = CorpusWorld(root, server, claude, labels, codex)
     w.corpus, w.corrections, w.one_offs = corpus, corrections, one_offs
-    w.repos = make_repos(root)
+    w.repos = make_repos(root, SCOPE_REPOS if corpus == SCOPE else REPOS)
     w.env = ac.claude_env(w.home, server.url, trusted_dirs=list(w.repos.values()))
     if codex is not None:
         w.env.update(ac.codex_env(w.home, server.base_url_openai, trusted_dirs=list(w.repos.values())))

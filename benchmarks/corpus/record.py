@@ -1,18 +1,19 @@
 """Re-record a corpus with the real `claude` and `codex` CLIs: `python -m benchmarks.corpus.record [--corpus
-mining|nights]`.
+mining|nights|scope]`.
 
 Each session of the corpus' spec (`spec.sessions()` for the mining corpus, `spec.night_sessions()` for the
-nights corpus) runs in a fresh copy of its repository against the scripted model server: headless ones with
-`claude -p` / `codex exec` (later turns with `--resume` / `exec resume`), interactive ones typed into the TUI
-in tmux, one after the other in the spec's order. With `--jobs 2` two workers record at once (faster on an
-idle machine), each with its own home and its own repositories, so a repository's sessions still run in the
-spec's order; the nights corpus goes round by round either way (session i of every kind, then session
-i + 1), so the timestamps keep the order of each kind's sessions and of the rounds. A session whose TUI missed a key is recorded again from the start. The
-transcripts the CLIs wrote are copied into `tests/fixtures/corpus/` or `tests/fixtures/corpus-nights/`
-(`claude/projects/...`, `codex/sessions/...`) with `labels.json`, which says for every session its family,
-split and what each message is (and for the nights corpus its index in its kind and its role). Nothing
-reaches a real model provider, and the server's answers depend only on the requests, so a re-recording
-differs only in ids and timestamps.
+nights corpus, `spec.scope_sessions()` for the scope corpus) runs in a fresh copy of its repository against
+the scripted model server: headless ones with `claude -p` / `codex exec` (later turns with `--resume` /
+`exec resume`), interactive ones typed into the TUI in tmux, one after the other in the spec's order. With
+`--jobs 2` two workers record at once (faster on an idle machine), each with its own home and its own
+repositories, so a repository's sessions still run in the spec's order; the nights and scope corpora go
+round by round either way (session i of every kind, then session i + 1), so the timestamps keep the order of
+each kind's sessions and of the rounds. A session whose TUI missed a key is recorded again from the start.
+The transcripts the CLIs wrote are copied into `tests/fixtures/corpus/`, `tests/fixtures/corpus-nights/` or
+`tests/fixtures/corpus-scope/` (`claude/projects/...`, `codex/sessions/...`) with `labels.json`, which says
+for every session its family, split and what each message is (and for the nights and scope corpora its
+index in its kind and its role). Nothing reaches a real model provider, and the server's answers depend
+only on the requests, so a re-recording differs only in ids and timestamps.
 """
 
 from __future__ import annotations
@@ -44,10 +45,14 @@ from benchmarks.corpus.spec import (
     QUESTIONS,
     REPOS,
     RETRIES,
+    SCOPE_KINDS,
+    SCOPE_REPOS,
     SESSIONS_PER_FAMILY,
     FamilySpec,
     SessionSpec,
     night_sessions,
+    scope_family,
+    scope_sessions,
     sessions,
 )
 from skillopt_lib.testing import Match, Rule, Script, Step, ToolCall, bash, call
@@ -58,10 +63,12 @@ from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interact
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "corpus"
 NIGHTS_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "corpus-nights"
+SCOPE_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "corpus-scope"
 # A fixed place per corpus, so the project paths inside the transcripts are the same on every re-recording
 # (and recording one corpus never removes the other's folders).
 WORLD = Path("/tmp/skillopt-corpus")
 NIGHTS_WORLD = Path("/tmp/skillopt-corpus-nights")
+SCOPE_WORLD = Path("/tmp/skillopt-corpus-scope")
 TOOLS = ("Bash", "Write", "Edit", "Read", "Agent")
 
 
@@ -180,16 +187,21 @@ def _sub_agent_steps(fam: FamilySpec) -> tuple[list[Step], Rule]:
     return steps, rule
 
 
-def nights_agent_script() -> Script:
-    """The agent of the nights corpus: each request is answered as its session's role says. A plain session's
-    work is right the first time; a corrected one's first try breaks the kind's rule (the user's correction
-    gets it redone); a failure session's work fails the project's check, and so does every retry."""
+def nights_agent_script(
+    specs: Sequence[SessionSpec] | None = None,
+    families: Sequence[FamilySpec] = NIGHT_FAMILIES,
+    one_offs: Sequence[tuple[str, str]] = NIGHT_ONE_OFFS,
+) -> Script:
+    """The agent of the nights corpus (or of `specs`, the scope corpus' sessions, with their `families`):
+    each request is answered as its session's role says. A plain session's work is right the first time; a
+    corrected one's first try breaks the kind's rule (the user's correction gets it redone); a failure
+    session's work fails the project's check, and so does every retry."""
     rules: list[Rule] = []
     by_kind: dict[str, list[SessionSpec]] = {}
-    for spec in night_sessions():
+    for spec in night_sessions() if specs is None else specs:
         if spec.family:
             by_kind.setdefault(spec.family, []).append(spec)
-    for fam in NIGHT_FAMILIES:
+    for fam in families:
         for spec in by_kind[fam.id]:
             content = {"plain": fam.after_correction, "corrected": fam.first_try, "failure": fam.broken}
             done = (
@@ -211,7 +223,7 @@ def nights_agent_script() -> Script:
                 rules.append(sub_rule)
             rules.append(Rule(f"{fam.id}:{spec.role}", Match(user=_exact(_first_text(spec))), work))
         failing = [re.escape(s.turns[0].text) for s in by_kind[fam.id] if s.role == "failure"]
-        for retry in RETRIES:
+        for retry in RETRIES if failing else ():
             rules.append(
                 Rule(
                     f"{fam.id}:retry",
@@ -224,7 +236,7 @@ def nights_agent_script() -> Script:
                 )
             )
         rules.extend(_after_the_work(fam))
-    rules.extend(_replies(NIGHT_QUESTIONS, NIGHT_ACKS, GIVE_UPS, NIGHT_ONE_OFFS))
+    rules.extend(_replies(NIGHT_QUESTIONS, NIGHT_ACKS, GIVE_UPS, one_offs))
     return Script(rules=rules, default_text="OK.")
 
 
@@ -236,9 +248,10 @@ def _git(repo: Path, *args: str) -> None:
     )
 
 
-def make_repos(root: Path) -> dict[str, Path]:
+def make_repos(root: Path, repos: dict[str, dict[str, str]] = REPOS) -> dict[str, Path]:
+    """The corpus' repositories (`REPOS`, or the scope corpus' `SCOPE_REPOS`) under `root/src`, committed."""
     out = {}
-    for name, files in REPOS.items():
+    for name, files in repos.items():
         repo = root / "src" / name
         for rel, text in files.items():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -383,6 +396,23 @@ def _labels(corpus: str, world: Path) -> dict[str, Any]:
             },
             "sessions": [],
         }
+    if corpus == "scope":
+        return {
+            "corpus": "scope",
+            "source_root": f"{world / 'src'}/",
+            "families": {
+                fid: {
+                    "repo": (f := scope_family(fid)).repo,
+                    "check": f.check,
+                    "rule": f.rule,
+                    "rule_language": f.rule_language,
+                    # A kind whose sessions are all plain: the agent got it right, its rule was never said.
+                    "rule_said": "corrected" in roles,
+                }
+                for fid, roles in SCOPE_KINDS.items()
+            },
+            "sessions": [],
+        }
     return {
         "corpus": "nights",
         # Where the repositories were when recorded: the night world rewrites these paths to its own.
@@ -412,7 +442,7 @@ def _label(spec: SessionSpec, sid: str, corpus: str) -> dict[str, Any]:
         "split": spec.split,
         "subagent": spec.subagent,
     }
-    if corpus == "nights":
+    if corpus in ("nights", "scope"):
         out.update(kind=spec.family, index=spec.index, role=spec.role)
     out["turns"] = [{"text": t.text, "kind": t.kind} for t in spec.turns]
     return out
@@ -422,10 +452,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument(
         "--corpus",
-        choices=("mining", "nights"),
+        choices=("mining", "nights", "scope"),
         default="mining",
         help="mining: tests/fixtures/corpus (8 sessions per kind); nights: tests/fixtures/corpus-nights "
-        "(14 per kind, in time order, for learning nights)",
+        "(14 per kind, in time order, for learning nights); scope: tests/fixtures/corpus-scope (opposite "
+        "conventions in two repositories, one rule alike in three, for where new skills install)",
     )
     ap.add_argument(
         "--only",
@@ -441,26 +472,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, help="where to write (default: the corpus' fixture folder)")
     args = ap.parse_args(argv)
-    nights = args.corpus == "nights"
-    out: Path = args.out or (NIGHTS_FIXTURES if nights else FIXTURES)
-    world = NIGHTS_WORLD if nights else WORLD
+    fixtures = {"mining": FIXTURES, "nights": NIGHTS_FIXTURES, "scope": SCOPE_FIXTURES}
+    worlds = {"mining": WORLD, "nights": NIGHTS_WORLD, "scope": SCOPE_WORLD}
+    out: Path = args.out or fixtures[args.corpus]
+    world = worlds[args.corpus]
+    repo_files = SCOPE_REPOS if args.corpus == "scope" else REPOS
     clis = ac.locate_agent_clis()
     if clis.claude is None or clis.codex is None:
         print("; ".join(clis.why_missing(n) for n in clis.missing()), file=sys.stderr)
         return 2
     shutil.rmtree(world, ignore_errors=True)
     (world / "tmux").mkdir(parents=True)
-    repos = make_repos(world)
+    repos = make_repos(world, repo_files)
     # The agent's shell finds the same Python (with pytest) that runs this script.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    every = night_sessions() if nights else sessions()
+    every = {"mining": sessions, "nights": night_sessions, "scope": scope_sessions}[args.corpus]()
     prefixes = tuple(p for p in (args.only or "").split(",") if p)
     specs = [s for s in every if not prefixes or s.key.startswith(prefixes)]
     labels = _labels(args.corpus, world)
-    script = nights_agent_script() if nights else agent_script()
+    if args.corpus == "scope":
+        script = nights_agent_script(every, [scope_family(f) for f in SCOPE_KINDS], ())
+    else:
+        script = nights_agent_script() if args.corpus == "nights" else agent_script()
     # A repository belongs to one worker, so its sessions keep their order and never share a work tree.
     jobs = max(1, args.jobs)
-    worker_of = {name: i % jobs for i, name in enumerate(REPOS)}
+    worker_of = {name: i % jobs for i, name in enumerate(repo_files)}
     sids: dict[str, str] = {}
     done = 0
     lock = threading.Lock()

@@ -687,3 +687,147 @@ def night_sessions() -> list[SessionSpec]:
                 )
             )
     return out
+
+
+# ------------------------------------------------------------------------------------------- the scope corpus
+
+# The scope corpus' fourth repository: a small static site whose changelog runs oldest first, the opposite of
+# the handbook's, with a Python linter behind `make lint` like the webapp's.
+SITE_BUILD_PY = "import pathlib\n\ndef pages(src):    \n    return sorted(pathlib.Path(src).glob('*.md'))\n"
+HANDBOOK_TOC_PY = "def toc(lines):    \n    return [line for line in lines if line.startswith('#')]\n"
+SCOPE_REPOS: dict[str, dict[str, str]] = {
+    "webapp": REPOS["webapp"],
+    "etl": REPOS["etl"],
+    # The handbook of the other corpora, with a Python linter for its scripts as well.
+    "handbook": {
+        **REPOS["handbook"],
+        "Makefile": "docs-lint:\n\tpython3 tools/mdlint.py docs\n\nlint:\n\tpython3 tools/lint.py scripts\n",
+        "tools/lint.py": LINT_PY,
+        "scripts/toc.py": HANDBOOK_TOC_PY,
+    },
+    "site": {
+        "Makefile": "lint:\n\tpython3 tools/lint.py scripts\n",
+        "tools/lint.py": LINT_PY,
+        "scripts/check_changelog.py": CHECK_CHANGELOG_PY,
+        "scripts/build.py": SITE_BUILD_PY,
+        "pages/index.md": "# Welcome\n\nOur product, in one page.\n",
+        "CHANGELOG.md": "# Changelog\n\n## 0.9.0\n\n- First public pages.\n",
+        "README.md": "# site\n\nChecks: `make lint`, `python3 scripts/check_changelog.py`.\n",
+    },
+}
+
+SCOPE_NEW_FAMILIES: tuple[FamilySpec, ...] = (
+    # The handbook's changelog kind (`changelog`) puts new entries at the top; here they go at the end.
+    FamilySpec(
+        id="changelog-site",
+        repo="site",
+        check="python3 scripts/check_changelog.py",
+        rule="no, append new entries at the end, oldest first",
+        rule_language="en",
+        prompts=(
+            "add a changelog entry for the new pricing page",
+            "note the new contact form in the site's CHANGELOG.md",
+            "write the site's release notes for 0.10.0",
+            "update the site changelog with this week's page fixes",
+            "we need a CHANGELOG line for the pricing page",
+            "record the 0.10.1 release of the site in the changelog",
+            "añade al changelog la nueva página de precios",
+        ),
+        work_file="CHANGELOG.md",
+        first_try="# Changelog\n\n## 0.10.0\n\n- New pricing page.\n\n## 0.9.0\n\n- First public pages.\n",
+        after_correction="# Changelog\n\n## 0.9.0\n\n- First public pages.\n\n## 0.10.0\n\n- New pricing page.\n",
+        follow_ups=("mention the release date too", "also bump the version in the site heading"),
+    ),
+    # The webapp's lint rule (`lint`), given alike in two more repositories, in two more languages.
+    FamilySpec(
+        id="lint-site",
+        repo="site",
+        check="make lint",
+        rule="sin noqa, arregla el código",
+        rule_language="es",
+        prompts=(
+            "make lint is failing on the site scripts, please fix",
+            "fix the lint warnings in build.py",
+            "make lint flags scripts/build.py, please fix the lint there",
+            "get the site's make lint green again",
+            "tidy up what make lint reports in build.py",
+            "lint is red on CI for the site scripts; fix it",
+            "arregla los errores de lint en scripts/build.py",
+        ),
+        work_file="scripts/build.py",
+        first_try="import pathlib\n\ndef pages(src):  # noqa\n    return sorted(pathlib.Path(src).glob('*.md'))\n",
+        after_correction="import pathlib\n\ndef pages(src):\n    return sorted(pathlib.Path(src).glob('*.md'))\n",
+        follow_ups=("also lint the changelog script", "run the site's make lint once more"),
+    ),
+    FamilySpec(
+        id="lint-handbook",
+        repo="handbook",
+        check="make lint",
+        rule="non usare noqa, sistema il codice",
+        rule_language="it",
+        prompts=(
+            "make lint is failing in the handbook scripts, please fix",
+            "fix the lint warnings in toc.py",
+            "please fix make lint for scripts/toc.py",
+            "get the handbook's make lint green again",
+            "the lint job flags trailing spaces in toc.py, clean them",
+            "lint is red on CI for the handbook scripts; fix it",
+            "sistema gli errori di lint in scripts/toc.py",
+        ),
+        work_file="scripts/toc.py",
+        first_try="def toc(lines):  # noqa\n    return [line for line in lines if line.startswith('#')]\n",
+        after_correction="def toc(lines):\n    return [line for line in lines if line.startswith('#')]\n",
+        follow_ups=("check the other handbook scripts too", "run the handbook's make lint once more"),
+    ),
+)
+
+# The kinds of the scope corpus, with the number of sessions of each and the role of each index: the two
+# changelog conventions (top in the handbook, end in the site), the lint rule in three repositories, and the
+# etl's test writing, which the agent gets right without being told (plain sessions only: the user states no
+# rule there), so the other repositories' work a user-scope rule is checked against passes without it.
+_RULED = ("corrected", "plain", "corrected", "plain", "corrected", "plain", "corrected")
+SCOPE_KINDS: dict[str, tuple[str, ...]] = {
+    "changelog": _RULED,
+    "changelog-site": _RULED,
+    "lint": _RULED,
+    "lint-site": _RULED,
+    "lint-handbook": _RULED,
+    "tests": ("plain",) * 10,
+}
+# Kinds whose corrections are one rule in different words (the user's, in three repositories): an agent that
+# reads any of them knows the rule.
+SCOPE_SAME_RULE: tuple[tuple[str, ...], ...] = (("lint", "lint-site", "lint-handbook"),)
+# A session's split: the first SCOPE_TUNE of each kind may be looked at while building anything measured on
+# this corpus; the rest are held out and only measure.
+SCOPE_TUNE = 3
+
+
+def scope_family(fid: str) -> FamilySpec:
+    return next(f for f in NIGHT_FAMILIES + SCOPE_NEW_FAMILIES if f.id == fid)
+
+
+def scope_sessions() -> list[SessionSpec]:
+    """Every session of the scope corpus, in recording order: round by round (session i of every kind), as
+    the nights corpus, so each kind's sessions are in time order; deterministic. Corrections in four
+    languages (German and English for the changelog's two conventions; English, Spanish and Italian for the
+    one lint rule), both tools and both modes in every kind."""
+    out: list[SessionSpec] = []
+    for i in range(max(len(roles) for roles in SCOPE_KINDS.values())):
+        for k, (fid, roles) in enumerate(SCOPE_KINDS.items()):
+            if i >= len(roles):
+                continue
+            fam = scope_family(fid)
+            out.append(
+                SessionSpec(
+                    key=f"{fid}-{i:02d}",
+                    family=fid,
+                    repo=fam.repo,
+                    tool=_night_tool(k, i),
+                    mode=_night_mode(k, i),
+                    split="tune" if i < SCOPE_TUNE else "heldout",
+                    turns=_night_turns(fam, k, i, roles[i]),
+                    index=i,
+                    role=roles[i],
+                )
+            )
+    return out

@@ -92,6 +92,9 @@ class RecordedRequest:
     warnings: list[str] = field(default_factory=list)
     auth_ok: bool = True
     deployment: str | None = None  # Azure OpenAI: the deployment named in the URL
+    # The prompt tokens the answer reported as fresh, written to the cache and read from it, and its output
+    # tokens: what a benchmark adds up per kind of request (e.g. per family replayed).
+    tokens: dict[str, int] = field(default_factory=dict)
 
     def text(self) -> str:
         """Every string in the request body, joined: what the model was shown."""
@@ -493,6 +496,13 @@ class ScriptedServer:
         except CacheRequestError as e:
             self._send_error(h, rec, provider, 400, str(e))
             return
+        cached = reply.cache.read + (reply.cache.write if api == "anthropic" else 0)
+        rec.tokens = {
+            "fresh": max(0, reply.input_tokens - cached),
+            "cache_write": reply.cache.write if api == "anthropic" else 0,  # OpenAI's writes are not billed
+            "cache_read": reply.cache.read,
+            "output": reply.output_tokens,
+        }
         if api == "anthropic":
             if conv.stream:
                 self._send_sse(h, rec, _anthropic_events(reply))

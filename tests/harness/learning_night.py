@@ -6,9 +6,9 @@ One script answers every model a night talks to, each deciding from its request 
   requests that list `<available_skills>`): loads the skill it is offered (Claude Code's `Skill` tool;
   Codex lists only each skill's name, description and SKILL.md path, so the agent reads that file with the
   shell; OpenCode lists name, description and location, and the agent reads the file with its `read`
-  tool), then does the task the right way only when the skill body
-  it loaded states the kind of work's rule, and otherwise the way it did before the user corrected it
-  (e.g. silencing the linter with `# noqa`); it ends by showing the file it wrote;
+  tool), then does the task the right way only when the skill body it loaded states the kind of work's rule
+  (in any of the words the user said it: `WorkKind.same_rule`), and otherwise the way it did before the user
+  corrected it (e.g. silencing the linter with `# noqa`); it ends by showing the file it wrote;
 - the **optimizer** (Chat Completions, `optimizer_model`): drafts a new skill from the requests it is shown
   (a name from their commonest words, nothing of any rule), and as an analyst writes a rule into the skill
   only when its request shows the user's own words (the "stated preferences" lines, any language); with
@@ -86,6 +86,13 @@ class WorkKind:
     right: str  # what it writes with the rule
     check: str
     violation: str  # regular expression: the rule is broken when the work shown matches it
+    # The same rule in the words the user said it elsewhere (an alike correction in another repository, in
+    # another language): a competent agent that reads any of them does the work right, as with `rule`.
+    same_rule: tuple[str, ...] = ()
+
+    def taught_by(self, text: str) -> bool:
+        """Whether `text` (a skill the agent read) states this kind's rule, in any of its wordings."""
+        return any(r in text for r in (self.rule, *self.same_rule))
 
 
 class LearningNight(Script):
@@ -157,7 +164,7 @@ class LearningNight(Script):
         offered = _offered_skills(text)
         if offered:
             plan.append(Step(tool_calls=[call("Skill", {"skill": _best_skill(offered, asked)})]))
-        taught = SKILL_LOADED in text and kind.rule in text
+        taught = SKILL_LOADED in text and kind.taught_by(text)
         lucky = not taught and self.lucky(conv)
         right = taught or lucky
         content = kind.right if right else kind.wrong
@@ -183,7 +190,7 @@ class LearningNight(Script):
             best = _best_skill(list(listed), asked)
             plan.append(Step(tool_calls=[bash(f"cat {shlex.quote(listed[best])}")]))
         # Only a skill file the agent read counts, never a listing's description.
-        taught = any(kind.rule in out for out in conv.tool_outputs_since_user)
+        taught = any(kind.taught_by(out) for out in conv.tool_outputs_since_user)
         lucky = not taught and self.lucky(conv)
         right = taught or lucky
         content = kind.right if right else kind.wrong
@@ -215,8 +222,8 @@ class LearningNight(Script):
         if listed:
             best = _best_skill(list(listed), first)
             plan.append(Step(tool_calls=[call("read", {"filePath": listed[best]})]))
-        told = kind.rule in asked
-        taught = told or any(kind.rule in out for out in conv.tool_outputs_since_user)
+        told = kind.taught_by(asked)
+        taught = told or any(kind.taught_by(out) for out in conv.tool_outputs_since_user)
         lucky = not taught and self.lucky(conv)
         content = kind.right if taught or lucky else kind.wrong
         quoted = shlex.quote(kind.work_file)

@@ -275,7 +275,7 @@ def test_work_kinds_cover_the_new_kinds() -> None:
     kinds = {k.id: k for k in night_world.work_kinds(KINDS)}
     assert set(kinds) == set(KINDS)
     assert all(len(k.prompts) == 14 for k in kinds.values())
-    assert json.dumps(sorted(night_world.VIOLATIONS)) == json.dumps(sorted(KINDS))
+    assert set(KINDS) <= set(night_world.VIOLATIONS)  # the scope corpus adds its own kinds
 
 
 def test_the_mining_corpus_still_makes_its_world(tmp_path: Path, server: ScriptedServer) -> None:

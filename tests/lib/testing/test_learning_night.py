@@ -15,7 +15,7 @@ from harness.fixtures import require
 from harness.learning_night import LearningNight
 
 from benchmarks.corpus.night_world import work_kinds
-from benchmarks.corpus.spec import family
+from benchmarks.corpus.spec import family, scope_family
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import ToolCall
 from skillopt_lib.testing.scripted_server import ScriptedServer, parse_request
@@ -219,3 +219,25 @@ def test_the_opencode_agent_reads_the_listed_skill_and_is_right_only_when_it_or_
     ]  # fmt: skip
     (write,) = _opencode_turn(script, history)
     assert KIND.after_correction in write.command  # the user just said how
+
+
+def test_the_agent_knows_a_rule_in_any_of_the_words_the_user_said_it() -> None:
+    """The scope corpus' lint rule, said alike in three repositories: a skill that states it in the webapp's
+    words teaches the agent at work in the site, as it would a competent model; in a world without those
+    kinds the other wordings teach nothing."""
+    site = scope_family("lint-site")
+
+    def wrote(script: LearningNight, skill: str) -> str:
+        body = _codex_request(site.prompts[0], "/ws/site", 1)  # it listed one skill and printed its file
+        body["instructions"] += (
+            "\n### Available skills\n- lint-work: Fix lint. (file: /s/lint-work/SKILL.md)\n"
+        )
+        body["input"][-1]["output"] = skill
+        step = script.select(parse_request("responses", body)).step
+        return str(step.tool_calls[0].command)
+
+    told = "- The user's rule for this work, in their words: no noqa, fix the code"
+    world = LearningNight(work_kinds(["lint", "lint-site", "lint-handbook"]))
+    assert site.after_correction in wrote(world, told)
+    assert site.first_try in wrote(world, "- Keep each change small.")
+    assert site.first_try in wrote(LearningNight(work_kinds(["lint-site"])), told)

@@ -358,3 +358,24 @@ def test_memory_is_bounded_and_the_least_recently_used_prefix_goes_first(clock: 
     cache.anthropic(c)  # evicts b
     assert len(cache) == 2
     assert cache.anthropic(a).read > 0 and cache.anthropic(b).read == 0
+
+
+def test_the_request_log_keeps_the_tokens_each_answer_reported(server: ScriptedServer) -> None:
+    """What a benchmark adds up per kind of request: the same figures the client read in `usage`."""
+    client = claude(server)
+    first = ask(client, [user("What is 2 + 2?")])
+    second = ask(client, [user("And 3 + 3?")])
+    logged = [r.tokens for r in server.requests if r.path.endswith("/messages")]
+    assert logged == [
+        {
+            "fresh": u.input_tokens,
+            "cache_write": u.cache_creation_input_tokens,
+            "cache_read": u.cache_read_input_tokens,
+            "output": u.output_tokens,
+        }
+        for u in (first, second)
+    ]
+    reply = gpt(server).chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": LONG}])
+    assert reply.usage is not None
+    (chat,) = [r.tokens for r in server.requests if r.api == "chat"]
+    assert chat["fresh"] + chat["cache_read"] == reply.usage.prompt_tokens and chat["cache_write"] == 0
