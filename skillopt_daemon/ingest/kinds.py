@@ -58,7 +58,7 @@ _CORRECTION_START = re.compile(
         (?:it|that|this|the\s+\w+)\s+(?:still\s+)?(?:fails|failed|didn'?t|did\s+not|doesn'?t|does\s+not|isn'?t|is\s+not)\b|
         still\s+(?:fail\w*|broken|wrong|not)\b|
         i\s+(?:said|told\s+you|asked)\b|(?:use|try)\s+\S+\s+instead\b|
-        não\b|nao\b|nunca\b|errado|pare\b|nein\b|nicht\b|falsch|niemals\b|non\b|pas\s+(?:de|comme|ça)\b|jamais\b|
+        não\b|nao\b|nunca\b|errado|pare\b|nein\b|nicht\b|falsch|niemals\b|non\b|niente\b|mai\s+più\b|sbagliat[oa]\b|pas\s+(?:de|comme|ça)\b|jamais\b|
         ne\s+\w+\s+pas\b|incorrecto|mal\b|no\s+uses\b|sin\b|不要|别|不是|不对|错了|不行|不能|やめて|違う|ダメ
     )""",
     re.IGNORECASE | re.VERBOSE,

@@ -43,6 +43,8 @@ def result(key: str, code: int | None, out: str = "", is_error: bool | None = No
         "pas de Any, écris les vrais types",
         "不要用 print，用 logging",
         "nein, neue Einträge gehören nach oben, nicht ans Ende",
+        "niente noqa, sistema il codice",
+        "sbagliato, la voce va in fondo",
     ],
 )
 def test_corrections_are_recognised(text: str) -> None:
