@@ -15,7 +15,8 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
-from skillopt_daemon.night import planning, replay_cost
+from skillopt_daemon.core.repos import repository_of
+from skillopt_daemon.night import noharm, planning, replay_cost, scope
 from skillopt_daemon.night.agents import make_agent, make_chat, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget
 from skillopt_daemon.night.pending import Carried
@@ -230,3 +231,16 @@ def train_config(settings: Settings, train_tasks: int, gate: GateConfig | None =
         use_recorded=True,
         hold_pending=True,
     )
+
+
+def noharm_reserve(settings: Settings, fam: Family | None) -> int:
+    """The replays a new skill's family keeps for the no-harm check (`noharm.SAMPLE_GROUPS` held-out groups
+    of other repositories' work, each with and without the rule), planned with its gate: when its work
+    spans repositories and its scope follows the evidence (`auto`), a night that starts it must be able to
+    finish it, or the rule is left in its repositories for want of a few replays (at the login's caps a
+    night once spent all but 4 on the rule's own gate). 0 for every other target."""
+    if fam is None or settings.night.new_skill_scope != scope.AUTO:
+        return 0
+    if len({repository_of(p).root for p in fam.projects}) < 2:
+        return 0
+    return 2 * env_gate(settings).repeats * noharm.SAMPLE_GROUPS

@@ -58,6 +58,7 @@ from skillopt_daemon.night.context import (
     NightContext,
     budget_wait,
     env_gate,
+    noharm_reserve,
     replay_tools,
     replays,
     tonight_plan,
@@ -169,6 +170,7 @@ def _plan(
     # Near-copies of a request measured on an earlier night count in its cluster.
     tasks = regroup(tasks, carried.pending.evidence if carried is not None else None)
     tasks, planned, parted = tonight_plan(ctx, tasks, gate, carried, job.tool)
+    planned += noharm_reserve(ctx.settings, job.new_family)
     fresh = len(planning.new_groups(tasks, carried))
     n_val = len({t.group_key for t in tasks if t.split == "val"})
     plan = plan_gate(n_val, gate)

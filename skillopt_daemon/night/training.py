@@ -34,6 +34,7 @@ from skillopt_daemon.night.context import (
     budget_wait,
     env_gate,
     mining_installed,
+    noharm_reserve,
     open_backends,
     replay_tool,
     replay_tools,
@@ -193,19 +194,28 @@ def _pick(ctx: NightContext, name: str, fams: list[Family], is_new: bool) -> Job
         tool, tasks = picked
         carried = load_pending(ctx.db, job.target, ctx.report.warnings)
         corrections = sum(len(a.corrections) for f in fams for a in f.attempts)
-        job.projection = project(ctx, tasks, tool, carried, corrections)
+        reserve = noharm_reserve(ctx.settings, fams[0] if is_new else None)
+        job.projection = project(ctx, tasks, tool, carried, corrections, reserve)
     return job
 
 
 def project(
-    ctx: NightContext, tasks: list[NightTask], tool: AgentTool, carried: Carried | None, corrections: int = 0
+    ctx: NightContext,
+    tasks: list[NightTask],
+    tool: AgentTool,
+    carried: Carried | None,
+    corrections: int = 0,
+    reserve: int = 0,
 ) -> Projection:
-    """The replays, tokens and dollars a target's whole plan needs, at what a replay of its tool costs
-    (`replay_cost`: tonight's average, the last nights', or the defaults)."""
+    """The replays, tokens and dollars a target's whole plan needs (with the `reserve` it keeps for the
+    no-harm check), at what a replay of its tool costs (`replay_cost`: tonight's average, the last nights',
+    or the defaults)."""
     gate = env_gate(ctx.settings)
     fresh = len(planning.new_groups(tasks, carried))
     replays = (
-        planning.planned_replays(tasks, gate, fresh, carried is not None) if fresh or carried is None else 0
+        planning.planned_replays(tasks, gate, fresh, carried is not None) + reserve
+        if fresh or carried is None
+        else 0
     )
     per_tokens = replay_cost.tokens_per_replay(ctx.budget, tool.value)
     per_usd = replay_cost.usd_per_replay(ctx.budget, tool.value)
@@ -351,7 +361,7 @@ def train_new(
         draft = carried.incumbent
     else:
         _tasks, planned, _parted = tonight_plan(ctx, tasks, env_gate(ctx.settings), carried, tool)
-        wait = budget_wait(ctx, planned, tool.value)
+        wait = budget_wait(ctx, planned + noharm_reserve(ctx.settings, fam), tool.value)
         if wait:
             return SkillOutcome(
                 fam.name,

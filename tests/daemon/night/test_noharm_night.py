@@ -95,3 +95,25 @@ def test_other_repositories_work_the_night_cannot_afford_is_not_measured(tmp_pat
     assert not verdict.ok
     assert verdict.why.startswith("not measured tonight: needs up to")
     assert ctx.budget.replays == 0
+
+
+def test_a_family_over_several_repositories_plans_its_no_harm_replays_with_its_gate(tmp_path: Path) -> None:
+    """A night that starts a rule whose evidence may span repositories keeps the replays its no-harm check
+    needs, so the check is not left unmeasured for want of budget; nothing is kept otherwise."""
+    from skillopt_daemon.night.context import noharm_reserve
+
+    app, other = git_repo(tmp_path / "app"), git_repo(tmp_path / "other")
+    both = build_families(
+        _attempts("l", "fix the lint errors", app, 3) + _attempts("m", "fix the lint errors", other, 3),
+        seed=1,
+    )
+    (spanning,) = [f for f in both if len(f.projects) == 2]
+    (alone,) = build_families(_attempts("l", "fix the lint errors", app, 4), seed=1)
+    settings = Settings()
+    assert (
+        noharm_reserve(settings, spanning) == 2 * noharm.SAMPLE_GROUPS
+    )  # one pair per group at the defaults
+    assert noharm_reserve(settings, alone) == 0
+    assert noharm_reserve(settings, None) == 0
+    settings.night.new_skill_scope = "project"  # no user scope to earn: nothing to keep
+    assert noharm_reserve(settings, spanning) == 0

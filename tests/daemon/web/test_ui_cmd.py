@@ -49,7 +49,7 @@ def fetch(url: str) -> tuple[int, str]:
     """GET with a cookie jar, following the token redirect the way a browser does."""
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
     try:
-        with opener.open(url, timeout=10) as resp:
+        with opener.open(url, timeout=60) as resp:  # the first page of a loaded machine renders slowly
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
