@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -143,15 +144,30 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def serve_forever(settings: Settings, on_started: object = None) -> None:
-    """`skillopt ui --serve`: the dashboard in the foreground until Ctrl-C."""
+    """`skillopt ui --serve`: the dashboard in the foreground until Ctrl-C (SIGINT) or SIGTERM.
+
+    Both signals get a handler of their own for as long as it serves, rather than relying on Python's
+    KeyboardInterrupt: a process started with SIGINT ignored (as a shell does for a background job, and as
+    a parent's mask passes on) would otherwise never stop on Ctrl-C, and SIGTERM would end it without
+    closing its server."""
+    stop = threading.Event()
+
+    def _stop(_signum: int, _frame: object) -> None:
+        stop.set()
+
     server = DashboardServer(settings)
     server.start()
-    if callable(on_started):
-        on_started(server)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while server._thread is not None and server._thread.is_alive():
-            server._thread.join(0.5)
+        if callable(on_started):
+            on_started(server)
+        while not stop.is_set() and server._thread is not None and server._thread.is_alive():
+            stop.wait(0.5)
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

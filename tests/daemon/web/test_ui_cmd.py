@@ -166,3 +166,36 @@ def test_a_taken_port_leaves_the_daemon_running_and_ui_says_so(
         assert proc.poll() is None  # ingest goes on without the dashboard
         r = run(env, "ui", "--no-browser")
         assert r.returncode == 7 and f"no dashboard answers at http://127.0.0.1:{port}/" in r.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ui_serve_stops_on_ctrl_c_or_sigterm_even_when_started_with_sigint_ignored(
+    env: dict[str, str], sig: signal.Signals
+) -> None:
+    """A shell starts a background job with SIGINT ignored; `ui --serve` still stops on it, and on SIGTERM,
+    closing its server and exiting 0."""
+    proc = subprocess.Popen(
+        [SKILLOPT, "ui", "--serve", "--no-browser", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert fetch(url)[0] == 200
+    finally:
+        proc.send_signal(sig)
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0
+    with (
+        pytest.raises(OSError),
+        socket.create_connection(("127.0.0.1", int(url.split(":")[2].split("/")[0])), timeout=2),
+    ):
+        pass
