@@ -90,9 +90,12 @@ class CliChatBackend:
 def _create(
     backend: type[Any], cfg: Any, context: dict[str, Any], defaults: dict[str, Any] | None = None
 ) -> CliChatBackend:
-    """The chat backend over `backend` (the tool's exec backend), with `defaults` under the user's options."""
-    if defaults:
-        cfg = cfg.model_copy(update={"options": {**defaults, **dict(getattr(cfg, "options", {}) or {})}})
+    """The chat backend over `backend` (the tool's exec backend), with `defaults` under the user's options.
+
+    A price table among the options (`prices`, which the night hands every chat backend for its estimates)
+    is not the CLI's to take: the CLI reports what each call cost itself."""
+    options = {k: v for k, v in dict(getattr(cfg, "options", {}) or {}).items() if k != "prices"}
+    cfg = cfg.model_copy(update={"options": {**(defaults or {}), **options}})
     agent = create_from_config(backend, cfg, context)
     return CliChatBackend(
         agent, workspaces_root=context.get("workspaces_root"), model=getattr(cfg, "model", "")

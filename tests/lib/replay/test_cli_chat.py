@@ -39,3 +39,15 @@ def test_claude_as_a_chat_model_is_offered_no_tools(
     asked = model_server.requests_matching(api="anthropic", user="grade")
     assert asked, "the CLI never asked the model"
     assert all(not (r.body or {}).get("tools") for r in asked), "a chat model must be offered no tools"
+
+
+def test_a_price_table_among_the_options_does_not_stop_the_cli_from_being_built(tmp_path: Path) -> None:
+    """The night hands every chat backend the user's price table; an agent CLI used as the chat model (the
+    login default) reports its own costs and must still be built, not fail on an option it has no use for."""
+    from skillopt_lib.backends import create_backend
+    from skillopt_lib.config import BackendConfig
+
+    prices = {"opt": {"input": 5.0, "output": 25.0}}
+    cfg = BackendConfig(backend="claude-code-chat", options={"prices": prices, "home": str(tmp_path)})
+    chat = create_backend(cfg, "optimizer", workspaces_root=str(tmp_path / "chat"))
+    assert isinstance(chat, CliChatBackend) and isinstance(chat.agent, ClaudeCodeBackend)
