@@ -27,7 +27,7 @@ new validation items of the same family (new draws from the same model); `nights
 
 Gates: `night` is the nightly cycle's gate exactly as the shipped settings build it
 (`skillopt_daemon.night.context.night_gate(NightSettings())`: the anytime-valid e-value test, proven at
-confidence 0.95, a `likely` tier at 0.90, one pair per item (more, at `night.gate_repeats` > 1, only where it tied), the first
+confidence 0.95, a `likely` tier at 0.90, one pair per item, the first
 candidate's 0.8 share of the error rate); `library` is `GateConfig()`, the library's default for training runs
 (exact sign-flip test spending p <= 1/32, then 3/160, over two sessions); `fixed` the earlier fixed-repeat
 `paired` gate. Seeds: thresholds were chosen on seeds 1 and 2; the documented table is seed 42.

@@ -10,8 +10,9 @@ night 2. Reported for the measured kinds (default: the **held-out** ones; the tu
 the share of families with a correction that became proposals carrying their rule after one night and within
 two (and which tier); and for the whole home per family: replays, input-equivalent, fresh, cache-write and
 cache-read tokens, estimated dollars (replays at the CLI's own figure, optimizer and judge priced as
-`AGENT_MODEL`), replays per decided family, and replays and dollars per learned rule. `--caps login` applies
-the login default's caps (`night.login_max_*`). Scripted models know only what they are shown
+`AGENT_MODEL`), replays per decided family, and replays and dollars per learned rule. `--caps login` runs
+as a user on the login default: no optimizer configured and yes to the night using their `claude` login,
+so the night takes `claude-code-chat` against the same server and its login caps by itself. Scripted models know only what they are shown
 (`benchmarks.corpus.night_world`, `tests/harness/learning_night.py`).
 
 `python -m benchmarks.night --corpus --null`: the same nights with every correction removed and an agent
@@ -35,7 +36,6 @@ from typing import Any
 
 from benchmarks.corpus import night_world
 from benchmarks.corpus.load import NIGHTS, read_labels
-from skillopt_daemon.core.config import NightSettings
 from skillopt_lib.backends.base import price_of
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -46,16 +46,6 @@ from tests.harness.night_scenario import make_world, night_script, record_sessio
 # carry it): the list price every estimate below uses, for the optimizer and judge too, since a user on the
 # login default pays for those calls at the same model (`claude-code-chat`).
 AGENT_MODEL = "claude-opus-4-8"
-
-
-def caps_for(which: str) -> dict[str, Any]:
-    """The night's caps as shipped: `api` leaves every `night.max_*` at its default (a configured optimizer
-    with an API key); `login` applies the login default's caps (`night.login_max_*`) as the embedded default
-    does, with the scripted optimizer standing in for `claude-code-chat`."""
-    if which == "api":
-        return {}
-    night = NightSettings()
-    return {"max_replays": night.login_max_replays, "max_tokens": night.login_max_tokens}
 
 
 def learning_nights(
@@ -69,7 +59,9 @@ def learning_nights(
     caps: str = "api",
 ) -> dict[str, Any]:
     """Night 1 on the first `size` sessions of each kind in `kinds` (all in one home, competing for one
-    budget), `added` more of each, night 2, at the shipped caps (`caps_for`). Figures are reported for the
+    budget), `added` more of each, night 2, at the shipped defaults: with `caps="login"` the user configured
+    no optimizer and said yes to the night using their `claude` login, so the night runs on its own default
+    (`claude-code-chat`) and applies the login's caps itself. Figures are reported for the
     `measured` kinds (default: all of `kinds`)."""
     measured = measured or list(kinds)
     rules = {k: read_labels(NIGHTS).families[k]["rule"] for k in kinds}
@@ -93,7 +85,7 @@ def learning_nights(
             corrections=not null,
             codex=codex,
         )
-        w.configure(**caps_for(caps))
+        w.configure(login=caps == "login")
         for model in (night_world.OPTIMIZER_MODEL, night_world.JUDGE_MODEL):
             for field, value in priced.items():
                 w.skillopt("config", "set", f"prices.{model}.{field}", str(value))
@@ -104,6 +96,7 @@ def learning_nights(
             t0 = time.perf_counter()
             report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
             wall = time.perf_counter() - t0
+            model_of_night = report.get("model")
             proposals: dict[str, str] = {}
             learned: dict[str, str] = {}
             for s in report["skills"]:
@@ -152,7 +145,8 @@ def learning_nights(
         "kinds": kinds,
         "measured": measured,
         "caps": caps,
-        "caps_set": caps_for(caps),
+        # What the night chose and capped itself with (backend, caps and the settings behind them).
+        "night_model": model_of_night,
         "priced_as": AGENT_MODEL,
         "agent_models_seen": models,
         "null": null,
@@ -198,7 +192,10 @@ def main() -> None:
     )
     ap.add_argument("--sizes", default="5,6,8", help="sessions of each kind before night 1")
     ap.add_argument(
-        "--caps", default="api", choices=["api", "login"], help="the shipped caps of an API key or a login"
+        "--caps",
+        default="api",
+        choices=["api", "login"],
+        help="api: an optimizer configured with a key; login: the login default, with the caps it brings",
     )
     args = ap.parse_args()
     clis = ac.locate_agent_clis()
@@ -221,8 +218,7 @@ def main() -> None:
         t0 = time.perf_counter()
         record_sessions(w, [f"team{i}" for i in range(args.tasks)])
         t_record = time.perf_counter() - t0
-        # Caps high enough that the figures show a whole night's cost rather than where a cap stops it.
-        w.configure("opt-useful", max_cost_usd=1000, max_tokens=100_000_000)
+        w.configure("opt-useful")
         srv.clear_requests()
         t0 = time.perf_counter()
         report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)

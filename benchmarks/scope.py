@@ -7,7 +7,9 @@ corrected the agent in both; the user gave one lint rule alike in the webapp, th
 three languages); the etl's test writing needs no rule. Every session (or the first `--first` of every
 kind), no skill installed; night 1; if a kind whose rule the user said has no proposal yet, night 2 (the
 rest of the sessions arrive first, with `--first`). Nothing is set but where the CLIs and models live: caps, scope (`night.new_skill_scope =
-auto`), gate and no-harm check are the shipped ones. Then every proposal is approved as proposed, and a real
+auto`), gate and no-harm check are the shipped ones. `--caps login` is a user on the login default: no
+optimizer configured and yes to the night using their `claude` login, so the night takes `claude-code-chat`
+against the same server and the login's caps by itself. Then every proposal is approved as proposed, and a real
 `claude -p` and `codex exec` session per kind runs in that kind's repository against the same scripted
 server: the request log says which skills the agent was offered and which rules it read.
 
@@ -49,7 +51,7 @@ import sqlite_utils
 from benchmarks.corpus import night_world
 from benchmarks.corpus.load import SCOPE, read_labels
 from benchmarks.corpus.spec import SCOPE_KINDS, scope_family
-from benchmarks.night import AGENT_MODEL, caps_for
+from benchmarks.night import AGENT_MODEL
 from skillopt_lib.backends.base import price_of
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import RecordedRequest, ScriptedServer
@@ -81,6 +83,10 @@ def run_of(r: RecordedRequest) -> str:
     return str(meta.get("user_id") or body.get("prompt_cache_key") or f"request-{r.index}")
 
 
+# What the scripted models answer as, besides the agent (`tests/harness/learning_night.py`).
+CHAT_ROLES = frozenset({"drafter", "analyst", "judge"})
+
+
 def spend_by_row(requests: Sequence[RecordedRequest]) -> dict[str, dict[str, float]]:
     """Replays (agent runs) and tokens per row, from the scripted server's request log."""
     price = price_of(AGENT_MODEL)
@@ -95,7 +101,8 @@ def spend_by_row(requests: Sequence[RecordedRequest]) -> dict[str, dict[str, flo
     for r in requests:
         kind = kind_of(r.text())
         row = ROW[kind] if kind else "other"
-        if r.api in AGENT_APIS:
+        # The login default's optimizer and judge are `claude -p` runs too: not replays.
+        if r.api in AGENT_APIS and r.rule not in CHAT_ROLES:
             runs[row].add(run_of(r))
         for t in TOKENS:
             n = r.tokens.get(t, 0)
@@ -221,6 +228,8 @@ def night(w: night_world.CorpusWorld, srv: ScriptedServer, rules: dict[str, str]
     spend = report["spend"]
     return {
         "status": report.get("status"),
+        # What the night chose and capped itself with (backend, caps and the settings behind them).
+        "model": report.get("model"),
         "outcomes": {s["skill"]: [s["status"], s.get("reason", "")[:200]] for s in report["skills"]},
         "proposals": proposals(w, report, rules),
         "by_row": spend_by_row(list(srv.requests)),
@@ -248,7 +257,7 @@ def scope_nights(clis: ac.AgentCLIs, *, first: int | None, caps: str, check: boo
         w = night_world.make_world(
             Path(tmp) / "world", srv, Path(str(clis.claude)), kinds, corpus=SCOPE, first=first, codex=codex
         )
-        w.configure(**caps_for(caps))
+        w.configure(login=caps == "login")
         for model in (night_world.OPTIMIZER_MODEL, night_world.JUDGE_MODEL):
             for field, value in priced.items():
                 w.skillopt("config", "set", f"prices.{model}.{field}", str(value))
@@ -262,7 +271,7 @@ def scope_nights(clis: ac.AgentCLIs, *, first: int | None, caps: str, check: boo
         for p in every:
             w.skillopt("approve", p["proposal_id"])
         loads = load_check(w, srv, clis, rules, [p["skill"] for p in every]) if check else []
-    return {"first": first, "caps": caps, "caps_set": caps_for(caps), "nights": nights, "loads": loads}
+    return {"first": first, "caps": caps, "nights": nights, "loads": loads}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -330,7 +339,10 @@ def main() -> None:
         "--first", type=int, default=None, help="sessions of each kind before night 1 (default: all)"
     )
     ap.add_argument(
-        "--caps", default="api", choices=["api", "login"], help="the shipped caps of an API key or a login"
+        "--caps",
+        default="api",
+        choices=["api", "login"],
+        help="api: an optimizer configured with a key; login: the login default, with the caps it brings",
     )
     ap.add_argument("--no-check", action="store_true", help="skip the real sessions after approval")
     args = ap.parse_args()

@@ -39,7 +39,13 @@ from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from tests.harness import cli
 from tests.harness.learning_night import WorkKind
-from tests.harness.night_scenario import OPT_KEY_ENV, apply_settings, scripted_settings, skillopt_env
+from tests.harness.night_scenario import (
+    OPT_KEY_ENV,
+    apply_settings,
+    login_settings,
+    scripted_settings,
+    skillopt_env,
+)
 
 RECORDED_SRC = MINING_SOURCE_ROOT
 __all__ = ["NIGHTS", "SCOPE", "CorpusWorld", "add_sessions", "corpus_kinds", "make_world", "work_kinds"]
@@ -124,12 +130,17 @@ class CorpusWorld:
         # A whole night of a large family can take over half an hour on a loaded machine.
         return cli.run(*args, env=self.skillopt_env(), cwd=self.root, timeout=7200, check=check)
 
-    def configure(self, **night: Any) -> None:
+    def configure(self, *, login: bool = False, **night: Any) -> None:
         """The optimizer and judge on the scripted server, replays through the real `claude` (and the real
-        `codex` for the Codex sessions' tasks, when the world has it)."""
-        settings = scripted_settings(
-            self.server, self.claude, OPTIMIZER_MODEL, judge_model=JUDGE_MODEL, codex=self.codex
-        )
+        `codex` for the Codex sessions' tasks, when the world has it). With `login`, the user configured no
+        optimizer and said yes to the night using their login: the night runs on its own default
+        (`claude-code-chat` against the same server) and applies the login's caps itself."""
+        if login:
+            settings = login_settings(self.claude, codex=self.codex)
+        else:
+            settings = scripted_settings(
+                self.server, self.claude, OPTIMIZER_MODEL, judge_model=JUDGE_MODEL, codex=self.codex
+            )
         settings.update(
             {"night.label_with_model": "false", "replay.max_parallel": "2", "replay.timeout_s": "120"}
         )

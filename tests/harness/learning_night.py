@@ -9,11 +9,12 @@ One script answers every model a night talks to, each deciding from its request 
   tool), then does the task the right way only when the skill body it loaded states the kind of work's rule
   (in any of the words the user said it: `WorkKind.same_rule`), and otherwise the way it did before the user
   corrected it (e.g. silencing the linter with `# noqa`); it ends by showing the file it wrote;
-- the **optimizer** (Chat Completions, `optimizer_model`): drafts a new skill from the requests it is shown
+- the **optimizer** (Chat Completions, `optimizer_model`; or, on the login default, `claude -p` prompts on the
+  Anthropic API that name its role): drafts a new skill from the requests it is shown
   (a name from their commonest words, nothing of any rule), and as an analyst writes a rule into the skill
   only when its request shows the user's own words (the "stated preferences" lines, any language); with
   none it proposes something plausible and useless;
-- the **judge** (Chat Completions, any other model): grades each rule it is given against the work shown
+- the **judge** (Chat Completions, any other model; or a `claude -p` prompt on the login default): grades each rule it is given against the work shown
   (the diff of what the agent changed), failing it when the work shows what the rule forbids.
 
 Only the agent and the judge know the kinds of work (`WorkKind`): the agent how to do each either way, the
@@ -136,6 +137,15 @@ class LearningNight(Script):
     def select(self, conv: Conversation) -> Selection:
         turn = conv.turns_since_user
         if conv.api == "anthropic":
+            # The login default's optimizer and judge (`claude-code-chat`) arrive as `claude -p` prompts
+            # carrying their instructions; everything else on this API is the agent.
+            asked = conv.last_user_text
+            if "skillopt role: skill drafter" in asked:
+                return _answer("drafter", _draft(asked), turn)
+            if "skillopt role: failure analyst" in asked or "skillopt role: success analyst" in asked:
+                return _answer("analyst", _analyse(asked), turn)
+            if "You grade whether" in asked:
+                return _answer("judge", self._judge(asked), turn)
             return self._agent(conv, turn)
         if conv.api == "responses":
             return self._codex_agent(conv, turn)

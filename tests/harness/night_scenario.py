@@ -100,15 +100,12 @@ def scripted_settings(
     judge) on the scripted server, and the replays' environment. The night's split, gate and thresholds stay
     at their shipped defaults."""
     out = {
-        "tools.claude-code.cli": str(claude),
-        **({"tools.codex.cli": str(codex)} if codex else {}),
+        **_where_clis_live(claude, codex),
         "optimizer.backend": "openai",
         "optimizer.model": optimizer_model,
         "optimizer.base_url": server.base_url_openai,
         "optimizer.api_key_env": key_env,
         "optimizer.max_retries": "0",
-        "night.include_automation": "true",
-        "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
     }
     if judge_model is not None:
         out.update(
@@ -121,6 +118,24 @@ def scripted_settings(
             }
         )
     return out
+
+
+def login_settings(claude: Path, *, codex: Path | None = None) -> dict[str, str]:
+    """What a user on the login default sets: where the CLIs live, and yes to the night using their agent
+    login (`optimizer.consent`). No optimizer or judge is configured, so the night takes its own default
+    (`claude-code-chat`: `claude -p` on the user's login, here signed in to the scripted server) and the
+    login's caps with it, as it does for that user."""
+    return {**_where_clis_live(claude, codex), "optimizer.consent": "yes"}
+
+
+def _where_clis_live(claude: Path, codex: Path | None) -> dict[str, str]:
+    """The agent CLIs a world replays with, and what their replays may see of the environment."""
+    return {
+        "tools.claude-code.cli": str(claude),
+        **({"tools.codex.cli": str(codex)} if codex else {}),
+        "night.include_automation": "true",
+        "replay.env_allowlist": json.dumps(["PATH", "LANG", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"]),
+    }
 
 
 def apply_settings(skillopt: Any, settings: dict[str, str], night: dict[str, Any]) -> None:

@@ -241,3 +241,25 @@ def test_the_agent_knows_a_rule_in_any_of_the_words_the_user_said_it() -> None:
     assert site.after_correction in wrote(world, told)
     assert site.first_try in wrote(world, "- Keep each change small.")
     assert site.first_try in wrote(LearningNight(work_kinds(["lint-site"])), told)
+
+
+def test_the_login_defaults_optimizer_and_judge_answer_from_the_claude_p_prompt_alone() -> None:
+    """The login default's optimizer and judge reach the server as `claude -p` prompts on the Anthropic API:
+    they are answered as the optimizer and the judge, from the prompt alone, and never as the agent."""
+    script = LearningNight(work_kinds(["lint"]))
+
+    def ask(prompt: str) -> tuple[str, str]:
+        sel = script.select(parse_request("anthropic", _claude_request(prompt, "/tmp/chat", 0)))
+        return sel.rule.name, sel.step.text
+
+    analyst = "skillopt role: failure analyst\n## Current skill\n# Lint\n## Budget\n"
+    said = f"- '{KIND.rule}' · claude-code · webapp · 2026-12-01\n"
+    role, text = ask(analyst + said)
+    assert role == "analyst" and KIND.rule in text  # the user's words were shown: the rule is written
+    role, text = ask(analyst)
+    assert role == "analyst" and KIND.rule not in text  # no words shown: no rule
+    role, text = ask(
+        f"You grade whether the work follows the rules.\nThe agent's work:\n+x  # noqa\nRules (index. rule):\n1. {KIND.rule}\n"
+    )
+    assert role == "judge" and '"satisfied": false' in text
+    assert ask(KIND.prompts[0])[0].startswith("agent-")
