@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 import sqlite_utils
+from harness.corpus_store import corpus_store
 from harness.learning_night import LearningNight
 from sklearn.metrics import adjusted_rand_score
 
 from benchmarks.corpus import night_world
-from benchmarks.corpus.load import NIGHTS, Labels, ingest_corpus, read_labels
+from benchmarks.corpus.load import NIGHTS, Labels, read_labels
 from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import NIGHT_FAMILIES, NIGHT_SPLIT, night_sessions
 from benchmarks.mining import truth_and_prediction
@@ -41,18 +42,8 @@ def labels() -> Labels:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, labels: Labels) -> Iterator[sqlite_utils.Database]:
-    work = tmp_path_factory.mktemp("nights")
-    old = os.environ.get("SKILLOPT_HOME")
-    os.environ["SKILLOPT_HOME"] = str(work / "skillopt")
-    try:
-        db = ingest_corpus(work, corpus=NIGHTS, labels=labels)
+    with corpus_store(tmp_path_factory.mktemp("nights"), NIGHTS, labels) as db:
         yield db
-        db.close()
-    finally:
-        if old is None:
-            os.environ.pop("SKILLOPT_HOME", None)
-        else:
-            os.environ["SKILLOPT_HOME"] = old
 
 
 def _by_kind(labels: Labels) -> dict[str, list[dict[str, Any]]]:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
+from harness.corpus_store import corpus_store
 
 from benchmarks.corpus import night_world
-from benchmarks.corpus.load import SCOPE, Labels, ingest_corpus, read_labels
+from benchmarks.corpus.load import SCOPE, Labels, read_labels
 from benchmarks.corpus.record import make_repos
 from benchmarks.corpus.spec import SCOPE_KINDS, SCOPE_REPOS, scope_family, scope_sessions
 from skillopt_daemon.night import mining
@@ -38,18 +39,8 @@ def labels() -> Labels:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, labels: Labels) -> Iterator[sqlite_utils.Database]:
-    work = tmp_path_factory.mktemp("scope")
-    old = os.environ.get("SKILLOPT_HOME")
-    os.environ["SKILLOPT_HOME"] = str(work / "skillopt")
-    try:
-        db = ingest_corpus(work, corpus=SCOPE, labels=labels)
+    with corpus_store(tmp_path_factory.mktemp("scope"), SCOPE, labels) as db:
         yield db
-        db.close()
-    finally:
-        if old is None:
-            os.environ.pop("SKILLOPT_HOME", None)
-        else:
-            os.environ["SKILLOPT_HOME"] = old
 
 
 def test_the_recording_is_the_spec(labels: Labels) -> None:
