@@ -74,7 +74,7 @@ def pull(channel: Channel, db: sqlite_utils.Database, reg: Registry) -> list[Pul
     if channel.has(channel.main):
         sources.append(("main", channel.main, channel.head_of(channel.main)))
     for prefix, ref, commit in sources:
-        for skill in _rule_skills(channel, ref, policy.folder):
+        for skill in rule_skills(channel, ref, policy.folder):
             key = f"{prefix}:{skill}"
             present.add(key)
             out.append(_receive(channel, db, reg, policy, key, ref, commit, skill))
@@ -82,7 +82,7 @@ def pull(channel: Channel, db: sqlite_utils.Database, reg: Registry) -> list[Pul
     return out
 
 
-def _rule_skills(channel: Channel, ref: str, folder: str) -> list[str]:
+def rule_skills(channel: Channel, ref: str, folder: str) -> list[str]:
     """The skills a ref holds rules for: each `<folder>/<skill>/` with an evidence file."""
     skills = []
     for path in channel.ls(ref, folder):
@@ -103,15 +103,8 @@ def _receive(
     skill: str,
 ) -> Pulled:
     base = f"{policy.folder}/{skill}/"
-    files: dict[str, bytes] = {}
-    for path in channel.ls(ref, base):
-        rel = path[len(base) :]
-        if rel == RULE_FILE or rel.startswith("verdicts/"):
-            continue
-        text = channel.show(ref, path)
-        if text is not None:
-            files[rel] = text.encode("utf-8")
-    claimed = _claimed(channel.show(ref, base + RULE_FILE))
+    files, evidence = rule_files(channel, ref, policy.folder, skill)
+    claimed = claimed_record(evidence)
     author_name, author_email = _author(channel, ref, base)
     published_by = author_name or member_slug(author_name, author_email)
     old = shared_rules.get(db, key)
@@ -196,7 +189,24 @@ def _refusal(
     return None
 
 
-def _claimed(text: str | None) -> dict[str, Any] | None:
+def rule_files(channel: Channel, ref: str, folder: str, skill: str) -> tuple[dict[str, bytes], str | None]:
+    """The files of the rule `skill` at `ref` (its skill bundle, without the evidence file or verdicts) and
+    the text of its evidence file (`skillopt-rule.json`), or None when it has none."""
+    base = f"{folder}/{skill}/"
+    files: dict[str, bytes] = {}
+    for path in channel.ls(ref, base):
+        rel = path[len(base) :]
+        if rel == RULE_FILE or rel.startswith("verdicts/"):
+            continue
+        text = channel.show(ref, path)
+        if text is not None:
+            files[rel] = text.encode("utf-8")
+    return files, channel.show(ref, base + RULE_FILE)
+
+
+def claimed_record(text: str | None) -> dict[str, Any] | None:
+    """The evidence file's record as its publisher wrote it (a claim, never trusted), or None when it is
+    missing or not a JSON object."""
     if text is None:
         return None
     try:

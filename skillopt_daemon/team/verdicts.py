@@ -27,7 +27,8 @@ import sqlite_utils
 from skillopt_daemon.night import shared_rules
 from skillopt_daemon.team.channel import BRANCH_PREFIX, Channel, member_slug
 from skillopt_daemon.team.git import git, identity
-from skillopt_daemon.team.sanitise import RULE_FILE, check
+from skillopt_daemon.team.pull import claimed_record, rule_files, rule_skills
+from skillopt_daemon.team.sanitise import check
 from skillopt_lib.skill import SkillBundle
 
 VERDICT_DIR = ".skillopt/verdicts"
@@ -129,38 +130,16 @@ def publications(channel: Channel) -> dict[str, tuple[str, dict[str, Any]]]:
     refs += [f"origin/{b}" for b in sorted(channel.rule_branches()) if not b.endswith("/verdicts")]
     out: dict[str, tuple[str, dict[str, Any]]] = {}
     for ref in refs:
-        files: dict[str, dict[str, bytes]] = {}
-        records: dict[str, dict[str, Any]] = {}
-        for path in channel.ls(ref, folder):
-            rel = path[len(folder) + 1 :].split("/", 1)
-            if len(rel) != 2 or rel[1].startswith("verdicts/"):
-                continue
-            skill, name = rel
-            text = channel.show(ref, path)
-            if text is None:
-                continue
-            if name == RULE_FILE:
-                record = _record_of(text)
-                if record is not None:
-                    records[skill] = record
-            else:
-                files.setdefault(skill, {})[name] = text.encode("utf-8")
-        for skill, record in records.items():
-            bundle = SkillBundle(files=files.get(skill) or {})
-            if not bundle.files or record.get("content_hash") != bundle.content_hash:
+        for skill in rule_skills(channel, ref, folder):
+            files, evidence = rule_files(channel, ref, folder, skill)
+            record = claimed_record(evidence)
+            bundle = SkillBundle(files=files)
+            if record is None or not files or record.get("content_hash") != bundle.content_hash:
                 continue
             raw = record.get("gate")
             gate: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
             out[rule_id(skill, bundle.content_hash)] = (str(record.get("published_by") or ""), gate)
     return out
-
-
-def _record_of(text: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def tally(channel: Channel) -> list[Tally]:
