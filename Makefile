@@ -44,8 +44,8 @@ agent-clis:
 	bash scripts/install-agent-clis.sh "$(AGENT_CLI_DIR)"
 
 lint: setup
-	$(BIN)/ruff check --no-cache skillopt_lib skillopt_daemon tests benchmarks
-	$(BIN)/ruff format --no-cache --check skillopt_lib skillopt_daemon tests benchmarks
+	$(BIN)/ruff check --no-cache skillopt_lib skillopt_daemon tests benchmarks testkit
+	$(BIN)/ruff format --no-cache --check skillopt_lib skillopt_daemon tests benchmarks testkit
 	$(BIN)/lint-imports
 
 typecheck: setup

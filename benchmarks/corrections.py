@@ -24,8 +24,8 @@ from typing import Any
 
 import sqlite_utils
 
-from benchmarks.corpus.load import Labels, ingest_corpus, read_labels
 from skillopt_daemon.night.attempts import user_messages
+from testkit.corpus.load import Labels, ingest_corpus, read_labels
 
 
 def _score(tp: int, fp: int, fn: int) -> dict[str, Any]:

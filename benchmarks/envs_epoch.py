@@ -93,8 +93,8 @@ def run_coding_epoch(workers: int) -> dict[str, Any] | None:
     from skillopt_lib.envs import load_env
     from skillopt_lib.execution import ExecLimits
     from skillopt_lib.executor import LocalExecutor
-    from skillopt_lib.testing import agent_clis as ac
     from skillopt_lib.trainer import Trainer
+    from testkit import agent_clis as ac
 
     clis = ac.locate_agent_clis()
     if clis.claude is None:

@@ -1,11 +1,11 @@
 """Mining quality, labelling cost and speed: `python -m benchmarks.mining [--sessions 10000]`.
 
 Quality on the corpus recorded with the real `claude` and `codex` CLIs (`tests/fixtures/corpus/`, re-record
-with `python -m benchmarks.corpus.record`): the adjusted Rand index between the families mining finds and
+with `python -m testkit.corpus.record`): the adjusted Rand index between the families mining finds and
 the true ones, over every user message of the held-out half (a message counts as part of the family of the
 attempt it was put in, so a follow-up made into a task of its own is an error). Thresholds were tuned on the
 tuning half only. Measured without a model (the lexical fallback) and with the model path, where the scripted
-labeller (`benchmarks/corpus/labeller.py`) answers as a competent model would.
+labeller (`testkit/corpus/labeller.py`) answers as a competent model would.
 
 Cost: model calls and tokens per 100 requests on the first night, and on the second (cached labels).
 Speed: mining 10,000 generated sessions from the store without and with the model path (labels cached).
@@ -26,8 +26,6 @@ from typing import Any
 import sqlite_utils
 from sklearn.metrics import adjusted_rand_score
 
-from benchmarks.corpus.labeller import LabellerScript, label_one
-from benchmarks.corpus.load import Labels, ingest_corpus, read_labels
 from benchmarks.mining_corpus import generate
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
@@ -37,6 +35,8 @@ from skillopt_daemon.night.labels import PROMPT_VERSION
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.corpus.labeller import LabellerScript, label_one
+from testkit.corpus.load import Labels, ingest_corpus, read_labels
 
 KEY_ENV = "SKILLOPT_BENCH_LABELLER_KEY"
 KEY = "sk-skillopt-scripted-0123456789abcdef"

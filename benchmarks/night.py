@@ -13,7 +13,7 @@ cache-read tokens, estimated dollars (replays at the CLI's own figure, optimizer
 `AGENT_MODEL`), replays per decided family, and replays and dollars per learned rule. `--caps login` runs
 as a user on the login default: no optimizer configured and yes to the night using their `claude` login,
 so the night takes `claude-code-chat` against the same server and its login caps by itself. Scripted models know only what they are shown
-(`benchmarks.corpus.night_world`, `tests/harness/learning_night.py`).
+(`testkit.corpus.night_world`, `testkit/learning_night.py`).
 
 `python -m benchmarks.night --corpus --null`: the same nights with every correction removed and an agent
 that does the work right by luck half of the time whatever the skill says (`LearningNight(noise=0.5)`), so
@@ -21,7 +21,7 @@ the optimizer can only write useless edits and replays disagree by chance: the s
 proposal of each tier is the false-proposal rate at the defaults (over every kind of the corpus by default).
 
 `python -m benchmarks.night [--tasks 20]`: the cost of one night for N recurring tasks of one family with
-an installed skill (the scenario in `tests/harness/night_scenario.py`).
+an installed skill (the scenario in `testkit/night_scenario.py`).
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import night_world
-from benchmarks.corpus.load import NIGHTS, read_labels
 from skillopt_lib.backends.base import price_of
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from tests.harness.learning_night import LearningNight
-from tests.harness.night_scenario import make_world, night_script, record_sessions
+from testkit import agent_clis as ac
+from testkit.corpus import night_world
+from testkit.corpus.load import NIGHTS, read_labels
+from testkit.learning_night import LearningNight
+from testkit.night_scenario import make_world, night_script, record_sessions
 
 # The model the pinned `claude` CLI replays with when nothing names one (its requests to the scripted server
 # carry it): the list price every estimate below uses, for the optimizer and judge too, since a user on the

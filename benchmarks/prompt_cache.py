@@ -27,10 +27,10 @@ from skillopt_lib.execution import ExecLimits
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY
 from skillopt_lib.testing.prompt_cache import CacheUsage, PromptCache
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_lib.testing.tokens import estimate_tokens
+from testkit.agent_clis import DEFAULT_API_KEY
 
 SKILL = SkillBundle.from_text(
     "---\nname: tests\ndescription: Use when adding tests.\n---\nWrite a test next to the module, run it.\n"

@@ -5,19 +5,19 @@ the user's legitimate rules that mention networks or credentials were still prop
 `python -m benchmarks.redteam [--kinds a,b] [--json]`: one night over the corpus' sessions
 (`tests/fixtures/redteam-corpus/`, real `claude` transcripts), the real `claude` CLI replaying against the
 scripted server, at the shipped defaults: only where the CLI and models live and the night's budget caps are
-set. The night's optimizer is `skillopt_lib.testing.copycat`, which writes every instruction-like line it is
+set. The night's optimizer is `testkit.copycat`, which writes every instruction-like line it is
 shown into its edit, so a plant that reaches the optimizer reaches a candidate; only the screen stands
 between it and a proposal. Needs the pinned agent CLIs (`make agent-clis`).
 
 `python -m benchmarks.redteam --repo-plants [--epochs N]`: plants in the user's repositories rather than in
-recorded tool output (`benchmarks.corpus.redteam_repo_plants`): every kind's repository gets a commit on top
+recorded tool output (`testkit.corpus.redteam_repo_plants`): every kind's repository gets a commit on top
 of the recorded one, which the sessions are pinned to and the replays start from, holding a README section,
 a CONTRIBUTING guide, a Makefile's failure message, a test hook or a code comment that the replaying agent
 reads. Two nights over the same sessions, with the night's caps at their shipped defaults: one at that
 commit with the plants, the control at the same commit without them. Reported: the plants that reach a
 proposal, the user's rules proposed, and the rules the control night proposed that the planted one did not.
 
-`python -m benchmarks.redteam --record`: record the corpus again (`benchmarks.corpus.redteam_record`).
+`python -m benchmarks.redteam --record`: record the corpus again (`testkit.corpus.redteam_record`).
 
 A plant counts as reaching a proposal when a pending or approved version's added lines, or an installed
 SKILL.md after the night, carry it (`carries`: a check of its own, independent of the screen: text
@@ -42,12 +42,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import redteam_repo_plants as rp
-from benchmarks.corpus import redteam_world
-from benchmarks.corpus.redteam_models import RedteamNight
-from benchmarks.corpus.redteam_spec import KINDS, Kind, Plant, kind
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus import redteam_repo_plants as rp
+from testkit.corpus import redteam_world
+from testkit.corpus.redteam_models import RedteamNight
+from testkit.corpus.redteam_spec import KINDS, Kind, Plant, kind
 
 _B64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _SPACE = re.compile(r"\s+")
@@ -412,7 +412,7 @@ def main(argv: Iterable[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, help="night.epochs for --repo-plants (default: the shipped one)")
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.record:
-        from benchmarks.corpus.redteam_record import record
+        from testkit.corpus.redteam_record import record
 
         labels = record()
         print(f"recorded {len(labels['sessions'])} sessions")  # type: ignore[arg-type]

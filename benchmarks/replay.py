@@ -42,8 +42,8 @@ from skillopt_lib.sandbox import (
 )
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing import Script
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, locate_agent_clis
 from skillopt_lib.testing.scripted_server import ScriptedServer, parse_request
+from testkit.agent_clis import DEFAULT_API_KEY, locate_agent_clis
 
 SKILL = SkillBundle.from_text("---\nname: bench\ndescription: Benchmark skill.\n---\nDo the task.\n")
 

@@ -28,7 +28,7 @@ The four claims: each changelog convention is proposed for its own repository on
 other repository's agent; the changelog rules, each of which breaks the other repository's work (each is
 the other's violation for the judge), are never proposed for user scope; the lint rule, given alike in three
 repositories, is proposed for user scope when the no-harm check passes. Scripted models know only what they
-are shown (`benchmarks.corpus.night_world`, `tests/harness/learning_night.py`).
+are shown (`testkit.corpus.night_world`, `testkit/learning_night.py`).
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ from typing import Any
 
 import sqlite_utils
 
-from benchmarks.corpus import night_world
-from benchmarks.corpus.load import SCOPE, read_labels
-from benchmarks.corpus.spec import SCOPE_KINDS, scope_family
 from benchmarks.night import AGENT_MODEL
 from skillopt_lib.backends.base import price_of
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import RecordedRequest, ScriptedServer
-from tests.harness.learning_night import LearningNight
+from testkit import agent_clis as ac
+from testkit.corpus import night_world
+from testkit.corpus.load import SCOPE, read_labels
+from testkit.corpus.spec import SCOPE_KINDS, scope_family
+from testkit.learning_night import LearningNight
 
 # One row per rule: the lint kinds of three repositories are one rule.
 ROW = {k: ("lint" if k.startswith("lint") else k) for k in SCOPE_KINDS}
@@ -83,7 +83,7 @@ def run_of(r: RecordedRequest) -> str:
     return str(meta.get("user_id") or body.get("prompt_cache_key") or f"request-{r.index}")
 
 
-# What the scripted models answer as, besides the agent (`tests/harness/learning_night.py`).
+# What the scripted models answer as, besides the agent (`testkit/learning_night.py`).
 CHAT_ROLES = frozenset({"drafter", "analyst", "judge"})
 
 

@@ -1,13 +1,10 @@
-"""Shared fixtures; the implementations live in ``tests/harness`` (see docs/testing.md)."""
+"""Shared fixtures; the implementations live in ``testkit`` (see docs/testing.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-try:  # tests/ is on sys.path while it has no __init__.py; the fallback covers the other layout
-    from harness import fixtures
-except ModuleNotFoundError:  # pragma: no cover
-    from tests.harness import fixtures  # type: ignore[no-redef]
+from testkit import fixtures
 
 agent_clis = fixtures.agent_clis
 claude_cli = fixtures.claude_cli

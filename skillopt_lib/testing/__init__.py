@@ -2,8 +2,10 @@
 
 The project must never reach a real model provider from its tests, benchmarks or examples, yet the
 agent CLIs it trains (Claude Code, Codex, ...) only do interesting work when a model answers them.
-This package supplies a deterministic, scripted stand-in that speaks the real wire protocols, plus the
-facts needed to run the real CLIs against it in an isolated home directory.
+This package supplies a deterministic, scripted stand-in that speaks the real wire protocols: what a
+plugin author needs to test a plugin against a scripted model (docs/plugins.md). The rest of the
+project's test support (the real CLIs' drivers, fixtures, corpora) lives in ``testkit``, which is not
+shipped.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import cli
+
+from testkit import cli
 
 HEAVY = (
     "numpy",

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
+
+from testkit import cli
 
 SECRET = "sk-test-keys-0123456789abcdef"
 

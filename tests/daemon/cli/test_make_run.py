@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from harness.fixtures import require
+
+from testkit.fixtures import require
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from harness import cli
 
 from skillopt_lib.agents import BUILTIN_TOOLS
+from testkit import cli
 
 
 @pytest.mark.parametrize("command", ["install", "uninstall"])

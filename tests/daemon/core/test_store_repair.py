@@ -9,9 +9,9 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from harness import cli
-from harness.ingest_helpers import write_claude_session
-from harness.ingest_home import Env, env  # noqa: F401
+from testkit import cli
+from testkit.ingest_helpers import write_claude_session
+from testkit.ingest_home import Env, env  # noqa: F401
 
 SESSIONS = 40
 

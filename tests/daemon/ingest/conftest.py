@@ -1,5 +1,5 @@
-"""The ingest tests' installation per test (`harness.ingest_home`)."""
+"""The ingest tests' installation per test (`testkit.ingest_home`)."""
 
-from harness.ingest_home import Env, env, pipeline
+from testkit.ingest_home import Env, env, pipeline
 
 __all__ = ["Env", "env", "pipeline"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness import cli
-from harness.ingest_helpers import claude_line, dump, write_claude_session, write_codex_session
 
 from skillopt_lib.errors import ConfigError, ConflictError, NotFoundError
+from testkit import cli
+from testkit.ingest_helpers import claude_line, dump, write_claude_session, write_codex_session
 
 from .conftest import Env
 
@@ -92,7 +92,7 @@ def test_show_orders_turns_by_the_chain_not_by_line(env: Env, run) -> None:  # t
 
 
 def _claude_session_at(env: Env, session: str, entrypoint: str, cwd: str) -> None:
-    from harness.ingest_helpers import claude_session_lines
+    from testkit.ingest_helpers import claude_session_lines
 
     folder = env.projects / cwd.replace("/", "-")
     folder.mkdir(parents=True, exist_ok=True)

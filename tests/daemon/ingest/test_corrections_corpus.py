@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from harness.ingest_helpers import claude_line
 
-from benchmarks.corpus.load import ingest_corpus, read_labels
 from benchmarks.corrections import measure
 from skillopt_daemon.core.store.db import apply_migrations
 from skillopt_daemon.ingest.pipeline import Pipeline
+from testkit.corpus.load import ingest_corpus, read_labels
+from testkit.ingest_helpers import claude_line
 
 from .conftest import Env
 

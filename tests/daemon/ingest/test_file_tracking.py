@@ -9,7 +9,10 @@ import time
 from datetime import timedelta
 
 import pytest
-from harness.ingest_helpers import (
+
+from skillopt_daemon import ingest
+from skillopt_daemon.core.timeutil import to_iso, utcnow
+from testkit.ingest_helpers import (
     claude_line,
     claude_session_lines,
     cli,
@@ -18,9 +21,6 @@ from harness.ingest_helpers import (
     wait_for,
     write_claude_session,
 )
-
-from skillopt_daemon import ingest
-from skillopt_daemon.core.timeutil import to_iso, utcnow
 
 from .conftest import Env
 

@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from harness.ingest_helpers import cli, query, start_daemon, wait_for
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.ingest_helpers import cli, query, start_daemon, wait_for
 
 from .conftest import Env
 

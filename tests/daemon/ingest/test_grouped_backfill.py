@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness.ingest_helpers import (
+
+from skillopt_daemon import ingest
+from skillopt_daemon.ingest import signals, transactions
+from testkit.ingest_helpers import (
     Crash,
     claude_line,
     crash_at_finish,
@@ -15,9 +18,6 @@ from harness.ingest_helpers import (
     empty_store,
     write_claude_session,
 )
-
-from skillopt_daemon import ingest
-from skillopt_daemon.ingest import signals, transactions
 
 from .conftest import Env
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-from harness.ingest_helpers import cli, write_claude_session
-
 from skillopt_daemon import ingest
 from skillopt_daemon.core import paths
 from skillopt_daemon.ingest.inbox import handle_notes
 from skillopt_daemon.ingest.notes import write_note
+from testkit.ingest_helpers import cli, write_claude_session
 
 from .conftest import Env
 

@@ -8,7 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from harness.ingest_helpers import (
+
+from skillopt_daemon import ingest
+from skillopt_daemon.ingest import pipeline as pipeline_module
+from testkit.ingest_helpers import (
     Crash,
     claude_line,
     claude_session_lines,
@@ -18,9 +21,6 @@ from harness.ingest_helpers import (
     write_claude_session,
     write_codex_session,
 )
-
-from skillopt_daemon import ingest
-from skillopt_daemon.ingest import pipeline as pipeline_module
 
 from .conftest import Env
 

@@ -9,11 +9,10 @@ import string
 import subprocess
 from pathlib import Path
 
-from harness.ingest_helpers import files_under, write_claude_session
-
 from skillopt_daemon import ingest
 from skillopt_daemon.core.config import IngestSettings, Settings
 from skillopt_daemon.core.store import open_db
+from testkit.ingest_helpers import files_under, write_claude_session
 
 from .conftest import Env
 

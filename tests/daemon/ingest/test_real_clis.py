@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness.ingest_helpers import cli, query, start_daemon, wait_for
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
+from testkit.ingest_helpers import cli, query, start_daemon, wait_for
 
 from .conftest import Env
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness.ingest_helpers import claude_line, write_claude_session
 
 from skillopt_daemon import ingest
 from skillopt_daemon.core.store.migrations import m002_ingest
 from skillopt_daemon.ingest import fts
+from testkit.ingest_helpers import claude_line, write_claude_session
 
 from .conftest import Env
 

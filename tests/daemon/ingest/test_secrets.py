@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import random
 
-from harness.ingest_helpers import claude_line, cli, files_under, query, start_daemon, wait_for
-
 from ingest.sources.secrets_corpus import make_secrets
+from testkit.ingest_helpers import claude_line, cli, files_under, query, start_daemon, wait_for
 
 from .conftest import Env
 

@@ -1,5 +1,5 @@
-"""The integration tests' homes and in-process runner (`harness.install_home`)."""
+"""The integration tests' homes and in-process runner (`testkit.install_home`)."""
 
-from harness.install_home import cli, env
+from testkit.install_home import cli, env
 
 __all__ = ["cli", "env"]

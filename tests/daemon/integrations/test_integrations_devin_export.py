@@ -7,11 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from harness import cli as harness_cli
-from harness.install_helpers import Env, approve_skill, propose_skill
-
 from skillopt_daemon.integrations import devin_export
 from skillopt_lib.skill import SkillBundle, SkillDoc
+from testkit import cli as harness_cli
+from testkit.install_helpers import Env, approve_skill, propose_skill
 
 
 def test_knowledge_and_playbook_bodies_carry_the_skill() -> None:

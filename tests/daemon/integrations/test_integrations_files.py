@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import yaml
-from harness.fixtures import require
 
 from skillopt_daemon import integrations
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle, SkillDoc
+from testkit.fixtures import require
 
 ROOT = integrations.integrations_root()
 PLUGIN = ROOT / "claude-code"

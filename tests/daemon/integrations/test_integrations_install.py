@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from harness.install_helpers import Env, approve_skill, snapshot
 
 from skillopt_lib.skill import SkillDoc
+from testkit.install_helpers import Env, approve_skill, snapshot
 
 TOOL_HOMES = {
     "claude-code": ".claude",
@@ -321,9 +321,8 @@ def test_install_puts_approved_skills_where_the_tool_reads_them(env: Env, cli, t
 
 def test_later_approvals_go_to_installed_tools(env: Env, cli) -> None:
     """After `skillopt install codex`, approving a new version installs it for Codex too."""
-    from harness.install_helpers import propose_skill
-
     from skillopt_daemon.registry import open_registry
+    from testkit.install_helpers import propose_skill
 
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
@@ -352,7 +351,7 @@ def _approve(ref: str) -> None:
 
 def test_codex_double_installs_are_migrated_to_one_folder(env: Env, cli) -> None:
     """What an older skillopt left: its skill and an approved one in both folders Codex reads."""
-    from harness.install_helpers import propose_skill
+    from testkit.install_helpers import propose_skill
 
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
@@ -408,7 +407,7 @@ def _recorded_in_both_folders(env: Env) -> None:
 
 
 def test_uninstall_codex_after_an_approval_leaves_nothing_behind(env: Env, cli) -> None:
-    from harness.install_helpers import propose_skill
+    from testkit.install_helpers import propose_skill
 
     (env.home / ".codex").mkdir()
     (env.home / ".claude").mkdir()
@@ -421,7 +420,7 @@ def test_uninstall_codex_after_an_approval_leaves_nothing_behind(env: Env, cli) 
 
 
 def test_uninstall_says_restore_for_the_users_own_skill_it_puts_back(env: Env, cli) -> None:
-    from harness.install_helpers import propose_skill
+    from testkit.install_helpers import propose_skill
 
     mine = env.home / ".codex" / "skills" / "py-tests" / "SKILL.md"
     mine.parent.mkdir(parents=True)

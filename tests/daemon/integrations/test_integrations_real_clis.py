@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from harness.fixtures import require
-from harness.install_helpers import approve_skill
 
 from skillopt_daemon import integrations
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
+from testkit.fixtures import require
+from testkit.install_helpers import approve_skill
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
 

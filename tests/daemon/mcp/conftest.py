@@ -1,5 +1,5 @@
-"""The MCP server's tests run in the integration tests' homes (`harness.install_home`)."""
+"""The MCP server's tests run in the integration tests' homes (`testkit.install_home`)."""
 
-from harness.install_home import env
+from testkit.install_home import env
 
 __all__ = ["env"]

@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 import anyio
-from harness import cli
-from harness.install_helpers import Env, approve_skill, propose_skill
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+
+from testkit import cli
+from testkit.install_helpers import Env, approve_skill, propose_skill
 
 EXPECTED_TOOLS = {"status", "diff", "reject", "rollback", "report", "sleep"}
 

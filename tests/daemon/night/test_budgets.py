@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-from harness import cli
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
@@ -28,6 +27,7 @@ from skillopt_daemon.night.training import Job, expected_runs, project, train_ne
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.base import cache_read_ratio
 from skillopt_lib.usage import Usage
+from testkit import cli
 
 
 @pytest.fixture(autouse=True)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from harness import cli
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.mining import Attempt, CommandRun, Family, save_families
 from skillopt_daemon.night.replay import tasks_for_skill
+from testkit import cli
 
 RULE = "the report must end with the line Reviewed-by: bot"
 GOOD = "python3 check_report.py"  # fails before the work, passes after it

@@ -1,7 +1,7 @@
 """The nights corpus (real `claude` and `codex` sessions of a new user's first weeks): what its labels promise,
 that it ingests and mines with the real pipeline, and the night world built from its first sessions.
 
-Re-record with `python -m benchmarks.corpus.record --corpus nights` (see docs/testing.md).
+Re-record with `python -m testkit.corpus.record --corpus nights` (see docs/testing.md).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from typing import Any
 
 import pytest
 import sqlite_utils
-from harness.corpus_store import corpus_store
-from harness.learning_night import LearningNight
 from sklearn.metrics import adjusted_rand_score
 
-from benchmarks.corpus import night_world
-from benchmarks.corpus.load import NIGHTS, Labels, read_labels
-from benchmarks.corpus.record import make_repos
-from benchmarks.corpus.spec import NIGHT_FAMILIES, NIGHT_SPLIT, night_sessions
 from benchmarks.mining import truth_and_prediction
 from skillopt_daemon.core.timeutil import to_iso, utcnow
 from skillopt_daemon.night import mining
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.corpus import night_world
+from testkit.corpus.load import NIGHTS, Labels, read_labels
+from testkit.corpus.record import make_repos
+from testkit.corpus.spec import NIGHT_FAMILIES, NIGHT_SPLIT, night_sessions
+from testkit.corpus_store import corpus_store
+from testkit.learning_night import LearningNight
 
 KINDS = [f.id for f in NIGHT_FAMILIES]
 

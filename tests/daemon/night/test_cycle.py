@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
+from testkit import cli
 
 SKILLOPT = str(cli.SKILLOPT)
 

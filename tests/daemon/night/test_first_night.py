@@ -10,14 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
-from harness import terminal
-from harness.fixtures import require
 from test_cycle import run, seed_sessions
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.night.agents import night_model, with_night_model
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
+from testkit import terminal
+from testkit.fixtures import require
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -197,7 +197,7 @@ def test_the_first_status_at_a_terminal_asks_once_and_remembers(env: dict[str, s
 def test_a_night_run_at_a_terminal_asks_first_and_a_no_stops_it(env: dict[str, str]) -> None:
     """`sleep run` is what spends: at a terminal it asks the question `install` asks (no by default),
     records the answer, and runs only after a yes."""
-    from harness.terminal import at_a_terminal as on_a_terminal
+    from testkit.terminal import at_a_terminal as on_a_terminal
 
     code, shown = on_a_terminal(env, "sleep", "run", "--now", answers={"Use it?": "n"})
     assert code == 0
@@ -208,7 +208,7 @@ def test_a_night_run_at_a_terminal_asks_first_and_a_no_stops_it(env: dict[str, s
 
 
 def test_a_night_run_at_a_terminal_goes_on_after_a_yes_and_asks_only_once(env: dict[str, str]) -> None:
-    from harness.terminal import at_a_terminal as on_a_terminal
+    from testkit.terminal import at_a_terminal as on_a_terminal
 
     code, shown = on_a_terminal(env, "sleep", "run", "--now", answers={"Use it?": "y"})
     assert code == 0, shown

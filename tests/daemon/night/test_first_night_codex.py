@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness.fixtures import require
 from test_cycle import run, seed_sessions
 
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import Match, Rule, Script, Step
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.fixtures import require
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.agent_cli]
 

@@ -17,8 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
-from harness.night_scenario import (
+
+from skillopt_daemon.core.store import open_db
+from skillopt_lib.testing.script import Match, Rule, Script, Step
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.fixtures import require
+from testkit.night_scenario import (
     SIGN_OFF,
     World,
     _edits,
@@ -28,11 +33,6 @@ from harness.night_scenario import (
     restore,
     snapshot,
 )
-
-from skillopt_daemon.core.store import open_db
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.script import Match, Rule, Script, Step
-from skillopt_lib.testing.scripted_server import ScriptedServer
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.agent_cli, pytest.mark.slow]
 

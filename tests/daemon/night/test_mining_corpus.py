@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from benchmarks.corpus.labeller import LabellerScript
-from benchmarks.corpus.load import Labels, ingest_corpus, read_labels
 from benchmarks.mining import ari, labeller_chat
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.store import open_db
@@ -25,6 +23,8 @@ from skillopt_daemon.night import mining, status
 from skillopt_daemon.night.labels import Labeller, Request
 from skillopt_daemon.night.tfidf import STOP_WORDS
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.corpus.labeller import LabellerScript
+from testkit.corpus.load import Labels, ingest_corpus, read_labels
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
-from harness.learning_night import LearningNight
 
-from benchmarks.corpus.night_world import OPTIMIZER_MODEL, make_world, work_kinds
 from skillopt_lib.skill import NAME_RE
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus.night_world import OPTIMIZER_MODEL, make_world, work_kinds
+from testkit.fixtures import require
+from testkit.learning_night import LearningNight
 
 FAMILIES = ("lint", "logging", "changelog")
 USERS_OWN = "---\nname: {name}\ndescription: The user's own skill. Use when asked.\n---\n\nMine.\n"

@@ -1,7 +1,7 @@
 """Whole nights for an installed skill, for real: sessions written by the real `claude` CLI → ingest →
 mining → replays with the real CLI → scripted optimizer → gate, where the night must refuse to propose.
 
-The scenario (`tests/harness/night_scenario.py`): the agent's weekly reports fail the project's check until
+The scenario (`testkit/night_scenario.py`): the agent's weekly reports fail the project's check until
 its skill tells it to end the report with a sign-off line. The negatives here (a leaking candidate, a no-op
 edit, a budget cap) each run the night with another optimizer model. That a night learns the rule from the
 user's own words, with no model knowing it in advance, is `test_night_learns.py`.
@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.fixtures import require
-from harness.night_scenario import (
+
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.fixtures import require
+from testkit.night_scenario import (
     CHECK,
     World,
     make_world,
@@ -24,9 +27,6 @@ from harness.night_scenario import (
     restore,
     snapshot,
 )
-
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.timeout(1200)
 

@@ -19,12 +19,12 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from harness.lint_world import record_lint_world
-from harness.night_scenario import World, restore
 
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import Match, Rule, Script, Step, ToolCall, bash, call
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.lint_world import record_lint_world
+from testkit.night_scenario import World, restore
 
 # A whole night with the real agent CLI (and the sessions it learns from) takes minutes on a loaded machine.
 pytestmark = pytest.mark.timeout(1200)

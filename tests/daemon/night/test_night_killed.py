@@ -1,6 +1,6 @@
 """A real night, watched while it runs and then killed with `kill -9` in the middle of a replay.
 
-Sessions are written by the real `claude` CLI and replayed by it (`tests/harness/night_scenario.py`);
+Sessions are written by the real `claude` CLI and replayed by it (`testkit/night_scenario.py`);
 for the night itself the scripted agent never answers, so every replay hangs until the night is killed.
 While it runs, `skillopt status` (text and JSON) and the dashboard's overview show what it is on and its
 replays done of planned; after the kill, the next look at the nights settles it as interrupted and removes
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
-from harness.fixtures import require
-from harness.night_scenario import World, make_world, night_script, record_sessions
 
 from skillopt_lib.testing import Fault, Match, Rule, Script, Step
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit import cli
+from testkit.fixtures import require
+from testkit.night_scenario import World, make_world, night_script, record_sessions
 
 TEAMS = ["platform", "billing", "search", "mobile", "infra", "growth", "design", "sales"]
 AGENT_RULES = ("agent-with-rule", "agent-without-rule")

@@ -8,7 +8,7 @@ only where the CLIs and models live.
 
 The scripted optimizer writes a rule only when its request shows the user's words for it; the scripted
 agent, run through the real `claude` and `codex` CLIs, does the work right only when the skill it loaded
-states the rule (`tests/harness/learning_night.py`). So the nights must mine the families, show the
+states the rule (`testkit/learning_night.py`). So the nights must mine the families, show the
 optimizer a corrected task of each (and never a validation or test task), prove the learned rule on
 held-out replays (or carry the evidence to the next night), and propose each skill as new with its tier and
 where each added line came from; approval installs it for both tools, in the repository its evidence
@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
-from harness.learning_night import LearningNight
 
-from benchmarks.corpus.load import NIGHTS, read_labels
-from benchmarks.corpus.night_world import (
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus.load import NIGHTS, read_labels
+from testkit.corpus.night_world import (
     OPTIMIZER_MODEL,
     CorpusWorld,
     add_sessions,
@@ -38,8 +38,8 @@ from benchmarks.corpus.night_world import (
     make_world,
     work_kinds,
 )
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.fixtures import require
+from testkit.learning_night import LearningNight
 
 # Whole nights with the real agent CLIs (and the sessions they learn from) take minutes on a loaded machine.
 pytestmark = pytest.mark.timeout(2400)

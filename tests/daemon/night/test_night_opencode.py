@@ -4,7 +4,7 @@ scripted optimizer → gate → proposal; approval installs the rule where OpenC
 `opencode run` loads it.
 
 The user has a lint skill that says nothing of how they want lint fixed; in each session the agent
-silences the linter and the user corrects it. The scripted agent (`tests/harness/learning_night.py`) does the
+silences the linter and the user corrects it. The scripted agent (`testkit/learning_night.py`) does the
 work right only when the SKILL.md it read states the rule, or when the user has just said it; the scripted
 optimizer writes a rule only when its request shows the user's own words. So the rule can reach the skill
 only from the user's corrections, and the agent only through the installed skill.
@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
-from harness.learning_night import LearningNight, WorkKind
-from harness.night_scenario import apply_settings, skillopt_env
-from harness.opencode import opencode_cli, opencode_plugin
 
 import skillopt_lib
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.opencode_cli import opencode_env, run_opencode
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit import cli
+from testkit.learning_night import LearningNight, WorkKind
+from testkit.night_scenario import apply_settings, skillopt_env
+from testkit.opencode import opencode_cli, opencode_plugin
+from testkit.opencode_cli import opencode_env, run_opencode
 
 pytestmark = [pytest.mark.timeout(1500), pytest.mark.agent_cli, pytest.mark.usefixtures("opencode_plugin")]
 __all__ = ["opencode_cli", "opencode_plugin"]

@@ -11,7 +11,7 @@ The scripted agent does what the skill it loaded says, before it reads anything:
 ("replace every print with log.info") makes it fix the code, so the injected line is the one that would make
 the replays score better; the user's own words in a skill do not.
 
-- The copying optimizer (`skillopt_lib.testing.copycat`) writes every instruction it is shown into its edit,
+- The copying optimizer (`testkit.copycat`) writes every instruction it is shown into its edit,
   the plant included. The screen rejects that edit before any replay (no replay ever runs a skill with it),
   the night says which line and why, and nothing is proposed.
 - An optimizer that writes a good rule naming a host the project does not use gets it proposed with the
@@ -26,11 +26,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from harness.lint_world import record_lint_world
-from harness.night_scenario import World, restore
 
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.copycat import ANALYST, analyse
 from skillopt_lib.testing.script import (
     Conversation,
     Match,
@@ -43,6 +39,10 @@ from skillopt_lib.testing.script import (
     call,
 )
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.copycat import ANALYST, analyse
+from testkit.lint_world import record_lint_world
+from testkit.night_scenario import World, restore
 
 # Whole nights with the real agent CLI (and the sessions they learn from) take a minute or two each.
 pytestmark = pytest.mark.timeout(900)

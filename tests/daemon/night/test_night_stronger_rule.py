@@ -12,7 +12,7 @@ docstring line ("actually, it's fine to skip the docstring here"). Those session
 with what the user said swapped for these words and their times moved to after the install.
 
 The agent does the work right only when the skill it loaded states the user's new words; the optimizer
-writes a rule only from the user's words its request shows (`harness.learning_night`). So the
+writes a rule only from the user's words its request shows (`testkit.learning_night`). So the
 night must call the lint rule not working and the docstring rule contradicted, send the sessions where the
 correction came back to train, propose an edit whose new line is the user's new words with its provenance
 pointing at them, and replay the docstring line's removal on the family's held-out tasks before it proposes
@@ -30,18 +30,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
-from harness.learning_night import LearningNight
 
-from benchmarks.corpus.load import NIGHTS, read_labels
-from benchmarks.corpus.night_world import OPTIMIZER_MODEL, add_sessions, corpus_kinds, make_world, work_kinds
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow
 from skillopt_daemon.night import mining, preferences, removals
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus.load import NIGHTS, read_labels
+from testkit.corpus.night_world import OPTIMIZER_MODEL, add_sessions, corpus_kinds, make_world, work_kinds
+from testkit.fixtures import require
+from testkit.learning_night import LearningNight
 
 pytestmark = pytest.mark.timeout(1800)
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.repos import git_repo
-
 from skillopt_daemon.core.config import NightSettings
 from skillopt_daemon.night import noharm
 from skillopt_daemon.night.context import night_gate
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import Gate, PairedMeasure, Request
+from testkit.repos import git_repo
 
 
 def tasks(n: int, repo: Path, family: str = "fam-other", split: str = "val") -> list[NightTask]:

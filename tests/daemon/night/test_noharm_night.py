@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness.repos import git_repo
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
@@ -20,6 +19,7 @@ from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.target import _no_harm
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
+from testkit.repos import git_repo
 
 RULE = "---\nname: fix-lint\ndescription: Fix lint. Use when lint fails.\n---\n\n- Fix the code, no noqa.\n"
 

@@ -1,6 +1,6 @@
 """Did the rule work? Learned rules followed into the sessions after their install, on the recorded corpus.
 
-The store holds the nights corpus' real transcripts (`benchmarks/corpus/after.py`): seven sessions of each
+The store holds the nights corpus' real transcripts (`testkit/corpus/after.py`): seven sessions of each
 kind before a rule learned from them is installed, the next seven after it. After the install the agent
 follows the changelog rule (the user stops correcting), the logging rule is too weak (the user keeps
 correcting at the old rate), the user contradicts the lint rule ("actually, do use noqa here"), and the
@@ -20,16 +20,6 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from benchmarks.corpus.after import (
-    CONTRADICTIONS,
-    CONTRADICTS,
-    FIRST,
-    FOLLOWS,
-    STILL,
-    AfterWorld,
-    expected,
-    sessions_of,
-)
 from skillopt_daemon.core.config import NightSettings, ReportSettings, Settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night import mining, outcomes, preferences, removals
@@ -41,6 +31,16 @@ from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
 from skillopt_lib.gate import Gate, no_loss
 from skillopt_lib.skill import SkillBundle, SkillDoc
+from testkit.corpus.after import (
+    CONTRADICTIONS,
+    CONTRADICTS,
+    FIRST,
+    FOLLOWS,
+    STILL,
+    AfterWorld,
+    expected,
+    sessions_of,
+)
 
 pytestmark = pytest.mark.timeout(180)
 SKILLOPT = str(Path(__file__).resolve().parents[3] / ".venv" / "bin" / "skillopt")

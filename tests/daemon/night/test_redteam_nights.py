@@ -12,12 +12,12 @@ benchmarks.redteam` (docs/threat-model.md).
 from __future__ import annotations
 
 import pytest
-from harness.fixtures import require
 
 from benchmarks import redteam
-from benchmarks.corpus import redteam_repo_plants as rp
-from benchmarks.corpus.redteam_spec import KINDS, P_ISSUE_B64, P_LOG_B64, P_LOG_DE, P_README_ZW
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
+from testkit.corpus import redteam_repo_plants as rp
+from testkit.corpus.redteam_spec import KINDS, P_ISSUE_B64, P_LOG_B64, P_LOG_DE, P_README_ZW
+from testkit.fixtures import require
 
 pytestmark = pytest.mark.timeout(900)
 

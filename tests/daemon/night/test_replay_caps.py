@@ -7,8 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
-from harness.fixtures import require
 
 from skillopt_daemon.night import replay_caps
 from skillopt_daemon.night.attempts import segment
@@ -18,8 +16,10 @@ from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.execution import ExecLimits
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.agents import SCRIPTED_API_KEY
+from testkit.fixtures import require
 
 SKILL = SkillBundle.from_text("---\nname: demo\ndescription: Use for demo tasks.\n---\nSay hello.\n")
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
 
 from skillopt_daemon.core.config import Settings, ToolSettings
 from skillopt_daemon.core.store import open_db
@@ -19,7 +18,8 @@ from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.night.training import _replay_tasks
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
+from testkit.fixtures import require
 
 # Five Claude Code sessions and three Codex sessions of one kind of work, as in the recorded corpus.
 TOOLS = ["claude-code", "codex", "claude-code", "codex", "claude-code", "claude-code", "codex", "claude-code"]

@@ -6,12 +6,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.repos import git_repo
-
 from skillopt_daemon.night import scope
 from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.mining import Family
 from skillopt_daemon.night.tasks import NightTask
+from testkit.repos import git_repo
 
 
 def attempt(i: int, repo: Path, tool: str = "claude-code", corrections: int = 0) -> Attempt:

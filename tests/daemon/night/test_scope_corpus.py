@@ -5,7 +5,7 @@ conventions are two families, each in its own repository, and the alike rule one
 repositories (so its skill may be proposed for user scope, `night/scope.py`). No replays here: whole nights on
 this corpus are `python -m benchmarks.scope`.
 
-Re-record with `python -m benchmarks.corpus.record --corpus scope` (see docs/testing.md).
+Re-record with `python -m testkit.corpus.record --corpus scope` (see docs/testing.md).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from harness.corpus_store import corpus_store
 
-from benchmarks.corpus import night_world
-from benchmarks.corpus.load import SCOPE, Labels, read_labels
-from benchmarks.corpus.record import make_repos
-from benchmarks.corpus.spec import SCOPE_KINDS, SCOPE_REPOS, scope_family, scope_sessions
 from skillopt_daemon.night import mining
+from testkit.corpus import night_world
+from testkit.corpus.load import SCOPE, Labels, read_labels
+from testkit.corpus.record import make_repos
+from testkit.corpus.spec import SCOPE_KINDS, SCOPE_REPOS, scope_family, scope_sessions
+from testkit.corpus_store import corpus_store
 
 CHANGELOGS = ("changelog", "changelog-site")
 LINTS = ("lint", "lint-site", "lint-handbook")

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
-from harness.fixtures import require
-from harness.seccomp import can_deny_unshare, skillopt_without_namespaces
 
-TESTS = Path(__file__).resolve().parents[2]
+from testkit import cli
+from testkit.fixtures import require
+from testkit.seccomp import can_deny_unshare, skillopt_without_namespaces
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     home.mkdir()
     e = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "ANTHROPIC_", "OPENAI_"))}
     e.update(HOME=str(home), SKILLOPT_HOME=str(tmp_path / "so"), SKILLOPT_NO_DESKTOP_NOTIFY="1")
-    e["PYTHONPATH"] = os.pathsep.join([*e.get("PYTHONPATH", "").split(os.pathsep), str(TESTS)]).strip(
+    e["PYTHONPATH"] = os.pathsep.join([*e.get("PYTHONPATH", "").split(os.pathsep), str(ROOT)]).strip(
         os.pathsep
     )
     return e

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
+
+from testkit import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "skillopt-toy-agent"

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness import cli
-from harness.ingest_helpers import write_claude_session
+from testkit import cli
+from testkit.ingest_helpers import write_claude_session
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL_DB = ROOT / "tests" / "daemon" / "ingest" / "sources" / "fixtures" / "real" / "opencode" / "opencode.db"

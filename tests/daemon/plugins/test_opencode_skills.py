@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness.opencode import opencode_plugin
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.plugins.opencode.installer import OpenCodeInstaller, doctor
@@ -18,6 +17,7 @@ from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.errors import ConflictError
 from skillopt_lib.skill import SkillBundle
+from testkit.opencode import opencode_plugin
 
 SKILL = b"---\nname: release-check\ndescription: how to run the release check\n---\nUse --strict.\n"
 pytestmark = pytest.mark.usefixtures("opencode_plugin")
@@ -103,7 +103,7 @@ def test_doctor_names_the_shared_folders_and_the_skills_opencodes_own_copy_hides
 
 
 def test_skillopt_install_opencode_places_the_skillopt_skill_and_uninstall_removes_it(home: Path) -> None:
-    from harness import cli
+    from testkit import cli
 
     (home / ".local/share/opencode").mkdir(parents=True)  # OpenCode has run here: it is detected
     placed = home / ".config/opencode/skills/skillopt/SKILL.md"

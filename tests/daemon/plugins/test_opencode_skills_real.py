@@ -8,15 +8,15 @@ import re
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
-from harness.opencode import opencode_cli, opencode_plugin
 
 from skillopt_daemon.registry.installers import get_installer
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
-from skillopt_lib.testing.opencode_cli import opencode_env, run_opencode
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
+from testkit.opencode import opencode_cli, opencode_plugin
+from testkit.opencode_cli import opencode_env, run_opencode
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.usefixtures("opencode_plugin")]
 __all__ = ["opencode_cli", "opencode_plugin"]

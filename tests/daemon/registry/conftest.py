@@ -1,5 +1,5 @@
-"""The review tests' homes (`harness.review_home`)."""
+"""The review tests' homes (`testkit.review_home`)."""
 
-from harness.review_home import Env, env, reg
+from testkit.review_home import Env, env, reg
 
 __all__ = ["Env", "env", "reg"]

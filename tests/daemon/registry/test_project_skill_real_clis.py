@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from skillopt_lib.testing import Match, Rule, Script, Step
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
 from tests.daemon.registry.test_scope_review import NEW, evidence, git_repo
 
 pytestmark = pytest.mark.agent_cli

@@ -345,7 +345,7 @@ def test_approve_and_reject_without_an_id_take_the_newest_pending_and_say_which(
 
 
 def test_at_a_terminal_approve_asks_before_taking_one_of_several(env) -> None:
-    from harness.terminal import at_a_terminal
+    from testkit.terminal import at_a_terminal
 
     _, newest = _two_pending(env)
     code, shown = at_a_terminal(
@@ -361,7 +361,7 @@ def test_at_a_terminal_approve_asks_before_taking_one_of_several(env) -> None:
 
 
 def test_reject_without_a_reason_asks_at_a_terminal_and_names_reason_elsewhere(env) -> None:
-    from harness.terminal import at_a_terminal
+    from testkit.terminal import at_a_terminal
 
     env.write_skill()
     env.cli("skills", "import", check=True)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.repos import git_repo
+
+from testkit.repos import git_repo
 
 NEW = (
     "---\n"

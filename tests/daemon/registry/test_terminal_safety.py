@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
+from testkit import cli
 
 SKILLOPT = str(cli.SKILLOPT)
 Env = Any  # the `env` fixture of this folder's conftest: isolated homes and a runner for `skillopt`

@@ -1,6 +1,6 @@
 """The service's tests. The service files and status sections are read in the review tests' homes
-(`harness.review_home`); the daemon's own tests take the ingest tests' installation in their modules."""
+(`testkit.review_home`); the daemon's own tests take the ingest tests' installation in their modules."""
 
-from harness.review_home import env, reg
+from testkit.review_home import env, reg
 
 __all__ = ["env", "reg"]

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from harness.ingest_helpers import (
+
+from testkit.ingest_helpers import (
     PROJECT_ROOT,
     claude_line,
     cli,
@@ -25,8 +26,8 @@ from harness.ingest_helpers import (
     write_claude_session,
     write_codex_session,
 )
-from harness.ingest_home import Env
-from harness.ingest_home import env as env  # the daemon runs in the ingest tests' installation
+from testkit.ingest_home import Env
+from testkit.ingest_home import env as env  # the daemon runs in the ingest tests' installation
 
 
 def _session_ids(env: Env) -> set[str]:

@@ -12,14 +12,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from harness.ingest_helpers import cli, start_daemon, wait_for, write_claude_session
-from harness.ingest_home import Env
-from harness.ingest_home import env as env  # the daemon runs in the ingest tests' installation
-from harness.ingest_home import pipeline as pipeline
-from harness.small_disk import SmallDisk, small_disk
 
 from skillopt_daemon.ingest.pipeline import Pipeline
 from skillopt_daemon.ingest.transactions import GROUP_MIN_FILES
+from testkit.ingest_helpers import cli, start_daemon, wait_for, write_claude_session
+from testkit.ingest_home import Env
+from testkit.ingest_home import env as env  # the daemon runs in the ingest tests' installation
+from testkit.ingest_home import pipeline as pipeline
+from testkit.small_disk import SmallDisk, small_disk
 
 BIG = {"turns": 300, "pad": 2000}  # about 1.5 MB of transcript each: more than the disk has left
 

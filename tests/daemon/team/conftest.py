@@ -1,5 +1,5 @@
-"""The team-channel fixtures live in `tests/harness/team_home.py`."""
+"""The team-channel fixtures live in `testkit/team_home.py`."""
 
-from harness.team_home import team
+from testkit.team_home import team
 
 __all__ = ["team"]

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.repos import git_repo
 from test_night_hook import _decided_by
 
 from skillopt_daemon.core.config import Settings
@@ -25,6 +24,7 @@ from skillopt_daemon.night.shared_rules import SharedRule
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle, SkillDoc
+from testkit.repos import git_repo
 
 LINT_RULE = SkillBundle.from_doc(
     SkillDoc.new(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.team_home import LEARNED, SKILL, Team, git
+from testkit.team_home import LEARNED, SKILL, Team, git
 
 
 def _committed_rule(team: Team, project: Path) -> Path:

@@ -1,9 +1,9 @@
 """A team learns together with real nights: three machines, a bare git remote, real `claude` and `codex`.
 
 Each machine is a HOME of its own holding recorded sessions of the nights corpus (real `claude` and `codex`
-transcripts, `benchmarks/corpus/night_world.py`), its own rebuilt repositories and its own git identity,
+transcripts, `testkit/corpus/night_world.py`), its own rebuilt repositories and its own git identity,
 and drives the real `skillopt`; every replay runs through the real CLIs against the scripted models of
-`tests/harness/learning_night.py` (the agent does the work right only when the skill it loaded states the
+`testkit/learning_night.py` (the agent does the work right only when the skill it loaded states the
 kind's rule; the optimizer writes a rule only from the user's words its request shows; the judge grades by
 the family's rubric, which is what the user corrected). The projects' checks pass whichever way the work
 is done, so only a user who corrected the agent gives a night something to measure.
@@ -32,16 +32,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
-from harness.learning_night import LearningNight
-from harness.team_home import Member, Team
 
-from benchmarks.corpus.load import NIGHTS, Labels, read_labels
-from benchmarks.corpus.night_world import OPTIMIZER_MODEL, CorpusWorld, make_world, work_kinds
 from skillopt_daemon.night import shared_rules
 from skillopt_daemon.team.sanitise import RULE_FILE
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus.load import NIGHTS, Labels, read_labels
+from testkit.corpus.night_world import OPTIMIZER_MODEL, CorpusWorld, make_world, work_kinds
+from testkit.fixtures import require
+from testkit.learning_night import LearningNight
+from testkit.team_home import Member, Team
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.agent_cli, pytest.mark.slow]
 

@@ -12,8 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness.fixtures import require  # noqa: E402
 from world import World, build_world  # noqa: E402
+
+from testkit.fixtures import require  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import cli
+
+from testkit import cli
 
 SKILLOPT = str(cli.SKILLOPT)
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import cli as harness_cli
-from harness.review_home import ORIGINAL
+
+from testkit import cli as harness_cli
+from testkit.review_home import ORIGINAL
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "daemon" / "ingest" / "sources" / "fixtures" / "real"
@@ -46,7 +47,7 @@ class World:
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    """`skillopt ARGS` in this process (`harness.cli.here`), which must succeed."""
+    """`skillopt ARGS` in this process (`testkit.cli.here`), which must succeed."""
     r = harness_cli.here(*args, check=True)
     return r.returncode, r.stdout, r.stderr
 

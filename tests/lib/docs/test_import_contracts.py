@@ -1,6 +1,7 @@
 """The import contracts follow the tree: a module added to the library is covered by the contract that keeps
-test doubles out of product code without anyone remembering to list it, and every daemon layer is placed in
-the layers contract (an unlisted package is unconstrained, so it could import upwards unnoticed)."""
+test doubles out of product code without anyone remembering to list it, every daemon layer is placed in
+the layers contract (an unlisted package is unconstrained, so it could import upwards unnoticed), and what
+the wheel ships imports none of the packages it does not ship (test support, benchmarks, tests)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,21 @@ ROOT = Path(__file__).resolve().parents[3]
 TEST_DOUBLES = "skillopt_lib.testing"
 
 
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
 def _contracts() -> list[dict[str, Any]]:
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return list(data["tool"]["importlinter"]["contracts"])
+    return list(_pyproject()["tool"]["importlinter"]["contracts"])
+
+
+def _forbids(source: str) -> set[str]:
+    return {
+        m
+        for c in _contracts()
+        if c.get("type") == "forbidden" and source in c["source_modules"]
+        for m in c["forbidden_modules"]
+    }
 
 
 def _children(package: str) -> set[str]:
@@ -43,3 +56,21 @@ def test_every_daemon_package_has_its_layer() -> None:
     contract = next(c for c in _contracts() if c.get("type") == "layers")
     placed = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
     assert sorted(_children("skillopt_daemon") - placed) == [], "place these in the layers contract"
+
+
+def test_what_the_wheel_ships_imports_nothing_it_does_not_ship() -> None:
+    data = _pyproject()
+    shipped = set(data["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"])
+    roots = set(data["tool"]["importlinter"]["root_packages"])
+    assert {"testkit", "benchmarks", "tests"} <= roots - shipped, (
+        "lint-imports must see the unshipped packages"
+    )
+    for package in sorted(shipped):
+        assert roots - shipped <= _forbids(package), package
+
+
+def test_test_support_sits_below_the_benchmarks_and_the_tests() -> None:
+    """`tests` may import `benchmarks` (their tests) and `testkit`; `benchmarks` may import `testkit`, never
+    `tests`; `testkit` imports neither."""
+    assert {"tests", "benchmarks"} <= _forbids("testkit")
+    assert "tests" in _forbids("benchmarks")

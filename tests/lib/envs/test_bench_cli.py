@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from bench_helpers import CHAT_ENVS
-from harness import cli
 
 from skillopt_lib.testing import Script
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import cli
 
 NO_EDITS = '{"summary": [], "patch": {"reasoning": "nothing to change", "edits": []}}'
 

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
 
 from skillopt_lib.envs import load_env
 from skillopt_lib.envs.base import Item
@@ -21,6 +20,7 @@ from skillopt_lib.envs.coding import RUNNER, hidden_checks
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
 
 FIXED = '''"""Unit conversion for the weather station feed."""
 

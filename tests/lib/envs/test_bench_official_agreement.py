@@ -18,7 +18,6 @@ from typing import Any
 import openpyxl
 import pytest
 from bench_helpers import answer_rule, scripted_chat
-from harness.fixtures import require
 from openpyxl.styles import Font, PatternFill
 
 from skillopt_lib.envs import load_env, scoring
@@ -34,6 +33,7 @@ from skillopt_lib.envs.spreadsheetbench.runner import (
     needs_recalculation,
 )
 from skillopt_lib.errors import ConfigError
+from testkit.fixtures import require
 
 # ---------------------------------------------------------------------------------------------- OfficeQA
 # (gold, answer, official reward.py at 309dc01 = `current`, at 2a2c3b0 = `paper`); the paper file raises on

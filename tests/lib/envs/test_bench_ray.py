@@ -129,11 +129,10 @@ def test_multimodal_and_code_running_benchmarks_run_on_ray() -> None:
 def test_coding_replays_with_the_real_claude_cli_run_as_ray_tasks(
     claude_cli: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.agents import SCRIPTED_API_KEY
-
     from skillopt_lib.backends.claude_code import ClaudeCodeBackend
     from skillopt_lib.execution import ExecLimits
     from skillopt_lib.testing import Match, Rule, Script, Step, bash
+    from testkit.agents import SCRIPTED_API_KEY
 
     home = tmp_path / "user"
     home.mkdir()

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from bench_helpers import answer_rule, scripted_chat
-from harness.agents import SCRIPTED_API_KEY
 from test_bench_coding import _fix_script_all
 from test_bench_spreadsheet_alfworld import SOLUTIONS, items_by_id
 
@@ -21,6 +20,7 @@ from skillopt_lib.envs import load_env
 from skillopt_lib.gate import GateConfig, plan_gate
 from skillopt_lib.testing import Match, Rule, Script, Step
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
 
 NEW_CODING = (
     "coding-durations", "coding-dedupe", "coding-pagination", "coding-money", "coding-leapyear", "coding-semver",

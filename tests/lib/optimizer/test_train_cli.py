@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import cli as harness_cli
 from optimizer_support import SECRET, overrides
 
 import skillopt_lib
@@ -19,6 +18,7 @@ from skillopt_lib.testing import Fault
 from skillopt_lib.testing.house_style import demo_script
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_lib.training.runfiles import read_history
+from testkit import cli as harness_cli
 
 pytestmark = pytest.mark.slow
 

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness import cli
-from harness.agents import SCRIPTED_API_KEY
 from replay_helpers import repo_state
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import cli
+from testkit.agents import SCRIPTED_API_KEY
 
 MakeRepo = Callable[..., tuple[Path, list[str]]]
 

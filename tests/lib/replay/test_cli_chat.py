@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
 
 from skillopt_lib.backends.base import ChatMessage
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.backends.cli_chat import CliChatBackend
 from skillopt_lib.testing import Match, Rule, Script
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
 
 pytestmark = pytest.mark.agent_cli
 

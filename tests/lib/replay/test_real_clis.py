@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
 from replay_helpers import repo_state, skill
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
@@ -21,6 +20,7 @@ from skillopt_lib.execution import ExecLimits, ExecResult, ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.testing import Fault, Match, Rule, Script, Step, bash, call, write_file
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
 
 pytestmark = pytest.mark.agent_cli
 

@@ -11,17 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
-from harness.fixtures import require
 from replay_helpers import repo_state
 
 from skillopt_lib.backends.copilot import CopilotBackend
 from skillopt_lib.execution import ExecLimits, ExecStatus
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.copilot_cli import copilot_provider_env
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.agents import SCRIPTED_API_KEY
+from testkit.copilot_cli import copilot_provider_env
+from testkit.fixtures import require
 
 pytestmark = pytest.mark.agent_cli
 

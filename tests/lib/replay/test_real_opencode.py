@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
-from harness.opencode import opencode_cli, opencode_plugin
 from replay_helpers import repo_state
 
 from skillopt_daemon.plugins.opencode.backend import OpenCodeBackend
@@ -25,8 +23,10 @@ from skillopt_lib.process import ProcessOutcome
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, call
-from skillopt_lib.testing.opencode_cli import opencode_config
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
+from testkit.opencode import opencode_cli, opencode_plugin
+from testkit.opencode_cli import opencode_config
 
 pytestmark = pytest.mark.usefixtures("opencode_plugin")
 __all__ = ["opencode_cli", "opencode_plugin"]

@@ -18,9 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
-from harness.fixtures import require
-from harness.seccomp import can_deny_unshare
 
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.execution import ExecLimits, ExecStatus
@@ -28,6 +25,9 @@ from skillopt_lib.netjail import Jail, NetworkPlan, namespace_unavailable, plan_
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, replay
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agents import SCRIPTED_API_KEY
+from testkit.fixtures import require
+from testkit.seccomp import can_deny_unshare
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -394,7 +394,7 @@ def test_a_confined_command_dies_with_the_process_that_started_it() -> None:
 _NO_NAMESPACES = """
 import sys
 from pathlib import Path
-from harness.seccomp import deny_unshare
+from testkit.seccomp import deny_unshare
 deny_unshare()
 from skillopt_lib.sandbox import ReplayTask, SandboxConfig, SandboxError, probe_checks
 root = Path(sys.argv[1])
@@ -414,8 +414,7 @@ def test_a_replay_that_cannot_be_jailed_does_not_run_unless_chosen(tmp_path: Pat
     """Fails closed: where no namespace can be made the replay is refused, saying why and what to do, and
     runs with the recording proxy alone only when that was chosen (`allow_unconfined`)."""
     require(can_deny_unshare(), "no seccomp filter for this machine's architecture in the test harness")
-    tests = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     out = subprocess.run(
         [sys.executable, "-c", _NO_NAMESPACES, str(tmp_path / "ws")],
         env=env,

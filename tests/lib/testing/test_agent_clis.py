@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from skillopt_lib.testing import Match, Rule, Script, Step, apply_patch, bash, write_file
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.agent_clis import codex_items
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.agent_clis import codex_items
 
 if TYPE_CHECKING:
-    from harness.agents import AgentSandbox
+    from testkit.agents import AgentSandbox
 
 pytestmark = pytest.mark.agent_cli
 

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.fixtures import require
-from harness.learning_night import LearningNight
 
-from benchmarks.corpus.night_world import work_kinds
-from benchmarks.corpus.spec import family, scope_family
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import ToolCall
 from skillopt_lib.testing.scripted_server import ScriptedServer, parse_request
+from testkit import agent_clis as ac
+from testkit.corpus.night_world import work_kinds
+from testkit.corpus.spec import family, scope_family
+from testkit.fixtures import require
+from testkit.learning_night import LearningNight
 
 KIND = family("lint")
 RUNS = 600

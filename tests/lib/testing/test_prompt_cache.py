@@ -14,7 +14,6 @@ import anthropic
 import openai
 import pytest
 
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
 from skillopt_lib.testing.prompt_cache import (
     ANTHROPIC_LOOKBACK_BLOCKS,
     OPENAI_STEP_TOKENS,
@@ -22,6 +21,7 @@ from skillopt_lib.testing.prompt_cache import (
     anthropic_min_tokens,
 )
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
 
 SONNET = "claude-sonnet-4-6"
 EPHEMERAL = {"type": "ephemeral"}

@@ -34,9 +34,9 @@ from skillopt_lib.testing import (
     load_script,
     write_file,
 )
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
 from skillopt_lib.testing.script import Conversation, Message, ToolSpec, resolve_tool_calls
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.agent_clis import DEFAULT_API_KEY as SCRIPTED_API_KEY
 
 WEATHER_TOOL_ANTHROPIC = {
     "name": "get_weather",

@@ -18,8 +18,8 @@ from skillopt_lib.config import BackendConfig
 from skillopt_lib.edits import Edit, Patch
 from skillopt_lib.reflect import OptimizerCaller, Prompts
 from skillopt_lib.selection import select_edits
-from skillopt_lib.testing.copycat import CopycatOptimizer, instructions_in
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.copycat import CopycatOptimizer, instructions_in
 
 KEY = "sk-copycat-test"
 CONTEXT = {"skill": "# Build fixes\n", "meta_notes": "(none yet)", "rejected": "(none)"}

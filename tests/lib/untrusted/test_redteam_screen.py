@@ -30,8 +30,8 @@ from skillopt_lib.execution import ExecResult, ExecStatus, ToolCallRecord
 from skillopt_lib.reflect import OptimizerCaller, Prompts, reflect
 from skillopt_lib.screen import ScreenResult, added_lines, decoded_runs, normalise, screen
 from skillopt_lib.skill import SkillBundle, SkillDoc
-from skillopt_lib.testing.copycat import CopycatOptimizer
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit.copycat import CopycatOptimizer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "redteam"
 KEY = "sk-copycat-test"

@@ -25,10 +25,10 @@ from skillopt_lib.reflect import OptimizerCaller, Prompts
 from skillopt_lib.screen import COPIED, CandidateScreen
 from skillopt_lib.selection import select_edits
 from skillopt_lib.skill import SkillBundle, SkillDoc
-from skillopt_lib.testing.copycat import RANKING, CopycatOptimizer
 from skillopt_lib.testing.script import Conversation, Rule, Selection, Step
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from skillopt_lib.trainer import PendingCandidate, Trainer
+from testkit.copycat import RANKING, CopycatOptimizer
 
 KEY = "sk-seats-test"
 USER_RULE = "Always run ruff check --fix on the changed files before you commit anything."

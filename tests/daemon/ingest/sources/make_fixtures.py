@@ -17,8 +17,8 @@ from pathlib import Path
 
 from skillopt_daemon.ingest.redact import redact
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
 
 OUT = Path(__file__).parent / "fixtures" / "real"
 FAILING = "python3 -c 'import sys; print(\"FAILED tests/test_x.py::test_a\"); sys.exit(3)'"

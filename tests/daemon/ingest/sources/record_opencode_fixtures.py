@@ -2,7 +2,7 @@
 
     python -m tests.daemon.ingest.sources.record_opencode_fixtures      (needs `make agent-clis`)
 
-OpenCode runs offline against the scripted model server (`skillopt_lib.testing.opencode_cli`): a task whose
+OpenCode runs offline against the scripted model server (`testkit.opencode_cli`): a task whose
 first check fails, a follow-up in the same session, a correction, and a task handed to a subagent, which
 OpenCode keeps as a session of its own with the first as its parent, all with `opencode run`; then a session
 typed into OpenCode's TUI in tmux (a task, a tool call, the user's correction and the fix) before `/exit`. Of
@@ -20,14 +20,14 @@ import tempfile
 from pathlib import Path
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, call
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.opencode_cli import (
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.opencode_cli import (
     opencode_database,
     opencode_env,
     run_opencode,
     run_opencode_interactive,
 )
-from skillopt_lib.testing.scripted_server import ScriptedServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real" / "opencode"
 PROJECT = "/home/dev/project"

@@ -18,10 +18,10 @@ import tempfile
 from pathlib import Path
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.copilot_cli import copilot_env, run_copilot
-from skillopt_lib.testing.openclaw_cli import openclaw_database, openclaw_env, run_openclaw
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.copilot_cli import copilot_env, run_copilot
+from testkit.openclaw_cli import openclaw_database, openclaw_env, run_openclaw
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 PROJECT = "/home/dev/project"

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.ingest_helpers import cli
-from harness.ingest_home import Env
 
 from skillopt_daemon import ingest
+from testkit.ingest_helpers import cli
+from testkit.ingest_home import Env
 
 REAL_DB = Path(__file__).parent / "fixtures/real/openclaw/agents/main/agent/openclaw-agent.sqlite"
 

@@ -10,12 +10,12 @@ import string
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from harness.fixtures import require
 
 from skillopt_daemon.ingest import trigger_scan
 from skillopt_daemon.ingest.redact import _B64_RUN, Redactor
 from skillopt_daemon.ingest.trigger_scan import PatternPrefilter, TriggerScanner
 from skillopt_lib.secrets import PATTERNS as BUILTIN_PATTERNS
+from testkit.fixtures import require
 
 from .secrets_corpus import make_secrets
 

@@ -12,7 +12,7 @@ from skillopt_daemon.ingest.sources import build_source
 from skillopt_daemon.ingest.sources.copilot import CopilotSource
 from skillopt_daemon.ingest.sources.openclaw import OpenClawSource
 from skillopt_lib.agents import AgentTool, spec
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
 
 from .helpers import FIXTURES, parsed
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from skillopt_daemon.ingest.sources import SOURCES, build_source
 from skillopt_daemon.ingest.sources.gemini import GeminiSource
 from skillopt_lib.agents import AgentTool, spec
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
 
 from .helpers import FIXTURES, parse_path, parsed
 

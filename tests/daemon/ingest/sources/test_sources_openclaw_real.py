@@ -9,13 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import cli
-from harness.fixtures import require
 
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.openclaw_cli import openclaw_env, run_openclaw
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit import cli
+from testkit.fixtures import require
+from testkit.openclaw_cli import openclaw_env, run_openclaw
 
 from .helpers import git_repo
 

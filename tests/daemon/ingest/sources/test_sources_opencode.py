@@ -16,10 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-from harness.agents import SCRIPTED_API_KEY
-from harness.ingest_helpers import cli, query, start_daemon, wait_for
-from harness.ingest_home import Env
-from harness.opencode import opencode_cli, opencode_plugin
 
 from skillopt_daemon import ingest
 from skillopt_daemon.ingest.sources import SOURCES, build_source
@@ -27,10 +23,14 @@ from skillopt_daemon.ingest.sources.base import FileUnusable, SkipRecord, summar
 from skillopt_daemon.plugins.opencode.source import KNOWN_MIGRATION, OpenCodeSource, _headless
 from skillopt_lib.agents import AgentTool, spec
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
-from skillopt_lib.testing import opencode_cli as oc
-from skillopt_lib.testing.opencode_cli import opencode_env as opencode_cli_env
-from skillopt_lib.testing.opencode_cli import run_opencode
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import opencode_cli as oc
+from testkit.agents import SCRIPTED_API_KEY
+from testkit.ingest_helpers import cli, query, start_daemon, wait_for
+from testkit.ingest_home import Env
+from testkit.opencode import opencode_cli, opencode_plugin
+from testkit.opencode_cli import opencode_env as opencode_cli_env
+from testkit.opencode_cli import run_opencode
 
 from .helpers import FIXTURES, Parsed, parse_path, parsed
 from .record_opencode_fixtures import TUI_CORRECTION, TUI_TASK

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from harness.fixtures import require
 
 from skillopt_daemon.ingest.signals import derive_signals
 from skillopt_daemon.ingest.sources import build_source
@@ -20,9 +19,10 @@ from skillopt_daemon.ingest.sources.base import SessionInfo, ToolResultRecord
 from skillopt_daemon.ingest.sources.claude_code import ClaudeCodeSource
 from skillopt_daemon.ingest.sources.codex import CodexSource
 from skillopt_lib.testing import Match, Rule, Script, Step, bash, write_file
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interactive
+from testkit import agent_clis as ac
+from testkit.fixtures import require
+from testkit.tmux import run_claude_interactive, run_codex_interactive
 
 from .helpers import Parsed, git_repo, parse_path, parsed
 

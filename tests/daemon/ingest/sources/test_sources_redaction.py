@@ -22,8 +22,8 @@ from skillopt_daemon.ingest.sources.devin import DevinSource
 from skillopt_daemon.ingest.sources.openclaw import OpenClawSource
 from skillopt_lib.errors import ConfigError
 from skillopt_lib.testing import Match, Rule, Script, Step, bash
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
 
 from .helpers import parsed
 from .secrets_corpus import Secret, make_secrets
@@ -340,7 +340,7 @@ def test_no_secret_survives_any_reader(cls: type[BaseSource], write: Writer, tmp
 
 def test_secrets_in_real_claude_and_codex_transcripts(tmp_path: Path) -> None:
     """The real CLIs write a prompt with secrets and a command that prints them; the readers drop them all."""
-    from harness.fixtures import require
+    from testkit.fixtures import require
 
     clis = ac.locate_agent_clis()
     require(clis.claude is not None and clis.codex is not None, clis.why_missing("claude/codex"))

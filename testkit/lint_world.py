@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import skillopt_lib
-from harness.fixtures import require
-from harness.night_scenario import World, snapshot
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.fixtures import require
+from testkit.night_scenario import World, snapshot
 
 SKILL_TEXT = "# Lint fixes\n\nLook at what the linter reports in app.py.\n"
 

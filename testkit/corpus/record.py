@@ -1,4 +1,4 @@
-"""Re-record a corpus with the real `claude` and `codex` CLIs: `python -m benchmarks.corpus.record [--corpus
+"""Re-record a corpus with the real `claude` and `codex` CLIs: `python -m testkit.corpus.record [--corpus
 mining|nights|scope]`.
 
 Each session of the corpus' spec (`spec.sessions()` for the mining corpus, `spec.night_sessions()` for the
@@ -32,7 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus.spec import (
+from skillopt_lib.testing import Match, Rule, Script, Step, ToolCall, bash, call
+from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus.spec import (
     ACKS,
     FAMILIES,
     GIVE_UPS,
@@ -55,10 +58,7 @@ from benchmarks.corpus.spec import (
     scope_sessions,
     sessions,
 )
-from skillopt_lib.testing import Match, Rule, Script, Step, ToolCall, bash, call
-from skillopt_lib.testing import agent_clis as ac
-from skillopt_lib.testing.scripted_server import ScriptedServer
-from skillopt_lib.testing.tmux import run_claude_interactive, run_codex_interactive
+from testkit.tmux import run_claude_interactive, run_codex_interactive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "corpus"
@@ -481,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if clis.claude is None or clis.codex is None:
         print("; ".join(clis.why_missing(n) for n in clis.missing()), file=sys.stderr)
         return 2
+    claude, codex = clis.claude, clis.codex
     shutil.rmtree(world, ignore_errors=True)
     (world / "tmux").mkdir(parents=True)
     repos = make_repos(world, repo_files)
@@ -515,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         def work(mine: list[SessionSpec], w: int) -> None:
             nonlocal done
             for spec in mine:
-                sid = _record_with_retries(spec, repos[spec.repo], clis.claude, clis.codex, envs[w], world)
+                sid = _record_with_retries(spec, repos[spec.repo], claude, codex, envs[w], world)
                 with lock:
                     sids[spec.key] = sid
                     done += 1

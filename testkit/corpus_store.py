@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from benchmarks.corpus.load import Labels, ingest_corpus
+from testkit.corpus.load import Labels, ingest_corpus
 
 
 @contextmanager

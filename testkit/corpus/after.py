@@ -29,10 +29,10 @@ from typing import Any
 
 import sqlite_utils
 
-from benchmarks.corpus.load import NIGHTS, Labels, corpus_settings, read_labels
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import parse_iso, to_iso, utcnow
 from skillopt_daemon.ingest import pipeline as ingest
+from testkit.corpus.load import NIGHTS, Labels, corpus_settings, read_labels
 
 FIRST = 7
 NEUTRAL = "keep going"

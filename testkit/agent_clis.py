@@ -75,7 +75,7 @@ def default_cli_dir() -> Path:
     env = os.environ.get(AGENT_CLI_DIR_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / ".cache" / "agent-clis"
+    return Path(__file__).resolve().parents[1] / ".cache" / "agent-clis"
 
 
 def locate_agent_clis(root: str | Path | None = None) -> AgentCLIs:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from benchmarks.corpus.redteam_spec import Kind, Plant, _b64, _zw, kind
+from testkit.corpus.redteam_spec import Kind, Plant, _b64, _zw, kind
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.testing.agent_clis import find_claude_transcript, find_codex_rollout
+from testkit.agent_clis import find_claude_transcript, find_codex_rollout
 
 
 def tmux_available() -> bool:

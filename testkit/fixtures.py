@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from skillopt_lib.testing import Script, load_script
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
 
 from .agents import SCRIPTED_API_KEY, AgentSandbox, claude_env, codex_env
 

@@ -18,7 +18,7 @@ after an install too, in which the user says something new.
 in which the user never said how they want the work done.
 
 The scripted agent and judge get the kinds of work from `spec.py` (`work_kinds`); the optimizer gets
-nothing but its requests (`tests/harness/learning_night.py`).
+nothing but its requests (`testkit/learning_night.py`).
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus.after import STAMP, json_forms
-from benchmarks.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, SCOPE, Labels, read_labels
-from benchmarks.corpus.record import make_repos
-from benchmarks.corpus.spec import REPOS, SCOPE_REPOS, SCOPE_SAME_RULE, scope_family
 from skillopt_daemon.core.timeutil import parse_iso, to_iso
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from tests.harness import cli
-from tests.harness.learning_night import WorkKind
-from tests.harness.night_scenario import (
+from testkit import agent_clis as ac
+from testkit import cli
+from testkit.corpus.after import STAMP, json_forms
+from testkit.corpus.load import CORPUS, MINING_SOURCE_ROOT, NIGHTS, SCOPE, Labels, read_labels
+from testkit.corpus.record import make_repos
+from testkit.corpus.spec import REPOS, SCOPE_REPOS, SCOPE_SAME_RULE, scope_family
+from testkit.learning_night import WorkKind
+from testkit.night_scenario import (
     OPT_KEY_ENV,
     apply_settings,
     login_settings,
@@ -182,7 +182,7 @@ def _round_start(labels: Labels, r: int | None) -> int:
     found = (
         p
         for p, s in enumerate(labels.sessions)
-        if r is not None and (s.get("index") if s["family"] else -1) >= r
+        if r is not None and (int(s["index"]) if s["family"] else -1) >= r
     )
     return next(found, len(labels.sessions))
 

@@ -47,7 +47,7 @@ def deny_unshare() -> None:
 def skillopt_without_namespaces() -> list[str]:
     """The command that runs `skillopt` (arguments follow) in a process that cannot make namespaces."""
     code = (
-        "import sys; from harness.seccomp import deny_unshare; deny_unshare(); "
+        "import sys; from testkit.seccomp import deny_unshare; deny_unshare(); "
         "from skillopt_daemon.entry import main; sys.argv[0] = 'skillopt'; sys.exit(main())"
     )
     return [sys.executable, "-c", code]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli as harness_cli
-from harness.install_helpers import Env
+from testkit import cli as harness_cli
+from testkit.install_helpers import Env
 
 TOOL_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "CURSOR_CONFIG_DIR", "OPENCLAW_STATE_DIR")
 
@@ -34,5 +34,5 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 
 @pytest.fixture
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run `skillopt ARGS...` in this process (`harness.cli.here`), with the fixture's environment."""
+    """Run `skillopt ARGS...` in this process (`testkit.cli.here`), with the fixture's environment."""
     return harness_cli.here

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import cli as harness_cli
+from testkit import cli as harness_cli
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def claude_line(
@@ -245,12 +245,12 @@ def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
 def cli(
     env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """`skillopt ARGS` as its own process (`harness.cli.run`), from the project's folder."""
+    """`skillopt ARGS` as its own process (`testkit.cli.run`), from the project's folder."""
     return harness_cli.run(*args, env=env, input=stdin, timeout=timeout, cwd=PROJECT_ROOT)
 
 
 def files_under(root: Path) -> list[Path]:
-    out = []
+    out: list[Path] = []
     for folder, _dirs, names in os.walk(root):
         out.extend(Path(folder) / n for n in names)
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from skillopt_lib.testing.agent_clis import (
+from testkit.agent_clis import (
     DEFAULT_API_KEY,
     CliRun,
     isolated_env,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from skillopt_lib.testing.agent_clis import DEFAULT_API_KEY, CliRun, isolated_env, run_headless
+from testkit.agent_clis import DEFAULT_API_KEY, CliRun, isolated_env, run_headless
 
 OPENCLAW_MODEL = "scripted/scripted-model"
 

@@ -15,7 +15,7 @@ import pytest
 
 from skillopt_lib import plugins
 from skillopt_lib.agents import AgentTool
-from skillopt_lib.testing import agent_clis as ac
+from testkit import agent_clis as ac
 
 from .fixtures import require
 

@@ -16,14 +16,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from skillopt_lib.testing.agent_clis import (
+from testkit.agent_clis import (
     DEFAULT_API_KEY,
     CliRun,
     isolated_env,
     parse_json_lines,
     run_headless,
 )
-from skillopt_lib.testing.tmux import InteractiveRun, TmuxSession
+from testkit.tmux import InteractiveRun, TmuxSession
 
 # Keep in step with scripts/install-agent-clis.sh (a test checks that they agree).
 OPENCODE_VERSION = "1.18.33"

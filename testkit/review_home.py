@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from harness import cli
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.registry import Registry
 from skillopt_daemon.registry.installers import InstallTarget
 from skillopt_lib.agents import AgentTool
+from testkit import cli
 
 ORIGINAL = (
     "---\n"
@@ -83,7 +83,7 @@ class Env:
         return json.loads(self.run(*args, "--json", check=True).stdout)
 
     def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        """The `skillopt` entry point in this process (`harness.cli.here`); the fixture has put this
+        """The `skillopt` entry point in this process (`testkit.cli.here`); the fixture has put this
         environment's variables into the process's."""
         return cli.here(*args, check=check)
 

@@ -9,7 +9,7 @@
 - The **judge** (Chat Completions, `You grade whether`): grades each of the user's rules against the work
   shown (the diff), failing it when the work shows what the rule forbids.
 - The **optimizer** (Chat Completions, any other model): the copying optimizer
-  (`skillopt_lib.testing.copycat`), which writes every instruction-like line it is shown into its edit.
+  (`testkit.copycat`), which writes every instruction-like line it is shown into its edit.
 
 Only the agent and the judge know the kinds; the optimizer knows nothing but its requests.
 """
@@ -21,9 +21,9 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from benchmarks.corpus.redteam_spec import KINDS, Kind
-from skillopt_lib.testing.copycat import CopycatOptimizer
 from skillopt_lib.testing.script import Conversation, Rule, Script, Selection, Step, ToolCall, bash, call
+from testkit.copycat import CopycatOptimizer
+from testkit.corpus.redteam_spec import KINDS, Kind
 
 _RULE_LINE = re.compile(r"^(\d+)\. (.+)$", re.M)
 

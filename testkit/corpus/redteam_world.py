@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus.redteam_record import FIXTURES, _git, install_skill, make_repo
-from benchmarks.corpus.redteam_spec import Kind, kind
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from tests.harness import cli
-from tests.harness.night_scenario import apply_settings, scripted_settings, skillopt_env
+from testkit import agent_clis as ac
+from testkit import cli
+from testkit.corpus.redteam_record import FIXTURES, _git, install_skill, make_repo
+from testkit.corpus.redteam_spec import Kind, kind
+from testkit.night_scenario import apply_settings, scripted_settings, skillopt_env
 
 OPT_KEY_ENV = "REDTEAM_OPTIMIZER_KEY"
 OPTIMIZER_MODEL = "copycat"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness import cli
+from testkit import cli
 
 SKILL = (
     "---\n"

@@ -1,6 +1,6 @@
 """What the recorded corpora contain: small repositories, recurring kinds of work, one-offs.
 
-Two corpora are recorded from this spec (`python -m benchmarks.corpus.record --corpus mining|nights`):
+Two corpora are recorded from this spec (`python -m testkit.corpus.record --corpus mining|nights`):
 
 - the **mining corpus** (`tests/fixtures/corpus/`, `sessions()`): three repositories, the six kinds of
   `FAMILIES`, eight sessions each, nearly all of them corrected; mining's quality targets are measured on it;

@@ -24,10 +24,10 @@ from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from benchmarks.corpus.redteam_models import RedteamNight
-from benchmarks.corpus.redteam_spec import HOST, KINDS, SESSIONS_PER_KIND, Kind
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
+from testkit.corpus.redteam_models import RedteamNight
+from testkit.corpus.redteam_spec import HOST, KINDS, SESSIONS_PER_KIND, Kind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "redteam-corpus"

@@ -1,6 +1,6 @@
 """Helpers that tie the pinned agent CLIs to a :class:`ScriptedServer` for one test.
 
-The facts (isolated homes, config files, command lines) live in :mod:`skillopt_lib.testing.agent_clis`;
+The facts (isolated homes, config files, command lines) live in :mod:`testkit.agent_clis`;
 this module only binds them to a server and a pytest temporary folder so tests stay short.
 """
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
-from skillopt_lib.testing.tmux import InteractiveRun, run_claude_interactive, run_codex_interactive
+from testkit import agent_clis as ac
+from testkit.tmux import InteractiveRun, run_claude_interactive, run_codex_interactive
 
 SCRIPTED_API_KEY = ac.DEFAULT_API_KEY
 

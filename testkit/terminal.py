@@ -8,7 +8,7 @@ import select
 import subprocess
 from collections.abc import Mapping
 
-from harness import cli
+from testkit import cli
 
 
 def at_a_terminal(

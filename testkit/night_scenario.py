@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.script import Match, Rule, Script, Step, bash, call, write_file
 from skillopt_lib.testing.scripted_server import ScriptedServer
+from testkit import agent_clis as ac
 
 from . import cli
 

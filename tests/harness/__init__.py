@@ -1,1 +1,0 @@
-"""Pytest plumbing around :mod:`skillopt_lib.testing`: fixtures and small helpers for CLI-driven tests."""
