@@ -25,7 +25,7 @@ from typing import Any
 import sqlite_utils
 
 from benchmarks.corpus.load import Labels, ingest_corpus, read_labels
-from skillopt_daemon.night.attempts import user_messages
+from skillopt_daemon.night.mining.attempts import user_messages
 
 
 def _score(tp: int, fp: int, fn: int) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import pytest
 from harness.agents import SCRIPTED_API_KEY
 from harness.fixtures import require
 
-from skillopt_daemon.night import replay_caps
-from skillopt_daemon.night.attempts import segment
-from skillopt_daemon.night.replay import ReplayEnvironment
+from skillopt_daemon.night.learning import replay_caps
+from skillopt_daemon.night.learning.replay import ReplayEnvironment
+from skillopt_daemon.night.mining.attempts import segment
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.execution import ExecLimits

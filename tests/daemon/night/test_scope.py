@@ -8,9 +8,9 @@ from typing import Any
 
 from harness.repos import git_repo
 
-from skillopt_daemon.night import scope
-from skillopt_daemon.night.attempts import Attempt
-from skillopt_daemon.night.mining import Family
+from skillopt_daemon.night.mining import scope
+from skillopt_daemon.night.mining.attempts import Attempt
+from skillopt_daemon.night.mining.mine import Family
 from skillopt_daemon.night.tasks import NightTask
 
 

@@ -11,7 +11,7 @@ import pytest
 from harness.team_home import LEARNED, SKILL, Member, Team, git
 
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import shared_rules
+from skillopt_daemon.night.learning import shared_rules
 
 SEEDED_TOKEN = "ghp_Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVb"
 SEEDED_WORDS = "please split the payroll-export change into two commits"

@@ -38,7 +38,7 @@ from harness.team_home import Member, Team
 
 from benchmarks.corpus.load import NIGHTS, Labels, read_labels
 from benchmarks.corpus.night_world import OPTIMIZER_MODEL, CorpusWorld, make_world, work_kinds
-from skillopt_daemon.night import shared_rules
+from skillopt_daemon.night.learning import shared_rules
 from skillopt_daemon.team.sanitise import RULE_FILE
 from skillopt_lib.testing import agent_clis as ac
 from skillopt_lib.testing.scripted_server import ScriptedServer
