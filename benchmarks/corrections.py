@@ -24,7 +24,7 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_daemon.night.attempts import user_messages
+from skillopt_daemon.night.mining.attempts import user_messages
 from testkit.corpus.load import Labels, ingest_corpus, read_labels
 
 

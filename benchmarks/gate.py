@@ -26,7 +26,7 @@ break, the candidate always failing them, and the rest gain 2.5 points, so the m
 new validation items of the same family (new draws from the same model); `nights` caps how many.
 
 Gates: `night` is the nightly cycle's gate exactly as the shipped settings build it
-(`skillopt_daemon.night.context.night_gate(NightSettings())`: the anytime-valid e-value test, proven at
+(`skillopt_daemon.night.learning.context.night_gate(NightSettings())`: the anytime-valid e-value test, proven at
 confidence 0.95, a `likely` tier at 0.90, one pair per item, the first
 candidate's 0.8 share of the error rate); `library` is `GateConfig()`, the library's default for training runs
 (exact sign-flip test spending p <= 1/32, then 3/160, over two sessions); `fixed` the earlier fixed-repeat
@@ -39,10 +39,10 @@ agent answers alike; the night's gate counts a cluster once, the library's count
 says how the copies reach the gate: in one group (`mining`, the default), each in its own group (`none`:
 one-word variants mining did not merge, the near-copy noise model), or as the night groups them
 (`text`: each request has a random 8-word text and its copies one word changed, grouped by
-`night/nearcopies.py`: tonight's copies among themselves, as asked of one tree, and later nights' against
+`night/mining/nearcopies.py`: tonight's copies among themselves, as asked of one tree, and later nights' against
 the fingerprints the evidence keeps).
 
-`--noharm` measures the night's no-harm check before user scope (`night/noharm.py`) as the night runs it: a
+`--noharm` measures the night's no-harm check before user scope (`night/learning/noharm.py`) as the night runs it: a
 sample of up to `noharm.SAMPLE_GROUPS` groups of other repositories' held-out tasks (`--sizes`: how many the
 other repositories hold), one interleaved pair each under the night's gate (without any skill, with the
 rule), both-failed pairs uninformative, and `noharm.judge`'s verdict. Effects on that unrelated work: `-10`
@@ -64,8 +64,8 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from skillopt_daemon.core.config import NightSettings
-from skillopt_daemon.night import noharm
-from skillopt_daemon.night.context import night_gate
+from skillopt_daemon.night.learning import noharm
+from skillopt_daemon.night.learning.context import night_gate
 from skillopt_lib.gate import Arm, Gate, GateConfig, PairedEvidence, Request, ScoreTable
 from skillopt_lib.skill import SkillBundle
 
@@ -237,7 +237,7 @@ def carried(
     """(night decided or 0, tier, agent runs) for one candidate: night k brings schedule[k] new requests
     (night 1's are the family's validation tasks), each with `cluster` near-copies. `merge`: `mining` (the
     copies arrive in one group), `none` (each copy its own group, as when mining does not merge one-word
-    variants) or `text` (the same, then grouped by the night's near-copy check, `night/nearcopies.py`)."""
+    variants) or `text` (the same, then grouped by the night's near-copy check, `night/mining/nearcopies.py`)."""
     gate = Gate(cfg)
     merged = merge == "mining"
     agent = SimAgent(model, effect, schedule[0], rng, "n0.", cluster, merged)
@@ -262,7 +262,7 @@ def carried(
 
 def _text_clusters(agent: SimAgent, evidence: PairedEvidence | None) -> dict[str, str]:
     """The validation items' groups after the night's near-copy check, as training applies it."""
-    from skillopt_daemon.night.nearcopies import regroup
+    from skillopt_daemon.night.mining.nearcopies import regroup
     from skillopt_daemon.night.tasks import NightTask
 
     tasks = [NightTask(id=i, prompt=agent.texts[i], split="val", group=agent.clusters[i]) for i in agent.ids]
@@ -270,7 +270,7 @@ def _text_clusters(agent: SimAgent, evidence: PairedEvidence | None) -> dict[str
 
 
 def _keep_fingerprints(agent: SimAgent, evidence: PairedEvidence) -> None:
-    from skillopt_daemon.night.nearcopies import fingerprint
+    from skillopt_daemon.night.mining.nearcopies import fingerprint
 
     for item in evidence.pairs:
         evidence.fingerprints.setdefault(item, fingerprint(agent.texts[item]))

@@ -29,9 +29,9 @@ from sklearn.metrics import adjusted_rand_score
 from benchmarks.mining_corpus import generate
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_daemon.night import mining
-from skillopt_daemon.night.attempts import user_messages
-from skillopt_daemon.night.labels import PROMPT_VERSION
+from skillopt_daemon.night.mining import mine
+from skillopt_daemon.night.mining.attempts import user_messages
+from skillopt_daemon.night.mining.labels import PROMPT_VERSION
 from skillopt_lib.backends import create_backend
 from skillopt_lib.config import BackendConfig
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -57,7 +57,7 @@ def labeller_chat(server: ScriptedServer, *, timeout_s: float = 30.0) -> Any:
 
 
 def truth_and_prediction(
-    db: sqlite_utils.Database, result: mining.MiningResult, labels: Labels
+    db: sqlite_utils.Database, result: mine.MiningResult, labels: Labels
 ) -> tuple[list[str], list[str]]:
     """Per user message of the labelled sessions: its true family and the family mining put it in."""
     truth_by_session = labels.by_session()
@@ -86,7 +86,7 @@ def truth_and_prediction(
     return truth, pred
 
 
-def ari(db: sqlite_utils.Database, result: mining.MiningResult, labels: Labels) -> float:
+def ari(db: sqlite_utils.Database, result: mine.MiningResult, labels: Labels) -> float:
     truth, pred = truth_and_prediction(db, result, labels)
     return float(adjusted_rand_score(truth, pred))
 
@@ -109,12 +109,12 @@ def corpus_quality(split: str = "heldout") -> dict[str, Any]:
     labels = read_labels()
     with tempfile.TemporaryDirectory() as tmp, _home(Path(tmp)):
         db = ingest_corpus(Path(tmp), split=split, labels=labels)
-        lexical = mining.mine_detailed(db)
+        lexical = mine.mine_detailed(db)
         out: dict[str, Any] = {"split": split, "ari_no_model": ari(db, lexical, labels)}
         with ScriptedServer(LabellerScript()) as server:
             chat = labeller_chat(server)
-            first = mining.mine_detailed(db, chat=chat)
-            second = mining.mine_detailed(db, chat=chat)
+            first = mine.mine_detailed(db, chat=chat)
+            second = mine.mine_detailed(db, chat=chat)
         lab = first.report.labels or {}
         n = max(1, lab.get("requests", 0))
         out.update(
@@ -204,12 +204,12 @@ def store_speed(n_sessions: int, seed: int) -> dict[str, float]:
         db = open_db(Path(tmp) / "bench.db")
         _fill_store(db, n_sessions, seed)
         t0 = time.perf_counter()
-        families, report = mining.mine(db)
+        families, report = mine.mine(db)
         lexical_s = time.perf_counter() - t0
         cached = _cache_all_labels(db)
         with ScriptedServer(LabellerScript()) as server:
             t0 = time.perf_counter()
-            model_families, model_report = mining.mine(db, chat=labeller_chat(server))
+            model_families, model_report = mine.mine(db, chat=labeller_chat(server))
             model_s = time.perf_counter() - t0
     return {
         "sessions": n_sessions,

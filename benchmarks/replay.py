@@ -111,7 +111,7 @@ def backend_for(tool: str, server: ScriptedServer, home: Path) -> CliExecBackend
 
 def token_figures(tmp: Path) -> None:
     """Requests, input tokens per request and per replay, before and after, for claude and codex."""
-    from skillopt_daemon.night.replay_caps import cap_for
+    from skillopt_daemon.night.learning.replay_caps import cap_for
     from skillopt_daemon.night.tasks import NightTask
     from skillopt_lib.testing import Match, Rule, Step, bash
 

@@ -45,7 +45,7 @@ def build(sessions: int, families: int, seed: int = 7) -> dict[str, Any]:
     """Fill the store under SKILLOPT_HOME; returns what was made."""
     from skillopt_daemon.core.store import open_db
     from skillopt_daemon.core.timeutil import to_iso, utcnow
-    from skillopt_daemon.night import preferences
+    from skillopt_daemon.night.mining import preferences
     from skillopt_daemon.night.tasks import NightTask
     from skillopt_daemon.registry import Registry
     from skillopt_lib.skill import SkillBundle, SkillDoc
@@ -176,7 +176,7 @@ def main() -> None:
                     out = json.loads(proc.stdout)
             runs[name] = (wall, cpu)
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.night import outcomes
+        from skillopt_daemon.night.installed import outcomes
 
         inproc: list[float] = []
         inproc_cpu: list[float] = []

@@ -24,7 +24,7 @@ SKILL_TEXT = "# Lint fixes\n\nLook at what the linter reports in app.py.\n"
 
 def _project_moves_on(git: Sequence[str], project: Path, request: str) -> None:
     """A commit of other work between two sessions, so each request is asked of its own tree: recurring
-    work, not the same request asked again of the same tree (`night/nearcopies.py`)."""
+    work, not the same request asked again of the same tree (`night/mining/nearcopies.py`)."""
     with (project / "NOTES.md").open("a") as notes:
         notes.write(f"- {request}\n")
     subprocess.run([*git, "add", "NOTES.md"], check=True)

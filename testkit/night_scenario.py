@@ -235,7 +235,7 @@ def record_sessions(w: World, teams: Sequence[str]) -> None:
 
 def _week_passes(w: World, team: str) -> None:
     """The project moves on between two weeks' reports (a commit of other work), so each report is asked of
-    its own tree: recurring work, not the same request asked again (`night/nearcopies.py`)."""
+    its own tree: recurring work, not the same request asked again (`night/mining/nearcopies.py`)."""
     with (w.project / "NOTES.md").open("a") as notes:
         notes.write(f"- met with the {team} team\n")
     git = ["git", "-C", str(w.project)]

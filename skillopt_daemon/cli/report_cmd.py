@@ -1,7 +1,7 @@
 """`skillopt report`: did the learned rules work? What skillopt learned, what it fixed, what is not working,
 what is stale or contradicted, the correction funnel, and the tokens and cost of each learned rule.
 
-The figures are `night/outcomes.py`'s, the same ones the dashboard's Outcomes page and the MCP `report` tool
+The figures are `night/installed/outcomes.py`'s, the same ones the dashboard's Outcomes page and the MCP `report` tool
 show; `--notify` sends the one-line summary as a desktop notification (what the weekly summary says).
 """
 
@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         """Did the learned rules work? Each rule against its family's corrections before and after install."""
         from skillopt_daemon.core.config import load_settings
         from skillopt_daemon.core.store import open_db
-        from skillopt_daemon.night import outcomes
+        from skillopt_daemon.night.installed import outcomes
 
         # one summary, whichever face sends it: `outcomes.notify_weekly` is the daemon's weekly job
         data = outcomes.report(open_db(), load_settings().report)

@@ -9,7 +9,7 @@ import typer
 from skillopt_daemon.cli.output import console, err_console, literal, print_json, print_table
 from skillopt_daemon.core.config import load_settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night.families import family_rows, resolve_family, task_view
+from skillopt_daemon.night.mining.families import family_rows, resolve_family, task_view
 from skillopt_lib.errors import ConflictError, NotFoundError
 
 tasks_app = typer.Typer(
@@ -136,8 +136,8 @@ def mine_now(
     """Mine task families from the stored sessions now, with the night's settings."""
     # Imported here: mining loads scikit-learn and the cycle the model backends, which every other
     # `skillopt` command would otherwise pay for at start-up.
-    from skillopt_daemon.night import mining
     from skillopt_daemon.night.cycle import NightBudget, mining_chat
+    from skillopt_daemon.night.mining import mine
 
     settings = load_settings()
     if include_automation is not None:
@@ -150,10 +150,10 @@ def mine_now(
         max_replays=settings.night.max_replays,
     )
     chat, note = (None, None) if no_model else mining_chat(settings, budget)
-    result = mining.mine_detailed(
+    result = mine.mine_detailed(
         db,
         seed=settings.night.seed if seed is None else seed,
-        rules=mining.ExcludeRules.from_settings(settings.night),
+        rules=mine.ExcludeRules.from_settings(settings.night),
         test_share=settings.night.test_share,
         chat=chat,
         budget=budget,
@@ -165,11 +165,11 @@ def mine_now(
     if json_out:
         data = report.to_dict()
         if explain:
-            data["requests"] = mining.explain_rows(result)
+            data["requests"] = mine.explain_rows(result)
         print_json(data)
         return
     if explain:
-        _print_explain(mining.explain_rows(result))
+        _print_explain(mine.explain_rows(result))
     console.print(
         f"Mined {report.families} families with {report.tasks} tasks from {report.attempts} requests "
         f"in {report.sessions} sessions (train {report.by_split.get('train', 0)}, "

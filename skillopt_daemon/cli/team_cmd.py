@@ -197,7 +197,7 @@ def _said(status: str) -> str:
 @team_app.command("status")
 def status_cmd(json_out: bool = JSON_OPT) -> None:
     """Per shared rule: how many members it helped, hurt, or could not be measured for; and yours here."""
-    from skillopt_daemon.night import shared_rules
+    from skillopt_daemon.night.learning import shared_rules
     from skillopt_daemon.team.channel import Channel, TeamSettings
     from skillopt_daemon.team.git import TeamError
     from skillopt_daemon.team.verdicts import tally

@@ -150,7 +150,7 @@ class ReplaySettings(_Section):
 
 
 class ExcludeSettings(_Section):
-    """Sessions mining never reads, besides the automation it always recognises (see `night/exclude.py`)."""
+    """Sessions mining never reads, besides the automation it always recognises (see `night/mining/exclude.py`)."""
 
     projects: list[str] = Field(
         default_factory=list, description="project folders (glob patterns allowed) whose sessions are skipped"
@@ -275,7 +275,7 @@ class NightSettings(_Section):
     @model_validator(mode="before")
     @classmethod
     def _retired(cls, data: Any) -> Any:
-        """`split_ratios` is retired (splits follow what each session teaches, `night/mining.py`): a config
+        """`split_ratios` is retired (splits follow what each session teaches, `night/mining/mine.py`): a config
         file that still sets it loads, with a warning."""
         if isinstance(data, dict) and "split_ratios" in data:
             data = {k: v for k, v in data.items() if k != "split_ratios"}
@@ -287,7 +287,7 @@ class NightSettings(_Section):
 
 
 class ReportSettings(_Section):
-    """How `skillopt report` and the night judge a rule once it is installed (`night/outcomes.py`)."""
+    """How `skillopt report` and the night judge a rule once it is installed (`night/installed/outcomes.py`)."""
 
     min_sessions: int = Field(
         default=3,

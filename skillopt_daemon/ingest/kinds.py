@@ -3,14 +3,14 @@ question about the result, or meta text (slash commands and the like).
 
 This is the one place that says what counts as a correction. Ingest's signals count a session's
 corrections with it (`signals.derive_signals`, what the dashboard and `sessions show` report), and the
-night's mining reads every message's kind from it (`night/attempts.py`), so what the dashboard counts and
+night's mining reads every message's kind from it (`night/mining/attempts.py`), so what the dashboard counts and
 what the night learns from are the same messages.
 
 Only tasks start attempts; everything else belongs to the attempt before it. Words are matched in English,
 Chinese, Japanese, Portuguese, Spanish, French, German and Italian; position does the rest: the first request
 of a session is a task whatever it says, a message right after an acknowledgement starts afresh, and a short or
 referring message in the middle of work continues it. When a model is available its labels take precedence
-(`night/labels.py`); this is the fallback, and the reason it gives is shown by `skillopt tasks mine --explain`.
+(`night/mining/labels.py`); this is the fallback, and the reason it gives is shown by `skillopt tasks mine --explain`.
 How well it reads the recorded corpus (precision and recall of corrections on its held-out half, per
 language) is in docs/nightly.md.
 """

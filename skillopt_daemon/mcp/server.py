@@ -119,7 +119,7 @@ def report() -> dict[str, Any]:
     verdict (working, not working, too early, stale, contradicted) with its family's correction rate before
     and after its install, the correction funnel per skill, and the tokens and cost of each rule."""
     from skillopt_daemon.core.config import load_settings
-    from skillopt_daemon.night import outcomes
+    from skillopt_daemon.night.installed import outcomes
 
     with _registry() as reg:
         data = outcomes.report(reg.db, load_settings().report)

@@ -1,9 +1,17 @@
 """The nightly cycle: catch up ingest → mine → for each target skill, train on replays → gate → proposal.
 
 What comes out is a *proposal* in the registry with its evidence; nothing reaches an agent until the user
-approves it (or opted in to auto-approve for that skill). The steps live in their own modules: the lock
-(`lock`), the caps (`budgets`), the backends (`agents`), the record of each night (`runs`), the training of
-each skill (`training`) and what the user is told (`status`); this module runs them in order.
+approves it (or opted in to auto-approve for that skill). This module is the table of contents: it runs the
+phases in order, and each phase is a folder of its own:
+
+1. `mining/`: the user's recurring work, grouped into families of tasks, with what they said about it;
+2. `installed/`: whether each installed rule worked since its install (`outcomes`), and which stale or
+   contradicted ones to propose removing (`removals`);
+3. `learning/`: for each target skill, in the order of what it teaches for what it costs (`training`):
+   plan the replays, replay, train, veto, propose (`target`).
+
+Around them: the lock (`lock`), the caps (`budgets`), the backends (`agents`), the record of each night
+(`runs`), its progress (`progress`) and what the user is told (`status`).
 
 Safety rules the cycle keeps:
 - One night at a time: manual runs and the scheduled job share `night_lock()`.
@@ -26,7 +34,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -44,14 +52,17 @@ from skillopt_daemon.night.agents import (
     with_night_model,
 )
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
-from skillopt_daemon.night.context import NightContext, Progress
+from skillopt_daemon.night.learning.context import NightContext, Progress
+from skillopt_daemon.night.learning.training import train_skills
 from skillopt_daemon.night.lock import night_lock
 from skillopt_daemon.night.progress import NightProgress
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.status import notify
-from skillopt_daemon.night.training import train_skills
 from skillopt_daemon.registry.installers.base import pause_point
 from skillopt_lib.errors import SkillOptError
+
+if TYPE_CHECKING:
+    from skillopt_daemon.night.mining.mine import Family
 
 log = logging.getLogger("skillopt.night")
 
@@ -114,22 +125,35 @@ def record_stop(report: CycleReport, budget: NightBudget) -> None:
 
 
 def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
-    """Ingest, mine, train: what a night does between its start and end records."""
+    """Ingest, then the three phases: what a night does between its start and end records."""
+    report = ctx.report
+    if ingest_first:
+        report.ingest = _catch_up_ingest(ctx.settings, ctx.say)
+    report.warnings.extend(confine_replays(ctx.settings))
+    pause_point("night-before-mining")
+    families = _mine(ctx)
+    try:
+        report.outcomes = follow_rules(ctx, families)
+    except SkillOptError as exc:  # judging last weeks' rules must never cost tonight's training
+        report.warnings.append(f"could not follow the installed rules: {exc.message}")
+    train_skills(ctx, families, skill=skill)
+    if report.status == "running":
+        report.status = "completed"
+
+
+def _mine(ctx: NightContext) -> list[Family]:
+    """The mining phase: tonight's families, with mining's own report in the night's."""
     # mining pulls in numpy: imported when a night runs, not when this module loads.
-    from skillopt_daemon.night import mining
+    from skillopt_daemon.night.mining import mine
 
     settings, report = ctx.settings, ctx.report
-    if ingest_first:
-        report.ingest = _catch_up_ingest(settings, ctx.say)
-    report.warnings.extend(confine_replays(settings))
-    pause_point("night-before-mining")
     ctx.say("mining recurring tasks")
     # Mining labels requests with the optimizer's model when one is usable (see agents.mining_chat).
     labeller, mining_note = mining_chat(settings, ctx.budget)
-    families, mined = mining.mine(
+    families, mined = mine.mine(
         ctx.db,
         seed=settings.night.seed,
-        rules=mining.ExcludeRules.from_settings(settings.night),
+        rules=mine.ExcludeRules.from_settings(settings.night),
         test_share=settings.night.test_share,
         chat=labeller,
         budget=ctx.budget,
@@ -138,13 +162,7 @@ def _steps(ctx: NightContext, *, skill: str | None, ingest_first: bool) -> None:
     if mining_note:
         mined.notes.insert(0, mining_note)
     report.mining = mined.to_dict()
-    try:
-        report.outcomes = follow_rules(ctx, families)
-    except SkillOptError as exc:  # judging last weeks' rules must never cost tonight's training
-        report.warnings.append(f"could not follow the installed rules: {exc.message}")
-    train_skills(ctx, families, skill=skill)
-    if report.status == "running":
-        report.status = "completed"
+    return families
 
 
 def confine_replays(settings: Settings) -> list[str]:
@@ -169,15 +187,16 @@ def confine_replays(settings: Settings) -> list[str]:
     ]
 
 
-def follow_rules(ctx: NightContext, families: list[Any]) -> dict[str, Any]:
+def follow_rules(ctx: NightContext, families: list[Family]) -> dict[str, Any]:
     """Judge every installed rule on the sessions since its install (`outcomes.py`): a rule that is not
     working sends the sessions where its correction came back to train tonight; a stale or contradicted
     one's removal is replayed, gated and proposed when it does not lose (`removals.py`). A dry run says
     what would move and changes nothing in the store."""
-    from skillopt_daemon.night import mining, outcomes, removals
+    from skillopt_daemon.night.installed import outcomes, removals
+    from skillopt_daemon.night.mining import mine
 
     found = outcomes.assess(ctx.db, ctx.settings.report)
-    moved = mining.send_to_train(ctx.db, families, outcomes.recurrences_to_train(found), dry_run=ctx.dry_run)
+    moved = mine.send_to_train(ctx.db, families, outcomes.recurrences_to_train(found), dry_run=ctx.dry_run)
     gone = removals.night_removals(ctx, found)
     if not ctx.dry_run:
         outcomes.record(ctx.db, found)

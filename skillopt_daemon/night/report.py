@@ -76,7 +76,7 @@ class CycleReport:
     stopped: dict[str, Any] | None = None
     # Things the night set aside and the user should know (damaged pending evidence, ...).
     warnings: list[str] = field(default_factory=list)
-    # What became of the installed rules (`night/outcomes.py`): verdicts, attempts sent back to train,
+    # What became of the installed rules (`night/installed/outcomes.py`): verdicts, attempts sent back to train,
     # removal proposals.
     outcomes: dict[str, Any] = field(default_factory=dict)
 

@@ -21,8 +21,9 @@ import sqlite_utils
 from skillopt_daemon.core import fsio
 from skillopt_daemon.core.config import Settings, load_settings
 from skillopt_daemon.core.timeutil import humanize_age, local_display
-from skillopt_daemon.night import grouping, runs, schedule
+from skillopt_daemon.night import runs, schedule
 from skillopt_daemon.night.agents import cost_ceiling, night_model, role_keys, tools_by_sessions
+from skillopt_daemon.night.mining import grouping
 from skillopt_daemon.night.pending import pending_lines
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.registry import Registry

@@ -51,7 +51,7 @@ class NightTask:
     """The tool calls the agent made for it in the user's session; None when mined before they were kept."""
     recorded_work_s: float | None = None
     """The seconds the agent worked on it in the user's session; None when unknown. With the tool calls,
-    what a replay of it is capped by (`night/replay_caps.py`)."""
+    what a replay of it is capped by (`night/learning/replay_caps.py`)."""
 
     @property
     def group_key(self) -> str:

@@ -1,7 +1,7 @@
 """A proposal's scope as the reviewer sees and changes it: where it installs, why, and what its evidence
 supports at another scope.
 
-A night records in a new skill's evidence where it installs and why (`night/scope.py`: the repository its
+A night records in a new skill's evidence where it installs and why (`night/mining/scope.py`: the repository its
 corrections and winning replays come from, or user scope when they span repositories). Every face shows
 that (`placement`), and `skillopt approve ID --scope project|user [--repo PATH]` installs elsewhere after
 saying what the evidence supports there (`choose`): user scope for a rule measured in one repository was

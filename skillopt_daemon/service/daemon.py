@@ -405,7 +405,7 @@ def nightly_job() -> None:
 def weekly_job() -> None:
     """The weekly summary of what the learned rules did, as a desktop notification; never raising."""
     try:
-        from skillopt_daemon.night import outcomes
+        from skillopt_daemon.night.installed import outcomes
 
         outcomes.notify_weekly(open_db(), load_settings().report)
     except Exception:

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from skillopt_daemon.core.timeutil import humanize_age
-from skillopt_daemon.night import conflicts, preferences
+from skillopt_daemon.night.mining import conflicts, preferences
 from skillopt_daemon.registry import Event, Registry, Version
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_daemon.registry.models import evidence_figures
@@ -245,7 +245,7 @@ def proposal_item(
         "scope": placement(v.evidence),
         "from_team": from_team(v.evidence),
         # Installed rules of other skills in another scope that its lines say the opposite of, and which wins
-        # where (`night/conflicts.py`).
+        # where (`night/mining/conflicts.py`).
         "conflicts": _conflicts(reg, v, installed) if v.state == "proposed" else [],
         "created_at": v.created_at,
         "age": humanize_age(v.created_at),

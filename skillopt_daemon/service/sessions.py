@@ -2,7 +2,7 @@
 `skipped` or `replay`, with the reason for the last three.
 
 Ingest flags every run without a terminal (`claude -p`, `codex exec`, `copilot -p`, `opencode run`) with
-`is_automation`, but mining counts a person's headless runs as work (`night/exclude.py`, docs/nightly.md
+`is_automation`, but mining counts a person's headless runs as work (`night/mining/exclude.py`, docs/nightly.md
 "Which sessions"): showing that flag as "automation" reads as "ignored". So a face asks here, where the answer
 is the one mining gives: `headless` is mined like the TUI's sessions; `automation` is what mining always skips
 (Agent SDK programs, other tools' harnesses); `skipped` is what the user's `night.exclude` leaves out;
@@ -17,7 +17,7 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.ingest.queries import first_prompt, flagged_sessions
-from skillopt_daemon.night.exclude import ExcludeRules, exclusion
+from skillopt_daemon.night.mining.exclude import ExcludeRules, exclusion
 
 INTERACTIVE, HEADLESS, AUTOMATION, SKIPPED, REPLAY = (
     "interactive",

@@ -23,8 +23,8 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_daemon.night import shared_rules
-from skillopt_daemon.night.shared_rules import SharedRule
+from skillopt_daemon.night.learning import shared_rules
+from skillopt_daemon.night.learning.shared_rules import SharedRule
 from skillopt_daemon.registry import Registry
 from skillopt_daemon.team.channel import Channel, member_slug
 from skillopt_daemon.team.git import git, identity

@@ -24,7 +24,7 @@ from typing import Any
 
 import sqlite_utils
 
-from skillopt_daemon.night import shared_rules
+from skillopt_daemon.night.learning import shared_rules
 from skillopt_daemon.team.channel import BRANCH_PREFIX, Channel, member_slug
 from skillopt_daemon.team.git import git, identity
 from skillopt_daemon.team.pull import claimed_record, rule_files, rule_skills

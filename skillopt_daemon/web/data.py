@@ -20,7 +20,7 @@ import sqlite_utils
 
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.timeutil import to_iso, utcnow
-from skillopt_daemon.night.evidence import usage_spend
+from skillopt_daemon.night.learning.evidence import usage_spend
 from skillopt_daemon.night.runs import real_runs
 from skillopt_lib.errors import NotFoundError
 from skillopt_lib.training.runfiles import HISTORY_FILE, HistoryRecord, read_history

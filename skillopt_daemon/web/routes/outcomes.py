@@ -1,6 +1,6 @@
 """Did the rules work? The correction funnel and each installed rule's family before and after its rule.
 
-The figures are `night/outcomes.py`'s, the same as `skillopt report` and the MCP `report` tool.
+The figures are `night/installed/outcomes.py`'s, the same as `skillopt report` and the MCP `report` tool.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from skillopt_daemon.core.config import load_settings
-from skillopt_daemon.night import outcomes
+from skillopt_daemon.night.installed import outcomes
 from skillopt_daemon.web import charts
 from skillopt_daemon.web.deps import db
 from skillopt_daemon.web.render import render

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from skillopt_daemon.core.config import load_settings
-from skillopt_daemon.night import outcomes
+from skillopt_daemon.night.installed import outcomes
 from skillopt_daemon.service.status import collect_status
 from skillopt_daemon.web import charts, data
 from skillopt_daemon.web.deps import db

@@ -14,7 +14,7 @@ import sqlite_utils
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from skillopt_daemon.night import conflicts
+from skillopt_daemon.night.mining import conflicts
 from skillopt_daemon.registry import Evidence, Registry, open_registry
 from skillopt_daemon.registry.models import new_skill_targets
 from skillopt_daemon.service.proposals import decided_items, diff_view, proposal_item

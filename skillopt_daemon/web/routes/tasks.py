@@ -8,7 +8,7 @@ import sqlite_utils
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from skillopt_daemon.night.families import family_rows, resolve_family, task_view
+from skillopt_daemon.night.mining.families import family_rows, resolve_family, task_view
 from skillopt_daemon.web.deps import db
 from skillopt_daemon.web.render import render
 

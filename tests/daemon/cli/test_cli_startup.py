@@ -38,7 +38,7 @@ HEAVY = (
     "apscheduler",
     "skillopt_lib.trainer",
     "skillopt_lib.training.loop",
-    "skillopt_daemon.night.mining",
+    "skillopt_daemon.night.mining.mine",
     # the skill format's frontmatter and the training config's YAML: parsed by what reads them
     "yaml",
     # the secret patterns: compiled by what masks or redacts a text

@@ -19,7 +19,7 @@ def test_install_help_names_every_built_in_tool(command: str) -> None:
 def test_a_replay_without_an_exec_agent_names_every_tool_that_can_replay(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The error a replay gives a chat model as its agent lists the tools that can replay, Gemini CLI too."""
     from skillopt_daemon.night.agents import replayable_tools
-    from skillopt_daemon.night.replay import ReplayEnvironment
+    from skillopt_daemon.night.learning.replay import ReplayEnvironment
     from skillopt_daemon.night.tasks import NightTask
     from skillopt_lib.errors import ConfigError
     from skillopt_lib.skill import SkillBundle

@@ -3,7 +3,7 @@ another's: what keeps a kind of work done in several repositories one family."""
 
 from __future__ import annotations
 
-from skillopt_daemon.night.agreement import agree, alike
+from skillopt_daemon.night.mining.agreement import agree, alike
 
 NOQA = "no noqa, fix the code"
 NOQA_AGAIN = "don't add noqa, fix the code instead"

@@ -15,15 +15,15 @@ from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.night import runs
-from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
-from skillopt_daemon.night.context import NightContext
 from skillopt_daemon.night.cycle import record_stop
-from skillopt_daemon.night.mining import Family
+from skillopt_daemon.night.learning.context import NightContext
+from skillopt_daemon.night.learning.training import Job, expected_runs, project, train_new
+from skillopt_daemon.night.mining.attempts import Attempt
+from skillopt_daemon.night.mining.mine import Family
 from skillopt_daemon.night.replay_cost import TOKENS_PER_REPLAY, load_past, tokens_per_replay, usd_per_replay
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.night.training import Job, expected_runs, project, train_new
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.backends.base import cache_read_ratio
 from skillopt_lib.usage import Usage

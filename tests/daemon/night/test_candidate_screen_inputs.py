@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night.screening import candidate_screen
+from skillopt_daemon.night.learning.screening import candidate_screen
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.skill import SkillBundle, SkillDoc
 

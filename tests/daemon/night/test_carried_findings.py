@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillopt_daemon.night import preferences
-from skillopt_daemon.night.carried_findings import WHEN, with_step_findings
+from skillopt_daemon.night.learning.carried_findings import WHEN, with_step_findings
+from skillopt_daemon.night.mining import preferences
 from skillopt_daemon.service.proposals import annotate_screen, screen_warnings
 from skillopt_lib.screen import COPIED, CandidateScreen, auto_approve_refusal, provenance_missing
 from skillopt_lib.skill import SkillBundle, SkillDoc

@@ -13,8 +13,8 @@ import pytest
 import sqlite_utils
 
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night.mining import Attempt, CommandRun, Family, save_families
-from skillopt_daemon.night.replay import tasks_for_skill
+from skillopt_daemon.night.learning.replay import tasks_for_skill
+from skillopt_daemon.night.mining.mine import Attempt, CommandRun, Family, save_families
 from testkit import cli
 
 RULE = "the report must end with the line Reviewed-by: bot"
@@ -151,7 +151,7 @@ def test_a_weak_check_next_to_a_good_one_is_kept_as_a_guard(home: Path) -> None:
 
 def test_a_check_that_passes_before_the_work_guards_a_rubric_task(home: Path) -> None:
     """It cannot tell right from wrong, so the rubric scores the task, but the check stays: a replay that
-    breaks it did damage and fails (`night/replay.py`)."""
+    breaks it did damage and fails (`night/learning/replay.py`)."""
     db, _, _ = mined(home, rubric=[RULE], checks=[WEAK])
     tasks = tasks_for_skill(db, "report-writer", probe_root=home / "ws")
     first = next(t for t in tasks if t.prompt.endswith("team 1 into report.md"))

@@ -11,9 +11,9 @@ import pytest
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext
+from skillopt_daemon.night.learning.context import NightContext
+from skillopt_daemon.night.learning.target import _propose
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.night.target import _propose
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle

@@ -23,7 +23,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from benchmarks.mining import truth_and_prediction
 from skillopt_daemon.core.timeutil import to_iso, utcnow
-from skillopt_daemon.night import mining
+from skillopt_daemon.night.mining import mine
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from testkit.corpus import night_world
 from testkit.corpus.load import NIGHTS, Labels, read_labels
@@ -160,7 +160,7 @@ def test_the_corpus_ingests_into_its_sessions_with_the_real_pipeline(
     assert parents >= 120
     # What mining reads from each kind's sessions is what happened: failures fail their check, the others pass.
     outcome: dict[str, str] = {}
-    for a in mining.mine_detailed(store).attempts:
+    for a in mine.mine_detailed(store).attempts:
         outcome.setdefault(a.session_id, a.outcome)  # the session's first task and the work on it
     for s in labels.sessions:
         if s["family"]:
@@ -168,7 +168,7 @@ def test_the_corpus_ingests_into_its_sessions_with_the_real_pipeline(
             assert outcome.get(s["session_id"]) == want, s["key"]
 
 
-def _heldout_ari(db: sqlite_utils.Database, result: mining.MiningResult, labels: Labels) -> float:
+def _heldout_ari(db: sqlite_utils.Database, result: mine.MiningResult, labels: Labels) -> float:
     truth, pred = truth_and_prediction(db, result, labels)
     heldout = {f for f in labels.families if labels.families[f]["split"] == "heldout"}
     pairs = [(t, p) for t, p in zip(truth, pred, strict=True) if t in heldout]
@@ -176,7 +176,7 @@ def _heldout_ari(db: sqlite_utils.Database, result: mining.MiningResult, labels:
 
 
 def test_mining_at_its_defaults_finds_the_eight_kinds(store: sqlite_utils.Database, labels: Labels) -> None:
-    result = mining.mine_detailed(store)
+    result = mine.mine_detailed(store)
     spec = labels.by_session()
     family_of = result.family_of()
     placed: dict[str, Counter[str]] = defaultdict(Counter)
@@ -194,7 +194,7 @@ def test_mining_at_its_defaults_finds_the_eight_kinds(store: sqlite_utils.Databa
     # Each kind's users' rule is a rubric item of its family (as mining keeps it: without a leading "no,").
     rubric = {f.id: set(f.rubric) for f in result.families}
     for kind, fam in found.items():
-        assert mining.rubric_item(labels.families[kind]["rule"]) in rubric[fam], (kind, rubric[fam])
+        assert mine.rubric_item(labels.families[kind]["rule"]) in rubric[fam], (kind, rubric[fam])
     print(f"ARI on the held-out kinds, mined on the whole corpus: {_heldout_ari(store, result, labels):.3f}")
     print({k: dict(v) for k, v in placed.items()})
 

@@ -3,8 +3,8 @@ of what they share, never a list of top terms ("red / lint check / check / lint"
 
 from __future__ import annotations
 
-from skillopt_daemon.night.clustering import normalize_prompt, vectorize
-from skillopt_daemon.night.naming import clauses, lexical_name
+from skillopt_daemon.night.mining.clustering import normalize_prompt, vectorize
+from skillopt_daemon.night.mining.naming import clauses, lexical_name
 
 
 def _name(requests: list[str]) -> str:

@@ -10,14 +10,14 @@ import pytest
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext, budget_wait, env_gate
-from skillopt_daemon.night.mining import Family
-from skillopt_daemon.night.planning import affordable_replays, fit_tonight, planned_replays
+from skillopt_daemon.night.learning.context import NightContext, budget_wait, env_gate
+from skillopt_daemon.night.learning.planning import affordable_replays, fit_tonight, planned_replays
+from skillopt_daemon.night.learning.training import TaskLoader, _replay_tasks
+from skillopt_daemon.night.mining.attempts import Attempt
+from skillopt_daemon.night.mining.mine import Family
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.night.training import TaskLoader, _replay_tasks
 from skillopt_lib.gate import plan_gate
 
 

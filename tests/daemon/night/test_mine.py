@@ -8,7 +8,7 @@ from typing import Any
 from sklearn.metrics import adjusted_rand_score
 
 from benchmarks.mining_corpus import generate
-from skillopt_daemon.night.mining import (
+from skillopt_daemon.night.mining.mine import (
     Attempt,
     CommandRun,
     build_families,

@@ -19,9 +19,10 @@ from skillopt_daemon.core import paths
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.redact import redact
-from skillopt_daemon.night import mining, status
-from skillopt_daemon.night.labels import Labeller, Request
-from skillopt_daemon.night.tfidf import STOP_WORDS
+from skillopt_daemon.night import status
+from skillopt_daemon.night.mining import mine
+from skillopt_daemon.night.mining.labels import Labeller, Request
+from skillopt_daemon.night.mining.tfidf import STOP_WORDS
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from testkit.corpus.labeller import LabellerScript
 from testkit.corpus.load import Labels, ingest_corpus, read_labels
@@ -59,7 +60,7 @@ def test_the_corpus_is_what_it_claims(labels: Labels) -> None:
 def test_without_a_model_the_held_out_half_reaches_the_target(
     heldout: sqlite_utils.Database, labels: Labels
 ) -> None:
-    result = mining.mine_detailed(heldout)
+    result = mine.mine_detailed(heldout)
     assert ari(heldout, result, labels) >= 0.6
     # Headless runs (`claude -p`, `codex exec`) are mined by default.
     entry = {
@@ -91,7 +92,7 @@ def test_without_a_model_families_are_named_as_asked_and_status_says_labelling_r
     heldout: sqlite_utils.Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    result = mining.mine_detailed(heldout)
+    result = mine.mine_detailed(heldout)
     assert len(result.families) >= 6
     for fam in result.families:
         # A phrase the user wrote: whole words of one of the family's requests, never stems, word pairs or
@@ -107,7 +108,7 @@ def test_without_a_model_families_are_named_as_asked_and_status_says_labelling_r
     assert note in before["lines"] and "regroup" in note
     assert any("for a new skill, provisional)" in line for line in before["lines"])
     with ScriptedServer(LabellerScript()) as server:
-        mining.mine_detailed(heldout, chat=labeller_chat(server))
+        mine.mine_detailed(heldout, chat=labeller_chat(server))
     after = status.status_section(heldout)
     assert after["grouping"] == {"by": "labels", "provisional": False, "note": None}
     assert not any(w["provisional"] for w in after["work"])
@@ -120,9 +121,9 @@ def test_the_model_path_labels_in_batches_once_and_reaches_the_target(
     script = LabellerScript()
     with ScriptedServer(script) as server:
         chat = labeller_chat(server)
-        first = mining.mine_detailed(heldout, chat=chat, batch=40)
+        first = mine.mine_detailed(heldout, chat=chat, batch=40)
         sent = [r for r in server.requests if r.rule == "labeller"]
-        second = mining.mine_detailed(heldout, chat=chat, batch=40)
+        second = mine.mine_detailed(heldout, chat=chat, batch=40)
         again = [r for r in server.requests if r.rule == "labeller"]
     assert ari(heldout, first, labels) >= 0.85
     lab = first.report.labels
@@ -159,7 +160,7 @@ def test_only_redacted_text_is_sent_to_the_model(tmp_path: Path, monkeypatch: py
     )
     db.table("turns").insert({"session_pk": pk, "key": "u", "seq": 0, "role": "user", "text": stored_text})
     with ScriptedServer(LabellerScript()) as server:
-        mining.mine_detailed(db, chat=labeller_chat(server))
+        mine.mine_detailed(db, chat=labeller_chat(server))
         bodies = server.all_text()
     assert "[REDACTED" in bodies and secret not in bodies
 
@@ -168,11 +169,11 @@ def test_only_redacted_text_is_sent_to_the_model(tmp_path: Path, monkeypatch: py
 def test_a_bad_reply_is_retried_once_then_falls_back_and_next_night_retries(
     heldout: sqlite_utils.Database, labels: Labels, mode: str
 ) -> None:
-    lexical_ari = ari(heldout, mining.mine_detailed(heldout), labels)
+    lexical_ari = ari(heldout, mine.mine_detailed(heldout), labels)
     script = LabellerScript(mode=mode, bad_calls=2, delay=3.0)
     with ScriptedServer(script) as server:
         chat = labeller_chat(server, timeout_s=1.0)
-        first = mining.mine_detailed(heldout, chat=chat, batch=500)  # one batch: both tries fail
+        first = mine.mine_detailed(heldout, chat=chat, batch=500)  # one batch: both tries fail
         assert script.calls == 2
         lab = first.report.labels
         assert lab is not None and lab["labelled"] == 0 and lab["fallback"] == lab["requests"] > 0
@@ -180,7 +181,7 @@ def test_a_bad_reply_is_retried_once_then_falls_back_and_next_night_retries(
         # Nothing is lost: the night still mines every request, lexically.
         assert ari(heldout, first, labels) == pytest.approx(lexical_ari)
         assert heldout["request_labels"].count == 0
-        second = mining.mine_detailed(heldout, chat=chat, batch=500)
+        second = mine.mine_detailed(heldout, chat=chat, batch=500)
     assert second.report.labels is not None and second.report.labels["labelled"] == lab["requests"]
     assert ari(heldout, second, labels) >= 0.85
 
@@ -234,7 +235,7 @@ def test_labelling_counts_in_the_nights_budget_and_stops_at_its_cap(
 
     with ScriptedServer(LabellerScript()) as server:
         budget = NightBudget(max_tokens=10**9, max_cost_usd=100.0, max_wall_s=600.0, max_replays=10)
-        spent = mining.mine_detailed(
+        spent = mine.mine_detailed(
             heldout, chat=BudgetedChat(labeller_chat(server), budget), budget=budget, batch=20
         )
         assert spent.report.labels is not None
@@ -242,7 +243,7 @@ def test_labelling_counts_in_the_nights_budget_and_stops_at_its_cap(
         assert budget.tokens == spent.report.labels["tokens"] > 0
         heldout.table("request_labels").delete_where()
         tight = NightBudget(max_tokens=1, max_cost_usd=100.0, max_wall_s=600.0, max_replays=10)
-        capped = mining.mine_detailed(
+        capped = mine.mine_detailed(
             heldout, chat=BudgetedChat(labeller_chat(server), tight), budget=tight, batch=20
         )
     lab = capped.report.labels

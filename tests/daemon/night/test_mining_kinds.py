@@ -9,8 +9,8 @@ import pytest
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.ingest.kinds import Context, Kind, classify
-from skillopt_daemon.night.exclude import ExcludeRules, exclusion
-from skillopt_daemon.night.mining import segment
+from skillopt_daemon.night.mining.exclude import ExcludeRules, exclusion
+from skillopt_daemon.night.mining.mine import segment
 
 IN_WORK = Context(has_task=True, task_prompt="fix the lint warnings in dates.py")
 

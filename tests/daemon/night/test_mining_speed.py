@@ -15,9 +15,9 @@ from sklearn.preprocessing import normalize
 
 from benchmarks.mining import _fill_store, _home
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import mining
-from skillopt_daemon.night.clustering import similar_components
-from skillopt_daemon.night.sparse import Rows
+from skillopt_daemon.night.mining import mine
+from skillopt_daemon.night.mining.clustering import similar_components
+from skillopt_daemon.night.mining.sparse import Rows
 
 
 def _every_pair(matrix: Rows, threshold: float) -> np.ndarray:
@@ -50,7 +50,7 @@ def test_ten_thousand_sessions_mine_in_seconds(tmp_path: Path) -> None:
         db = open_db(tmp_path / "bench.db")
         _fill_store(db, 10_000, seed=7)
         t0 = time.perf_counter()
-        families, report = mining.mine(db)
+        families, report = mine.mine(db)
         elapsed = time.perf_counter() - t0
     assert report.attempts > 10_000
     assert families

@@ -17,10 +17,10 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 from benchmarks.mining_corpus import generate
-from skillopt_daemon.night.clustering import normalize_prompt, vectorize
-from skillopt_daemon.night.linkage import average_linkage
-from skillopt_daemon.night.sparse import Rows, connected_components, hstack, similar_pairs
-from skillopt_daemon.night.tfidf import STOP_WORDS, Tfidf
+from skillopt_daemon.night.mining.clustering import normalize_prompt, vectorize
+from skillopt_daemon.night.mining.linkage import average_linkage
+from skillopt_daemon.night.mining.sparse import Rows, connected_components, hstack, similar_pairs
+from skillopt_daemon.night.mining.tfidf import STOP_WORDS, Tfidf
 
 
 def _requests(n: int = 600) -> list[str]:
@@ -123,7 +123,7 @@ class Missing(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Missing())
-from skillopt_daemon.night.mining import cluster_prompts
+from skillopt_daemon.night.mining.mine import cluster_prompts
 labels = cluster_prompts(json.loads(sys.argv[1]))
 print(json.dumps({"labels": labels, "loaded": sorted(m for m in ("sklearn", "scipy") if m in sys.modules)}))
 """

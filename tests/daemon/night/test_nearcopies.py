@@ -3,7 +3,7 @@ evidence: tonight, and when a copy arrives on a later night with a group of its 
 
 from __future__ import annotations
 
-from skillopt_daemon.night.nearcopies import SIMILAR, fingerprint, regroup, similarity
+from skillopt_daemon.night.mining.nearcopies import SIMILAR, fingerprint, regroup, similarity
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import Gate, GateConfig, PairedEvidence
 

@@ -33,7 +33,8 @@ import pytest
 
 from skillopt_daemon.core.store import open_db
 from skillopt_daemon.core.timeutil import utcnow
-from skillopt_daemon.night import mining, preferences, removals
+from skillopt_daemon.night.installed import removals
+from skillopt_daemon.night.mining import mine, preferences
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
 from skillopt_lib.testing.scripted_server import ScriptedServer
@@ -87,10 +88,10 @@ def _swaps() -> dict[str, dict[str, str]]:
 
 def _install_learned_lines(w: Any) -> None:
     """What an earlier night proposed from the first sessions and the user approved: the two lines, with
-    the provenance a night records (`night/evidence.py`), proposed on the imported skill."""
+    the provenance a night records (`night/learning/evidence.py`), proposed on the imported skill."""
     db = open_db()
     try:
-        families, _ = mining.mine(db, rules=mining.ExcludeRules(include_automation=True))
+        families, _ = mine.mine(db, rules=mine.ExcludeRules(include_automation=True))
         (fam,) = [f for f in families if f.skill_name == SKILL]
         rows = db.query("SELECT * FROM tasks WHERE family_id = ? AND split = 'train'", [fam.id])
         tasks = [NightTask.from_row(r, []) for r in rows]
@@ -172,7 +173,7 @@ def test_a_rule_that_is_not_working_comes_back_stronger_and_a_contradicted_one_i
         last = [s["session_id"] for s in _later() if s["session_id"] in later and s["tool"] == "claude-code"][
             -1
         ]
-        assert last in moved and set(moved.values()) == {("train", mining.RECURRENCE)}, moved
+        assert last in moved and set(moved.values()) == {("train", mine.RECURRENCE)}, moved
         analysts = [r.text() for r in server.requests if r.api == "chat" and r.rule == "analyst"]
         assert any(f"- '{STRONG}' · " in text for text in analysts), analysts
 

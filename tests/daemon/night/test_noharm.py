@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skillopt_daemon.core.config import NightSettings
-from skillopt_daemon.night import noharm
-from skillopt_daemon.night.context import night_gate
+from skillopt_daemon.night.learning import noharm
+from skillopt_daemon.night.learning.context import night_gate
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import Gate, PairedMeasure, Request
 from testkit.repos import git_repo

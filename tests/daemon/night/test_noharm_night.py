@@ -10,13 +10,14 @@ import pytest
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import noharm, scope
-from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext
-from skillopt_daemon.night.mining import Family, build_families, save_families
+from skillopt_daemon.night.learning import noharm
+from skillopt_daemon.night.learning.context import NightContext
+from skillopt_daemon.night.learning.target import _no_harm
+from skillopt_daemon.night.mining import scope
+from skillopt_daemon.night.mining.attempts import Attempt
+from skillopt_daemon.night.mining.mine import Family, build_families, save_families
 from skillopt_daemon.night.report import CycleReport
-from skillopt_daemon.night.target import _no_harm
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
 from testkit.repos import git_repo
@@ -100,7 +101,7 @@ def test_other_repositories_work_the_night_cannot_afford_is_not_measured(tmp_pat
 def test_a_family_over_several_repositories_plans_its_no_harm_replays_with_its_gate(tmp_path: Path) -> None:
     """A night that starts a rule whose evidence may span repositories keeps the replays its no-harm check
     needs, so the check is not left unmeasured for want of budget; nothing is kept otherwise."""
-    from skillopt_daemon.night.context import noharm_reserve
+    from skillopt_daemon.night.learning.context import noharm_reserve
 
     app, other = git_repo(tmp_path / "app"), git_repo(tmp_path / "other")
     both = build_families(

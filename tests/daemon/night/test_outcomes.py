@@ -22,10 +22,11 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import NightSettings, ReportSettings, Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import mining, outcomes, preferences, removals
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext, night_gate
 from skillopt_daemon.night.cycle import follow_rules
+from skillopt_daemon.night.installed import outcomes, removals
+from skillopt_daemon.night.learning.context import NightContext, night_gate
+from skillopt_daemon.night.mining import mine, preferences
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
@@ -128,12 +129,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = open_db()
     w = AfterWorld(root, KINDS, db=db)
     w.before()
-    mining.mine(db)
+    mine.mine(db)
     reg = Registry(db, actor="test")
     fams = {k: _family_of(db, {s["session_id"] for s in sessions_of(w.labels, k)[:FIRST]}) for k in KINDS}
     versions = {k: _install_rule(reg, k, fams[k]) for k in KINDS}
     w.after(WAYS)
-    families, _ = mining.mine(db)  # the next night's mining, with the sessions since the install
+    families, _ = mine.mine(db)  # the next night's mining, with the sessions since the install
     # family ids follow their members, so the kinds' families are found again (the rules follow them)
     fams = {k: _family_of(db, {s["session_id"] for s in sessions_of(w.labels, k)}) for k in KINDS}
     settings = Settings(report=ReportSettings(stale_after_days=STALE_DAYS))
@@ -228,7 +229,7 @@ def test_a_rule_that_is_not_working_sends_its_new_corrections_to_train(world: di
         r["attempt"] for r in world["found"]["logging"].recurrences
     )
     # and the next mining pass keeps them there
-    families, _ = mining.mine(db)
+    families, _ = mine.mine(db)
     kept = {t.session: t.split for t in _night_tasks(db, logging_fam)}
     assert all(kept[t.session] == "train" for t in recurred)
     moved = {
@@ -438,7 +439,7 @@ def test_a_rule_a_later_version_rewrote_is_replaced_not_judged(world: dict[str, 
 
 
 def test_with_the_models_labels_the_same_correction_in_another_language_recurs(tmp_path: Path) -> None:
-    from skillopt_daemon.night.labels import Request
+    from skillopt_daemon.night.mining.labels import Request
 
     db = open_db(tmp_path / "labels.db")
     learned, again, other = "no noqa, fix the code", "不要加 noqa，修代码", "不要加 noqa，先跑测试"

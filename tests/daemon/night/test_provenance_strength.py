@@ -6,8 +6,8 @@ user's rule, was printed as learned from the user's correction because the two s
 
 from __future__ import annotations
 
-from skillopt_daemon.night import preferences
-from skillopt_daemon.night.wording import follows_from
+from skillopt_daemon.night.mining import preferences
+from skillopt_daemon.night.mining.wording import follows_from
 from skillopt_lib.screen import provenance_missing
 
 CORRECTION = "no noqa please, fix the code instead, and run ruff check --fix before every commit"

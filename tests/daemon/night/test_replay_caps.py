@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from skillopt_daemon.night import replay_caps
-from skillopt_daemon.night.attempts import segment
-from skillopt_daemon.night.replay import ReplayEnvironment
+from skillopt_daemon.night.learning import replay_caps
+from skillopt_daemon.night.learning.replay import ReplayEnvironment
+from skillopt_daemon.night.mining.attempts import segment
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.backends.claude_code import ClaudeCodeBackend
 from skillopt_lib.execution import ExecLimits

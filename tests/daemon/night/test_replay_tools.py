@@ -10,13 +10,13 @@ import pytest
 
 from skillopt_daemon.core.config import Settings, ToolSettings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night.attempts import Attempt
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext
-from skillopt_daemon.night.mining import Family
+from skillopt_daemon.night.learning.context import NightContext
+from skillopt_daemon.night.learning.training import _replay_tasks
+from skillopt_daemon.night.mining.attempts import Attempt
+from skillopt_daemon.night.mining.mine import Family
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.night.training import _replay_tasks
 from skillopt_lib.agents import AgentTool
 from testkit import agent_clis as ac
 from testkit.fixtures import require

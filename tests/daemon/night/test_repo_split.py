@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from skillopt_daemon.night.attempts import Attempt, CommandRun
-from skillopt_daemon.night.mining import build_families
+from skillopt_daemon.night.mining.attempts import Attempt, CommandRun
+from skillopt_daemon.night.mining.mine import build_families
 
 GIT_ARGS = ["-c", "user.email=dev@example.com", "-c", "user.name=dev", "-c", "commit.gpgsign=false"]
 

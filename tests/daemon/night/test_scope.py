@@ -6,9 +6,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from skillopt_daemon.night import scope
-from skillopt_daemon.night.attempts import Attempt
-from skillopt_daemon.night.mining import Family
+from skillopt_daemon.night.mining import scope
+from skillopt_daemon.night.mining.attempts import Attempt
+from skillopt_daemon.night.mining.mine import Family
 from skillopt_daemon.night.tasks import NightTask
 from testkit.repos import git_repo
 

@@ -2,7 +2,7 @@
 oldest first in the site, one lint rule given alike in three repositories, test writing in the etl that
 needs no rule. What its labels promise, and what mining at its defaults makes of it: the two opposite
 conventions are two families, each in its own repository, and the alike rule one family over its three
-repositories (so its skill may be proposed for user scope, `night/scope.py`). No replays here: whole nights on
+repositories (so its skill may be proposed for user scope, `night/mining/scope.py`). No replays here: whole nights on
 this corpus are `python -m benchmarks.scope`.
 
 Re-record with `python -m testkit.corpus.record --corpus scope` (see docs/testing.md).
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from skillopt_daemon.night import mining
+from skillopt_daemon.night.mining import mine
 from testkit.corpus import night_world
 from testkit.corpus.load import SCOPE, Labels, read_labels
 from testkit.corpus.record import make_repos
@@ -102,7 +102,7 @@ def test_each_kinds_work_passes_its_check_and_breaks_the_rule_where_the_judge_lo
     )  # newest first: the site's wrong
 
 
-def _placed(result: mining.MiningResult, labels: Labels) -> dict[str, Counter[str]]:
+def _placed(result: mine.MiningResult, labels: Labels) -> dict[str, Counter[str]]:
     """Per kind, how many of its attempts each family holds."""
     spec = labels.by_session()
     family_of = result.family_of()
@@ -124,12 +124,12 @@ def _kinds_of(placed: dict[str, Counter[str]]) -> dict[str, set[str]]:
 def test_mining_at_its_defaults_splits_the_opposite_conventions_and_keeps_the_alike_rule_whole(
     store: sqlite_utils.Database, labels: Labels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = mining.mine_detailed(store)
+    result = mine.mine_detailed(store)
     placed = _placed(result, labels)
     kinds_of = _kinds_of(placed)
     main = {kind: placed[kind].most_common(1)[0][0] for kind in SCOPE_KINDS}
     families = {f.id: f for f in result.families}
-    rules = {k: mining.rubric_item(labels.families[k]["rule"]) for k in labels.families}
+    rules = {k: mine.rubric_item(labels.families[k]["rule"]) for k in labels.families}
     # The changelog's two conventions: two families, each all of its kind's work and nothing of the other's,
     # each in its repository with its own rule and not the other's.
     top, end = main["changelog"], main["changelog-site"]
@@ -153,8 +153,8 @@ def test_mining_at_its_defaults_splits_the_opposite_conventions_and_keeps_the_al
 
     # It is the split by repository that parts the changelog's conventions (their requests cluster as one
     # kind of work), and it leaves the lint work as the clustering found it.
-    monkeypatch.setattr(mining, "split_by_repository", lambda _attempts, members: [members])
-    whole = _placed(mining.mine_detailed(store), labels)
+    monkeypatch.setattr(mine, "split_by_repository", lambda _attempts, members: [members])
+    whole = _placed(mine.mine_detailed(store), labels)
     assert {whole["changelog"].most_common(1)[0][0]} == {whole["changelog-site"].most_common(1)[0][0]}
     assert sorted(sorted(whole[k].values()) for k in LINTS) == sorted(
         sorted(placed[k].values()) for k in LINTS

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from skillopt_daemon.night import seeding
-from skillopt_daemon.night.mining import Attempt, Family
+from skillopt_daemon.night.learning import seeding
+from skillopt_daemon.night.mining.mine import Attempt, Family
 from skillopt_lib.backends.base import ChatMessage, ChatResponse
 
 

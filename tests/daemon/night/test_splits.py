@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 
 from skillopt_daemon.night.checks import EXCLUDED, decide
-from skillopt_daemon.night.clustering import normalize_prompt, vectorize
-from skillopt_daemon.night.mining import Attempt, CommandRun, Family, _assign_splits
+from skillopt_daemon.night.mining.clustering import normalize_prompt, vectorize
+from skillopt_daemon.night.mining.mine import Attempt, CommandRun, Family, _assign_splits
 
 PROMPTS = [
     "make lint is failing, please fix",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillopt_daemon.night import conflicts
+from skillopt_daemon.night.mining import conflicts
 from tests.daemon.registry.test_scope_review import evidence, git_repo
 
 

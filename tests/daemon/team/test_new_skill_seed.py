@@ -14,13 +14,13 @@ from test_night_hook import _decided_by
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import shared_rules, training
-from skillopt_daemon.night.attempts import Attempt, CommandRun
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext
-from skillopt_daemon.night.mining import Family, build_families, save_families
+from skillopt_daemon.night.learning import shared_rules, training
+from skillopt_daemon.night.learning.context import NightContext
+from skillopt_daemon.night.learning.shared_rules import SharedRule
+from skillopt_daemon.night.mining.attempts import Attempt, CommandRun
+from skillopt_daemon.night.mining.mine import Family, build_families, save_families
 from skillopt_daemon.night.report import CycleReport
-from skillopt_daemon.night.shared_rules import SharedRule
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle, SkillDoc

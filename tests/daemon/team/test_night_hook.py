@@ -1,4 +1,4 @@
-"""The night's hook for a teammate's rule, in `night/target.py`: the queued rule is what the trainer is
+"""The night's hook for a teammate's rule, in `night/learning/target.py`: the queued rule is what the trainer is
 given to carry, the run's decision about it is recorded as its verdict, and a proposal built on it says
 where it came from. The trainer is replaced by one that reports a decision (the real trainer's handling of
 a carried rule is `test_shared_rule_gate.py`), so no agent runs."""
@@ -13,11 +13,11 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import shared_rules, target
 from skillopt_daemon.night.budgets import NightBudget
-from skillopt_daemon.night.context import NightContext
+from skillopt_daemon.night.learning import shared_rules, target
+from skillopt_daemon.night.learning.context import NightContext
+from skillopt_daemon.night.learning.shared_rules import SharedRule
 from skillopt_daemon.night.report import CycleReport
-from skillopt_daemon.night.shared_rules import SharedRule
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle, SkillDoc

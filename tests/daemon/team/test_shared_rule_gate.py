@@ -11,8 +11,8 @@ import sqlite_utils
 
 import skillopt_lib
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import shared_rules
-from skillopt_daemon.night.shared_rules import SharedRule
+from skillopt_daemon.night.learning import shared_rules
+from skillopt_daemon.night.learning.shared_rules import SharedRule
 from skillopt_lib.envs.toy import DATE_RULE, HouseStyleEnv
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.testing.house_style import HARMFUL, demo_script

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from skillopt_daemon.core.store import open_db
-from skillopt_daemon.night import shared_rules
+from skillopt_daemon.night.learning import shared_rules
 from testkit.team_home import LEARNED, SKILL, Member, Team, git
 
 SEEDED_TOKEN = "ghp_Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVb"

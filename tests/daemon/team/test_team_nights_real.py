@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from skillopt_daemon.night import shared_rules
+from skillopt_daemon.night.learning import shared_rules
 from skillopt_daemon.team.sanitise import RULE_FILE
 from skillopt_lib.testing.scripted_server import ScriptedServer
 from testkit import agent_clis as ac

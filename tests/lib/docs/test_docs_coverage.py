@@ -76,8 +76,11 @@ LAYERS = ("core", "ingest", "registry", "night", "integrations", "service", "tea
 
 
 def _modules() -> Iterator[Path]:
-    """The library's modules and packages, and those of each daemon layer below the faces."""
-    folders = [ROOT / "skillopt_lib"] + [ROOT / "skillopt_daemon" / layer for layer in LAYERS]
+    """The library's modules and packages, those of each daemon layer below the faces, and those of each of
+    the night's phases (its folders are the phases, so each has its own row)."""
+    night = ROOT / "skillopt_daemon" / "night"
+    phases = [p for p in sorted(night.iterdir()) if (p / "__init__.py").is_file()]
+    folders = [ROOT / "skillopt_lib"] + [ROOT / "skillopt_daemon" / layer for layer in LAYERS] + phases
     for folder in folders:
         for p in sorted(folder.iterdir()):
             if p.name.startswith("_"):
@@ -100,6 +103,11 @@ def _row(package: str) -> str:
 
 def test_every_layer_has_its_row_in_the_layout_table() -> None:
     packages = ["skillopt_lib/", *(f"skillopt_daemon/{layer}/" for layer in LAYERS)]
+    packages += [
+        f"skillopt_daemon/night/{p.name}/"
+        for p in sorted((ROOT / "skillopt_daemon/night").iterdir())
+        if (p / "__init__.py").is_file()
+    ]
     assert [p for p in packages if not _row(p)] == []
 
 

@@ -74,3 +74,24 @@ def test_test_support_sits_below_the_benchmarks_and_the_tests() -> None:
     `tests`; `testkit` imports neither."""
     assert {"tests", "benchmarks"} <= _forbids("testkit")
     assert "tests" in _forbids("benchmarks")
+
+
+def test_every_module_the_night_phases_share_is_kept_from_the_phases() -> None:
+    """A module added beside the phases is shared by them, so it may not import one: the contract lists every
+    night module but the phases themselves, the cycle that runs them and `status`, which shows them."""
+    contract = next(c for c in _contracts() if c["name"] == "What the night's phases share knows no phase")
+    phases = set(contract["forbidden_modules"])
+    night = "skillopt_daemon.night"
+    expected = _children(night) - phases - {f"{night}.cycle", f"{night}.status", f"{night}.prompts"}
+    assert sorted(expected - set(contract["source_modules"])) == [], (
+        "add these to the contract in pyproject.toml"
+    )
+    assert sorted(set(contract["source_modules"]) - expected) == [], "these modules no longer exist"
+    folders = {
+        f"{night}.{p.name}"
+        for p in ROOT.joinpath(*night.split(".")).iterdir()
+        if (p / "__init__.py").is_file()
+    }
+    assert phases == folders, (
+        "every folder of the night is a phase, and every phase is forbidden to the shared"
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import re
 
-from skillopt_daemon.night import preferences
+from skillopt_daemon.night.mining import preferences
 from skillopt_lib.backends import create_backend
 from skillopt_lib.budget import StepBudget
 from skillopt_lib.config import BackendConfig, ReflectConfig

@@ -247,7 +247,7 @@ def test_a_candidate_kept_pending_carries_what_the_screen_found_into_the_run_tha
 ) -> None:
     """Two validation tasks cannot decide the sequential gate: the candidate waits for a later run, which
     has not the replays that read the README. The finding made with them goes along, into that run's
-    history, where the proposal's verdict reads it (`night/carried_findings.py`)."""
+    history, where the proposal's verdict reads it (`night/learning/carried_findings.py`)."""
     first = _trainer(server, tmp_path / "first", "gate.kind=sequential", env=ReadmeEnv(n_val=2)).train()
     assert first.pending is not None
     carried = PendingCandidate.from_dict(json.loads(json.dumps(first.pending.to_dict())))

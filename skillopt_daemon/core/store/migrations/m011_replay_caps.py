@@ -5,7 +5,7 @@
   when the transcript had no timestamps.
 
 Rows mined before this migration have neither until the next mining pass; their replays get the default
-caps (`night/replay_caps.py`).
+caps (`night/learning/replay_caps.py`).
 """
 
 from __future__ import annotations

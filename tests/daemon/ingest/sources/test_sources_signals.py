@@ -58,7 +58,7 @@ def test_a_rule_with_instead_is_a_correction_not_a_new_task() -> None:
 
 def test_signals_count_the_corrections_mining_reads_in_every_language() -> None:
     """The dashboard's correction count and what the night learns from are the same messages."""
-    from skillopt_daemon.night.attempts import user_messages
+    from skillopt_daemon.night.mining.attempts import user_messages
 
     said = [
         "add type hints to app/dates.py",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 
-from skillopt_daemon.night.preferences import terms
+from skillopt_daemon.night.mining.preferences import terms
 
 # Words that name no rule's subject: a contradiction must share a word outside these with the rule.
 _COMMON = {

@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.core.config import Settings
 from skillopt_daemon.core.repos import repository_of
-from skillopt_daemon.night import conflicts, noharm, planning, scope, seeding, shared_rules
 from skillopt_daemon.night.budgets import BudgetedAgent, NightBudgetExceeded
-from skillopt_daemon.night.carried_findings import with_step_findings
-from skillopt_daemon.night.evidence import evidence
+from skillopt_daemon.night.learning import noharm, planning, seeding, shared_rules
+from skillopt_daemon.night.learning.carried_findings import with_step_findings
+from skillopt_daemon.night.learning.evidence import evidence
+from skillopt_daemon.night.learning.recorded import recorded_work
+from skillopt_daemon.night.learning.replay import ReplayEnvironment, tasks_for_families
+from skillopt_daemon.night.learning.retracted import Retraction, blocks, retracted
+from skillopt_daemon.night.learning.screening import candidate_screen
 from skillopt_daemon.night.ledger import DryLedger, StoreLedger
-from skillopt_daemon.night.nearcopies import fingerprint, regroup
+from skillopt_daemon.night.mining import conflicts, scope
+from skillopt_daemon.night.mining.nearcopies import fingerprint, regroup
 from skillopt_daemon.night.pending import Carried, load_pending, store_pending
-from skillopt_daemon.night.recorded import recorded_work
-from skillopt_daemon.night.replay import ReplayEnvironment, tasks_for_families
 from skillopt_daemon.night.report import SkillOutcome
-from skillopt_daemon.night.retracted import Retraction, blocks, retracted
 from skillopt_daemon.night.runs import night_dir
-from skillopt_daemon.night.screening import candidate_screen
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry.scope import placement
 from skillopt_lib.agents import AgentTool
@@ -53,8 +54,8 @@ from skillopt_lib.trainer import PendingCandidate, Trainer, TrainResult
 from skillopt_lib.training.records import HistoryRecord
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.mining import Family
-from skillopt_daemon.night.context import (
+    from skillopt_daemon.night.mining.mine import Family
+from skillopt_daemon.night.learning.context import (
     NightContext,
     budget_wait,
     env_gate,
@@ -401,7 +402,7 @@ def _no_harm(
     ctx: NightContext, fam: Family, placed: dict[str, Any], best: SkillBundle, tool: AgentTool
 ) -> noharm.Verdict:
     """Replay a sample of other families' held-out tasks from repositories outside the rule's evidence,
-    without any skill and with the rule, paired by the night's gate (`night/noharm.py`): what user scope
+    without any skill and with the rule, paired by the night's gate (`night/learning/noharm.py`): what user scope
     would do to the work it was not learned on. Never raises for a budget or a tool that cannot replay: the
     verdict then says it was not measured (and the rule stays in its repositories)."""
     own = set(placed["evidence_repositories"])
@@ -443,7 +444,7 @@ def _no_harm(
 
 def _fingerprint(pending: PendingCandidate, tasks: list[NightTask]) -> None:
     """Record each measured request's fingerprint in the evidence, so a near-copy arriving on a later night
-    counts in its cluster (`night/nearcopies.py`)."""
+    counts in its cluster (`night/mining/nearcopies.py`)."""
     texts = {t.id: t.prompt for t in tasks}
     ev = pending.evidence
     ev.fingerprints.update(

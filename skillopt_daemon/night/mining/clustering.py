@@ -22,9 +22,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from skillopt_daemon.night.linkage import average_linkage
-from skillopt_daemon.night.sparse import Rows, connected_components, hstack, similar_pairs
-from skillopt_daemon.night.tfidf import EmptyVocabulary, Tfidf
+from skillopt_daemon.night.mining.linkage import average_linkage
+from skillopt_daemon.night.mining.sparse import Rows, connected_components, hstack, similar_pairs
+from skillopt_daemon.night.mining.tfidf import EmptyVocabulary, Tfidf
 
 MICRO_THRESHOLD = 0.5
 FAMILY_SIMILARITY = 0.15  # lexical requests alone (the generated corpus of benchmarks/mining_corpus.py)

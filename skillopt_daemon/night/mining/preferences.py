@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.night.wording import follows_from, overlap
+from skillopt_daemon.night.mining.wording import follows_from, overlap
 from skillopt_lib.origin import PREFERENCES_HEADER, preference_line
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ import math
 
 from skillopt_daemon.night import replay_cost
 from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.learning.recorded import corrected_train
 from skillopt_daemon.night.pending import Carried
-from skillopt_daemon.night.recorded import corrected_train
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import GateConfig, plan_gate
 

@@ -2,7 +2,7 @@
 
 Mining describes each request by its terms before it compares requests. The weighting is the classic one
 and matches scikit-learn's `TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, smooth_idf=True)` to the
-last bit (`tests/daemon/night/test_tfidf.py` checks it wherever scikit-learn is installed): mining's
+last bit (`tests/daemon/night/test_mining_vectors.py` checks it wherever scikit-learn is installed): mining's
 thresholds and weights were tuned with it, and the daemon should not carry scikit-learn and scipy (200 MB)
 for one transform.
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from skillopt_daemon.night.sparse import Rows
+from skillopt_daemon.night.mining.sparse import Rows
 
 # English stop words (the Glasgow Information Retrieval Group's list, as scikit-learn ships it).
 _STOP_WORDS = (

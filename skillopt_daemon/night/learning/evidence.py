@@ -12,15 +12,15 @@ import difflib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.night import preferences
 from skillopt_daemon.night.budgets import NightBudget
+from skillopt_daemon.night.mining import preferences
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import GateStats
 from skillopt_lib.skill import SkillBundle
 from skillopt_lib.training.records import HistoryRecord
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.replay import ReplayEnvironment
+    from skillopt_daemon.night.learning.replay import ReplayEnvironment
     from skillopt_daemon.night.tasks import NightTask
     from skillopt_lib.trainer import TrainResult
 

@@ -26,9 +26,9 @@ import sqlite_utils
 from skillopt_daemon.core.repos import repository_of
 from skillopt_daemon.core.timeutil import utcnow_iso
 from skillopt_daemon.ingest.kinds import is_correction
-from skillopt_daemon.night import agreement, grouping
 from skillopt_daemon.night import checks as check_verdicts
-from skillopt_daemon.night.attempts import (
+from skillopt_daemon.night.mining import agreement, grouping
+from skillopt_daemon.night.mining.attempts import (
     Attempt,
     CommandRun,
     Message,
@@ -38,7 +38,7 @@ from skillopt_daemon.night.attempts import (
     segment,
     user_messages,
 )
-from skillopt_daemon.night.clustering import (
+from skillopt_daemon.night.mining.clustering import (
     DEFAULT_THRESHOLD,
     FAMILY_SIMILARITY,
     LABELLED,
@@ -53,11 +53,11 @@ from skillopt_daemon.night.clustering import (
     similar_components,
     vectorize,
 )
-from skillopt_daemon.night.exclude import ExcludeRules, exclusion
-from skillopt_daemon.night.labels import Budget, Chat, Label, Labeller, LabelReport
-from skillopt_daemon.night.naming import lexical_name
-from skillopt_daemon.night.sparse import Rows, connected_components
-from skillopt_daemon.night.tfidf import Tfidf
+from skillopt_daemon.night.mining.exclude import ExcludeRules, exclusion
+from skillopt_daemon.night.mining.labels import Budget, Chat, Label, Labeller, LabelReport
+from skillopt_daemon.night.mining.naming import lexical_name
+from skillopt_daemon.night.mining.sparse import Rows, connected_components
+from skillopt_daemon.night.mining.tfidf import Tfidf
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -206,7 +206,7 @@ def split_by_repository(attempts: Sequence[Attempt], members: list[int]) -> list
     top" here, "at the end" there): one family would average them into a rule that serves neither, gated on
     a mix of both. Corrections are what carry a convention, so work corrected in one repository (or none)
     stays whole, and so does work corrected alike in several: that rule is the user's, and kept as one
-    family its skill can be proposed for user scope (`night/scope.py`). Corrections that are different rules
+    family its skill can be proposed for user scope (`night/mining/scope.py`). Corrections that are different rules
     split too: each is one repository's convention as far as the evidence shows. Repositories are main
     worktrees (`core/repos.py`), read only for the clusters that need it. Attempts with no folder are a part
     of their own."""

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from skillopt_daemon.night import planning, replay_cost, seeding, shared_rules
+from skillopt_daemon.night import replay_cost
 from skillopt_daemon.night.agents import missing_for_replays
 from skillopt_daemon.night.budgets import NightBudget, NightBudgetExceeded
+from skillopt_daemon.night.learning import planning, seeding, shared_rules
+from skillopt_daemon.night.learning.replay import tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.ledger import lineage_of, new_skill_target
 from skillopt_daemon.night.pending import Carried, load_pending
-from skillopt_daemon.night.replay import tasks_for_families, tasks_for_skill
 from skillopt_daemon.night.report import SkillOutcome
 from skillopt_daemon.night.runs import last_run
 from skillopt_daemon.night.tasks import NightTask
@@ -28,8 +29,8 @@ from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.mining import Family
-from skillopt_daemon.night.context import (
+    from skillopt_daemon.night.mining.mine import Family
+from skillopt_daemon.night.learning.context import (
     NightContext,
     budget_wait,
     env_gate,
@@ -40,7 +41,7 @@ from skillopt_daemon.night.context import (
     replay_tools,
     tonight_plan,
 )
-from skillopt_daemon.night.target import train_and_propose
+from skillopt_daemon.night.learning.target import train_and_propose
 
 # Loads a skill's (or a new skill's family's) replayable tasks of one tool: (db, skill name, tool) -> tasks.
 TaskLoader = Callable[[sqlite_utils.Database, str, str], list[NightTask]]

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillopt_daemon.night.opposites import allows, subject
-from skillopt_daemon.night.preferences import terms
+from skillopt_daemon.night.mining.opposites import allows, subject
+from skillopt_daemon.night.mining.preferences import terms
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.rulelines import rule_lines
 

@@ -33,10 +33,11 @@ from typing import Any
 import sqlite_utils
 
 from skillopt_daemon.core import paths
-from skillopt_daemon.night import preferences, replay_caps
 from skillopt_daemon.night.agents import replayable_tools
 from skillopt_daemon.night.checks import EXCLUDED, settle
-from skillopt_daemon.night.recorded import corrected_train as corrected_recorded
+from skillopt_daemon.night.learning import replay_caps
+from skillopt_daemon.night.learning.recorded import corrected_train as corrected_recorded
+from skillopt_daemon.night.mining import preferences
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib import gaming
 from skillopt_lib.backends.base import ChatBackend
@@ -124,7 +125,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
             **kwargs,
         )
         self.judge = judge
-        # The recorded work of corrected train tasks (`night/recorded.py`), by task id: read, not replayed.
+        # The recorded work of corrected train tasks (`night/learning/recorded.py`), by task id: read, not replayed.
         self.recorded_work = dict(recorded or {})
         self.seed_hash = seed_skill.content_hash
         # One exec backend per tool: each task replays with the tool it was done with (its `tool`).
@@ -159,7 +160,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
             id=item.id,
             check_timeout_s=float(item.gold.get("check_timeout_s") or 300.0),
         )
-        # Capped relative to the session it replays (`night/replay_caps.py`); stopped by its cap, the replay
+        # Capped relative to the session it replays (`night/learning/replay_caps.py`); stopped by its cap, the replay
         # is scored by what it produced, and its record says so.
         cap = replay_caps.cap_for(night_task, self.limits or agent.limits)
         # An empty bundle is "no skill at all" (a new rule's no-harm check replays without any, `noharm.py`).
@@ -179,7 +180,7 @@ class ReplayEnvironment(ExecTasksEnvironment):
         scored.details["cap"] = cap.to_dict()
         scored.details["hit_cap"] = stopped
         # What the replay tried to reach and was refused (host and port): a candidate whose replays try a host
-        # the installed skill's replays never did is not proposed (`night/target.py`).
+        # the installed skill's replays never did is not proposed (`night/learning/target.py`).
         scored.details["network_blocked"] = list(result.network_blocked)
         if broken:
             # A check that passed before the work and fails after it: the work did damage.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from skillopt_daemon.night.sparse import connected_components
+from skillopt_daemon.night.mining.sparse import connected_components
 
 
 def cosine_distances(unit_rows: np.ndarray) -> np.ndarray:

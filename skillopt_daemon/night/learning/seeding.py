@@ -27,7 +27,7 @@ from skillopt_lib.jsonreply import parse_json_object
 from skillopt_lib.skill import NAME_RE, SkillBundle, SkillDoc
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.mining.mine import Family
 
 PROMPT_NAME = "draft_skill.md"
 MAX_NAME = 64

@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import sqlite_utils
 
 from skillopt_daemon.core.timeutil import utcnow_iso
-from skillopt_daemon.night import mining, seeding
+from skillopt_daemon.night.learning import seeding
+from skillopt_daemon.night.mining import mine
 from skillopt_daemon.night.pending import Carried
 from skillopt_lib.gate import PairedEvidence
 from skillopt_lib.skill import SkillBundle, SkillDoc, bundle_from_json, bundle_to_json
 from skillopt_lib.training.records import HistoryRecord
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.mining.mine import Family
     from skillopt_lib.trainer import PendingCandidate
 
 TABLE = "shared_rules"
@@ -262,7 +263,7 @@ def seeds(
     db: sqlite_utils.Database, families: Sequence[Family], installed: set[str], *, write: bool = True
 ) -> dict[str, SharedRule]:
     """Queued rules for skills this user does not have, each given to the family without a skill whose
-    requests its name and description describe best (by mining's own test, `mining.describes`): family id
+    requests its name and description describe best (by mining's own test, `mine.describes`): family id
     -> rule. One rule per family and one family per rule, the closest pairs first. The family then seeds
     a new skill from the rule instead of the optimizer's draft (`neutral_draft`, `seeded`), so the rule is
     re-proved on this user's replays of that work. A rule no family matches stays queued, with a note saying
@@ -275,7 +276,7 @@ def seeds(
         return {}
     offered = list(rules.values())
     texts = [f"{r.skill.replace('-', ' ')} {r.bundle.doc.description}" for r in offered]
-    sims = mining.describes(families, texts) if families else None
+    sims = mine.describes(families, texts) if families else None
     pairs = (
         []
         if sims is None
@@ -287,7 +288,7 @@ def seeds(
     out: dict[str, SharedRule] = {}
     taken: set[int] = set()
     for sim, i, j in pairs:
-        if sim < mining.DESCRIBES:
+        if sim < mine.DESCRIBES:
             break
         if families[i].id in out or j in taken:
             continue

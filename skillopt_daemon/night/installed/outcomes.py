@@ -46,9 +46,9 @@ import sqlite_utils
 
 from skillopt_daemon.core.config import ReportSettings
 from skillopt_daemon.core.timeutil import local_display, parse_iso, utcnow, utcnow_iso
-from skillopt_daemon.night.opposites import allows, subject
-from skillopt_daemon.night.opposites import cached_terms as _terms
-from skillopt_daemon.night.preferences import Preference
+from skillopt_daemon.night.mining.opposites import allows, subject
+from skillopt_daemon.night.mining.opposites import cached_terms as _terms
+from skillopt_daemon.night.mining.preferences import Preference
 from skillopt_daemon.registry.models import TARGET_SQL, VERSION_SQL, TargetState, Version
 
 WORKING, NOT_WORKING, TOO_EARLY, STALE, CONTRADICTED = (
@@ -314,7 +314,7 @@ class Labels:
             or db.execute("SELECT 1 FROM request_labels LIMIT 1").fetchone() is None
         ):
             return
-        from skillopt_daemon.night.labels import Request
+        from skillopt_daemon.night.mining.labels import Request
 
         self._hash = lambda text, prev: Request(text, prev).hash
         ids = list({self._hash(text, prev) for text, prev in pairs})

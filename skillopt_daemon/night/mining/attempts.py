@@ -19,7 +19,7 @@ from typing import Any
 
 from skillopt_daemon.core.timeutil import parse_iso
 from skillopt_daemon.ingest.kinds import Kind, is_ack, message_kinds
-from skillopt_daemon.night.labels import Label, Request
+from skillopt_daemon.night.mining.labels import Label, Request
 
 _TEST_CMD = re.compile(
     r"(?:^|[\s;&|(])(?:python3?\s+-m\s+)?(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|rspec|ctest|"
@@ -101,7 +101,7 @@ class Attempt:
     work: str = ""
     rules: list[str] = field(default_factory=list)
     one_off: bool = False
-    # What the agent spent on it, which a replay of it is capped by (`night/replay_caps.py`).
+    # What the agent spent on it, which a replay of it is capped by (`night/learning/replay_caps.py`).
     tool_calls: int = 0
     """Every tool call the agent made for it (commands, edits, reads, skills), follow-ups included."""
     work_s: float | None = None

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.night.agents import replay_missing
 from skillopt_daemon.night.budgets import NightBudgetExceeded
-from skillopt_daemon.night.context import NightContext, budget_wait, env_gate, open_backends, replays
+from skillopt_daemon.night.installed.outcomes import CONTRADICTED, STALE, Outcome
+from skillopt_daemon.night.learning.context import NightContext, budget_wait, env_gate, open_backends, replays
+from skillopt_daemon.night.learning.replay import tasks_for_families
 from skillopt_daemon.night.ledger import StoreLedger
-from skillopt_daemon.night.outcomes import CONTRADICTED, STALE, Outcome
-from skillopt_daemon.night.replay import tasks_for_families
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
 from skillopt_lib.agents import AgentTool

@@ -10,7 +10,7 @@ Two corrections from different repositories are
 
 The repositories **agree** when no cross-repository pair is opposite and each repository's corrections
 have one alike with another repository's: then the rule is the user's, not a repository's, and one family
-lets its skill be proposed for user scope (`night/scope.py`). Otherwise they **disagree** and are split:
+lets its skill be proposed for user scope (`night/mining/scope.py`). Otherwise they **disagree** and are split:
 opposite rules averaged into one would serve neither; and rules that are merely different (neither alike
 nor opposite) are each one repository's convention as far as the evidence shows, so each keeps its own
 evidence and its own skill in its own repository, rather than one skill carrying a repository's habit to
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from skillopt_daemon.night.conflicts import opposed
-from skillopt_daemon.night.opposites import subject
-from skillopt_daemon.night.wording import follows_from
+from skillopt_daemon.night.mining.conflicts import opposed
+from skillopt_daemon.night.mining.opposites import subject
+from skillopt_daemon.night.mining.wording import follows_from
 
 
 def alike(a: str, b: str) -> bool:

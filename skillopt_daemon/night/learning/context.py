@@ -16,11 +16,13 @@ import sqlite_utils
 from skillopt_daemon.core import paths
 from skillopt_daemon.core.config import NightSettings, Settings
 from skillopt_daemon.core.repos import repository_of
-from skillopt_daemon.night import noharm, planning, replay_cost, scope
+from skillopt_daemon.night import replay_cost
 from skillopt_daemon.night.agents import make_agent, make_chat, replay_missing
 from skillopt_daemon.night.budgets import BudgetedAgent, BudgetedChat, NightBudget
+from skillopt_daemon.night.learning import noharm, planning
+from skillopt_daemon.night.learning.replay import ReplayEnvironment
+from skillopt_daemon.night.mining import scope
 from skillopt_daemon.night.pending import Carried
-from skillopt_daemon.night.replay import ReplayEnvironment
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
@@ -33,7 +35,7 @@ from skillopt_lib.skill import SkillBundle
 from skillopt_lib.usage import format_cost
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.mining.mine import Family
     from skillopt_daemon.night.progress import NightProgress
 
 
@@ -70,9 +72,9 @@ class NightContext:
 def mining_installed(db: sqlite_utils.Database) -> dict[str, str]:
     """The registered skills' names and descriptions (mining's view of what is installed)."""
     # mining pulls in numpy: imported when a night runs, not when this module loads.
-    from skillopt_daemon.night import mining
+    from skillopt_daemon.night.mining import mine
 
-    return mining.installed_skills(db)
+    return mine.installed_skills(db)
 
 
 def open_backends(ctx: NightContext) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from skillopt_daemon.core.repos import MISSING, repository_of
 
 if TYPE_CHECKING:
-    from skillopt_daemon.night.mining import Family
+    from skillopt_daemon.night.mining.mine import Family
     from skillopt_daemon.night.tasks import NightTask
 
 AUTO, USER, PROJECT = "auto", "user", "project"

@@ -36,7 +36,7 @@ import hashlib
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from skillopt_daemon.night.clustering import normalize_prompt
+from skillopt_daemon.night.mining.clustering import normalize_prompt
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_lib.gate import PairedEvidence
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from skillopt_daemon.night.clustering import normalize_prompt
-from skillopt_daemon.night.tfidf import STOP_WORDS, Tfidf
+from skillopt_daemon.night.mining.clustering import normalize_prompt
+from skillopt_daemon.night.mining.tfidf import STOP_WORDS, Tfidf
 
 # Where a request's clauses part: sentence ends, semicolons, a comma or colon before a space, a dash between
 # spaces, brackets. A full stop inside a word (`dates.py`, `1.4.0`) is no break.

@@ -1,0 +1,1 @@
+"""After a rule is installed: did it help (outcomes), and is it still worth keeping (removals)."""
