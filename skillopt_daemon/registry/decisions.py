@@ -64,9 +64,7 @@ class Decisions:
         if origin not in ("proposed", "trained"):
             raise ConflictError(f"a proposal's origin is 'proposed' or 'trained', not {origin!r}")
         bundle.require_valid(folder_name=skill)
-        ev = (
-            evidence.model_dump(exclude_none=True) if isinstance(evidence, Evidence) else dict(evidence or {})
-        )
+        ev = evidence.stored() if isinstance(evidence, Evidence) else dict(evidence or {})
         try:
             Evidence.model_validate(ev)
         except Exception as exc:

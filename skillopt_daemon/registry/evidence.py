@@ -16,6 +16,9 @@ class Evidence(BaseModel):
 
     `delta` is the candidate's score minus the baseline's on held-out tasks; `confidence` is how sure the
     gate is that the candidate is better (0..1). The nightly cycle adds per-task outcomes under `tasks`.
+
+    What is stored is what its producer set (`stored`): a field left at its default is not written, so a
+    proposal's stored evidence says only what was measured.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -39,6 +42,46 @@ class Evidence(BaseModel):
     install_to: list[str] = []
     # For each line the proposal adds: the user corrections, sessions and failed replays behind it.
     provenance: list[dict[str, Any]] = []
+
+    # What a night adds, so that its producers are type-checked against what the faces read
+    # (`night/learning/evidence.py`, `night/learning/target.py`, `night/installed/removals.py`, `team/pull.py`).
+    # The gate's session of the decision, the proposal's tier and that tier in the reviewer's words.
+    gate_session: int | None = None
+    tier: str | None = None
+    tier_note: str | None = None
+    # What the figures cost and what priced them; the replays and wall time of the training.
+    priced_by: list[str] = []
+    replays: int | None = None
+    wall_s: float | None = None
+    # Each replayed task with its runs under the installed skill and under the candidate.
+    tasks: list[dict[str, Any]] = []
+    test: dict[str, Any] | None = None
+    tool: str | None = None
+    run_dir: str | None = None
+    # The candidate screen's verdict, and the added lines no correction of the user's stands behind.
+    screen: dict[str, Any] | None = None
+    provenance_missing: list[str] = []
+    # The candidate is a text the user took back before (what they did, and when).
+    same_as_retracted: str | None = None
+    # A new skill's scope: where it installs, and why (`registry/scope.py` reads it).
+    scope: dict[str, Any] | None = None
+    # Rules installed in another scope that the proposal says the opposite of.
+    conflicts: list[dict[str, Any]] = []
+    # A teammate's rule: who published it, their gate, and whether it was proved again here.
+    team: dict[str, Any] | None = None
+    reverify: bool | None = None
+    # A removal: the lines it removes, the verdict that made them go, whether replays measured it, and a
+    # stale rule's figures.
+    removal: bool = False
+    removes: list[str] = []
+    reason: str | None = None
+    replayed: bool | None = None
+    staleness: dict[str, Any] | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """The evidence as the registry stores it: every field its producer set (None included), and no
+        other."""
+        return self.model_dump(exclude_unset=True)
 
     def score_change(self) -> float | None:
         if self.delta is not None:

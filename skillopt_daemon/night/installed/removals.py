@@ -35,6 +35,7 @@ from skillopt_daemon.night.learning.replay import tasks_for_families
 from skillopt_daemon.night.ledger import StoreLedger
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
+from skillopt_daemon.registry.evidence import Evidence
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import Gate, GateConfig, GateDecision, PairedMeasure, Request, item_score, no_loss
 from skillopt_lib.skill import SkillBundle
@@ -155,15 +156,15 @@ def propose(
     o = r.outcome
     reason = r.reason()
     learned = _learned_from(o)
-    evidence: dict[str, Any] = {
-        "removal": True,
-        "removes": [o.rule.line],
-        "reason": o.verdict,
-        "tier": "likely",
-        "tier_note": f"a removal, {tier_note}: {reason}",
-        "replayed": replayed is not None,
-        "family": {"id": o.rule.families[0], "name": o.family_names[0]} if o.rule.families else None,
-        "provenance": [
+    evidence = Evidence(
+        removal=True,
+        removes=[o.rule.line],
+        reason=o.verdict,
+        tier="likely",
+        tier_note=f"a removal, {tier_note}: {reason}",
+        replayed=replayed is not None,
+        family={"id": o.rule.families[0], "name": o.family_names[0]} if o.rule.families else None,
+        provenance=[
             {
                 "line": o.rule.line,
                 "removed": True,
@@ -175,11 +176,11 @@ def propose(
                 "rule_version": r.version.id,
             }
         ],
-    }
+    )
     if o.verdict == STALE:
-        evidence["staleness"] = staleness(o, stale_after_days)
+        evidence.staleness = staleness(o, stale_after_days)
     if replayed is not None:
-        evidence.update(replayed)
+        evidence = evidence.model_copy(update=replayed)
     # The night made it (a gated removal, or a stale rule's with nothing left to replay): not a hand-made
     # proposal, whose label says nothing measured it.
     p = reg.propose(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.mining import preferences
+from skillopt_daemon.registry.evidence import Evidence
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import GateStats
 from skillopt_lib.skill import SkillBundle
@@ -105,35 +106,35 @@ def evidence(
     tasks: list[NightTask],
     budget: NightBudget,
     tool: AgentTool,
-) -> dict[str, Any]:
+) -> Evidence:
     """The proposal's evidence from a finished training `result` on the replay `env`."""
     summary = result.summary
     gate = last_accepted_gate(result.steps)
     stats = GateStats.model_validate((gate or {}).get("stats") or {})
     tokens, cost = usage_spend(summary.get("usage") or {})
     tier = str(summary.get("tier") or stats.tier or "proven")
-    return {
-        "baseline_score": summary.get("initial_val"),
-        "candidate_score": summary.get("best_val"),
-        "delta": (summary.get("best_val") or 0.0) - (summary.get("initial_val") or 0.0),
-        "confidence": stats.confidence,
-        "ci_low": stats.lower_bound,
-        "p_value": stats.p_value,
-        "alpha": stats.alpha,
-        "gate_session": stats.session,
-        "tier": tier,
-        "tier_note": tier_note(tier, stats),
-        "task_ids": [t.id for t in tasks],
-        "gate": gate,
-        "tokens": tokens,
-        "cost_usd": round(cost, 6),
+    return Evidence(
+        baseline_score=summary.get("initial_val"),
+        candidate_score=summary.get("best_val"),
+        delta=(summary.get("best_val") or 0.0) - (summary.get("initial_val") or 0.0),
+        confidence=stats.confidence,
+        ci_low=stats.lower_bound,
+        p_value=stats.p_value,
+        alpha=stats.alpha,
+        gate_session=stats.session,
+        tier=tier,
+        tier_note=tier_note(tier, stats),
+        task_ids=[t.id for t in tasks],
+        gate=gate,
+        tokens=tokens,
+        cost_usd=round(cost, 6),
         # What priced the money figures (an estimate): the chat models, and the CLI's own figure for replays.
-        "priced_by": sorted(budget.priced_by),
-        "tasks": per_task_runs(env, incumbent, best, tasks),
-        "test": summary.get("test"),
-        "tool": tool.value,
-        "replays": budget.replays,
-        "wall_s": round(budget.wall_s(), 2),
-        "run_dir": str(result.run_dir),
-        "provenance": line_provenance(env, incumbent, best, tasks),
-    }
+        priced_by=sorted(budget.priced_by),
+        tasks=per_task_runs(env, incumbent, best, tasks),
+        test=summary.get("test"),
+        tool=tool.value,
+        replays=budget.replays,
+        wall_s=round(budget.wall_s(), 2),
+        run_dir=str(result.run_dir),
+        provenance=line_provenance(env, incumbent, best, tasks),
+    )

@@ -35,6 +35,7 @@ from skillopt_daemon.night.pending import Carried, load_pending, store_pending
 from skillopt_daemon.night.report import SkillOutcome
 from skillopt_daemon.night.runs import night_dir
 from skillopt_daemon.night.tasks import NightTask
+from skillopt_daemon.registry.evidence import Evidence
 from skillopt_daemon.registry.scope import placement
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.envs.base import ItemResult
@@ -371,20 +372,20 @@ def _proposal(
     skill's scope (user scope only after the no-harm check), and where a teammate's rule came from."""
     best, tasks, verdict = trained.best, planned.tasks, vetted.verdict
     found = evidence(trained.result, trained.env, job.incumbent, best, tasks, ctx.budget, job.tool)
-    found["screen"] = verdict.to_dict()
-    found["provenance_missing"] = provenance_missing(verdict.lines, found.get("provenance") or [])
+    found.screen = verdict.to_dict()
+    found.provenance_missing = provenance_missing(verdict.lines, found.provenance)
     if verdict.flagged:
         outcome.screen = verdict.to_dict()
     if vetted.again is not None:
-        found["same_as_retracted"] = vetted.again.describe()
-    outcome.tier = found.get("tier")
+        found.same_as_retracted = vetted.again.describe()
+    outcome.tier = found.tier
     fam = job.new_family
     if fam is not None:
-        found.update(new_skill=True, family=seeding.family_record(fam))
-        placed = scope.decide(ctx.settings.night.new_skill_scope, fam, tasks, found.get("tasks") or [])
+        found.new_skill, found.family = True, seeding.family_record(fam)
+        placed = scope.decide(ctx.settings.night.new_skill_scope, fam, tasks, found.tasks)
         if placed["scope"] == scope.USER and ctx.settings.night.new_skill_scope == scope.AUTO:
             placed = noharm.user_scope(placed, _no_harm(ctx, fam, placed, best, job.tool))
-        found.update(scope=placed, install_to=placed["targets"])
+        found.scope, found.install_to = placed, placed["targets"]
     if ctx.dry_run:
         outcome.status = "dry-run"
         outcome.reason = "a proposal would have been registered (dry run)"
@@ -392,9 +393,10 @@ def _proposal(
     shared = trained.shared
     if shared is None:
         return _propose(ctx, outcome, best, found, job.parent)
-    found["team"] = {**shared.to_dict(), "note": shared_rules.proposal_note(shared, shared.better)}
+    note = shared_rules.proposal_note(shared, shared.better)
+    found.team = {**shared.to_dict(), "note": note}
     proposed = _propose(ctx, outcome, best, found, job.parent)
-    proposed.reason = f"{found['team']['note']}; {proposed.reason}"
+    proposed.reason = f"{note}; {proposed.reason}"
     return proposed
 
 
@@ -526,33 +528,33 @@ def _leak_guard(settings: Settings, tasks: list[NightTask]) -> LeakGuard:
 
 
 def _propose(
-    ctx: NightContext, outcome: SkillOutcome, best: SkillBundle, found: dict[str, Any], parent: str | None
+    ctx: NightContext, outcome: SkillOutcome, best: SkillBundle, found: Evidence, parent: str | None
 ) -> SkillOutcome:
     """Register the winner as a proposal (approved at once when the user opted in for this skill)."""
     name = outcome.skill
     note = f"night {ctx.report.run_id}" + (" (new skill)" if outcome.new else "")
     # A rule installed in another scope that it says the opposite of: which one wins where is the report's.
-    clash = conflicts.of_proposal(ctx.registry, name, best.doc.body, placement(found))
+    clash = conflicts.of_proposal(ctx.registry, name, best.doc.body, placement(found.stored()))
     if clash:
-        found["conflicts"] = [c.to_dict() for c in clash]
+        found.conflicts = [c.to_dict() for c in clash]
     version = ctx.registry.propose(name, best, found, origin="trained", parent=parent, note=note)
     outcome.status = "proposed"
     outcome.proposal_id = version.id
     outcome.reason = f"validation {outcome.baseline:.3f} → {outcome.candidate:.3f}"
-    if found.get("tier") == "likely":
-        outcome.reason += f"; {found.get('tier_note') or 'likely, not yet proven'}"
-    if found.get("same_as_retracted"):
-        outcome.reason += f"; {found['same_as_retracted']}"
-    if found.get("screen") and ScreenResult.from_dict(found["screen"]).flagged:
-        outcome.reason += "; " + ScreenResult.from_dict(found["screen"]).reason()
+    if found.tier == "likely":
+        outcome.reason += f"; {found.tier_note or 'likely, not yet proven'}"
+    if found.same_as_retracted:
+        outcome.reason += f"; {found.same_as_retracted}"
+    if found.screen and ScreenResult.from_dict(found.screen).flagged:
+        outcome.reason += "; " + ScreenResult.from_dict(found.screen).reason()
     for c in clash:
         outcome.reason += f"; {c.describe()}"
     if name not in ctx.settings.night.auto_approve:
         return outcome
     # A likely proposal is shown to the user, never installed unreviewed; nor is one the screen flagged, nor
     # one that adds a line no correction of the user's stands behind.
-    refusal = "it is likely, not yet proven" if found.get("tier") == "likely" else None
-    refusal = refusal or auto_approve_refusal(found.get("screen")) or _unasked(found)
+    refusal = "it is likely, not yet proven" if found.tier == "likely" else None
+    refusal = refusal or auto_approve_refusal(found.screen) or _unasked(found)
     if refusal:
         outcome.reason += f" (not auto-approved: {refusal})"
         return outcome
@@ -562,9 +564,9 @@ def _propose(
     return outcome
 
 
-def _unasked(found: dict[str, Any]) -> str | None:
+def _unasked(found: Evidence) -> str | None:
     """Why a proposal with lines nobody asked for may not be approved automatically, or None."""
-    missing = found.get("provenance_missing") or []
+    missing = found.provenance_missing
     if not missing:
         return None
     return f"{len(missing)} added line(s) have no provenance (no correction of yours says them)"

@@ -14,6 +14,7 @@ from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.learning.context import NightContext
 from skillopt_daemon.night.learning.target import _propose
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
+from skillopt_daemon.registry.evidence import Evidence
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
@@ -48,14 +49,16 @@ def test_the_report_says_the_project_rule_wins_in_its_repository(tmp_path: Path)
     )
     user = ctx.registry.propose("changelog-end", skill("changelog-end", END), {"new_skill": True})
     ctx.registry.approve(user.id, [InstallTarget(AgentTool.CLAUDE_CODE, "user")])
-    found = {
-        "new_skill": True,
-        "scope": {
-            "scope": "project",
-            "evidence_repositories": [str(app.resolve())],
-            "tools": ["claude-code"],
-        },
-    }
+    found = Evidence.model_validate(
+        {
+            "new_skill": True,
+            "scope": {
+                "scope": "project",
+                "evidence_repositories": [str(app.resolve())],
+                "tools": ["claude-code"],
+            },
+        }
+    )
     outcome = SkillOutcome(skill="changelog-top", status="trained", baseline=0.2, candidate=0.8, new=True)
     out = _propose(ctx, outcome, skill("changelog-top", TOP), found, None)
     assert out.status == "proposed"

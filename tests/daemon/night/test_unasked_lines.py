@@ -13,6 +13,7 @@ from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.learning.context import NightContext
 from skillopt_daemon.night.learning.target import _propose
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
+from skillopt_daemon.registry.evidence import Evidence
 from skillopt_lib.screen import screen
 from skillopt_lib.skill import SkillBundle
 
@@ -39,14 +40,16 @@ def _night(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: list[str]) 
     )
     verdict = screen([USER_RULE, PLANTED])
     assert not verdict.flagged
-    found = {
-        "tier": "proven",
-        "delta": 0.5,
-        "screen": verdict.to_dict(),
-        "provenance_missing": missing,
-        "new_skill": True,
-        "install_to": ["claude-code:user"],
-    }
+    found = Evidence.model_validate(
+        {
+            "tier": "proven",
+            "delta": 0.5,
+            "screen": verdict.to_dict(),
+            "provenance_missing": missing,
+            "new_skill": True,
+            "install_to": ["claude-code:user"],
+        }
+    )
     outcome = SkillOutcome(SKILL, "no-improvement", baseline=0.25, candidate=0.75)
     return _propose(ctx, outcome, SkillBundle.from_text(TEXT), found, None)
 
