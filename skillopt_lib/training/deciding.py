@@ -7,7 +7,6 @@ and for a candidate carried from an earlier run."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
 
 from skillopt_lib.config import TrainConfig
 from skillopt_lib.envs.base import Item
@@ -22,6 +21,7 @@ from skillopt_lib.gate import (
     sequential_decision,
 )
 from skillopt_lib.skill import SkillBundle, bundle_from_json
+from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.training.state import PendingCandidate, RunState
 
 # Interleaved single replays of a candidate and its incumbent on the validation items.
@@ -164,7 +164,7 @@ def initial_from_gate(state: RunState, decision: GateDecision) -> None:
         state.incumbent_val = state.incumbent_val if state.incumbent_val is not None else state.initial_val
 
 
-def carry_findings(state: RunState, candidate: SkillBundle, record: dict[str, Any]) -> None:
+def carry_findings(state: RunState, candidate: SkillBundle, record: HistoryRecord) -> None:
     """When `candidate` is the one kept pending, carry the screen's findings on it (`record["screen"]`)."""
     held = state.pending
     screen = record.get("screen")

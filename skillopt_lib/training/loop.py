@@ -69,6 +69,7 @@ from skillopt_lib.reflect import (
 from skillopt_lib.seating import Screen, carries
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 from skillopt_lib.training.deciding import Decider, carry_findings, initial_from_gate
+from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.training.runfiles import STATE_VERSION, RunFiles, saved_config, utc_iso
 from skillopt_lib.training.state import (
     EvalResult,
@@ -312,7 +313,7 @@ class Trainer:
         state.history_lines = self.files.history_lines()
         self.files.write_json("state.json", state.to_dict())
 
-    def _history(self, state: RunState, record: dict[str, Any]) -> None:
+    def _history(self, state: RunState, record: HistoryRecord) -> None:
         record.setdefault("time", utc_iso())
         record["usage_total"] = self._usage_now(state)
         self.files.append_history(record)
@@ -437,13 +438,13 @@ class Trainer:
     def _continue_pending(self, state: RunState, pending: PendingCandidate) -> None:
         """Add this run's paired replays to a candidate carried from an earlier run, then decide on it."""
         incumbent = bundle_from_json(state.incumbent)
-        record: dict[str, Any] = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
+        record: HistoryRecord = {"kind": "pending", "step": 0, "skill_hash": pending.skill.content_hash}
         if pending.findings:
             # What the screen found when the candidate was made, in this run's history for its proposal.
             record["screen"] = {"findings": list(pending.findings)}
         why = self.decider.carried_mismatch(pending, incumbent)
         if why:
-            record.update(accepted=False, gate=None, reason=why)
+            record.update({"accepted": False, "gate": None, "reason": why})
             self._history(state, record)
             self._emit("pending", accepted=False, outcome="dropped", reason=why)
             return
@@ -451,7 +452,9 @@ class Trainer:
             verdict = self.screen.check(incumbent, pending.skill, self.shown)
             if verdict.rejected:
                 why = verdict.reason()
-                record.update(accepted=False, gate=None, reason=why, screened=[verdict.to_dict()])
+                record.update(
+                    {"accepted": False, "gate": None, "reason": why, "screened": [verdict.to_dict()]}
+                )
                 self._history(state, record)
                 self._emit("pending", accepted=False, outcome="screened", reason=why)
                 return
@@ -462,7 +465,7 @@ class Trainer:
             )
             if share is None:
                 why = "the carried candidate was already decided against this skill"
-                record.update(accepted=False, gate=None, reason=why)
+                record.update({"accepted": False, "gate": None, "reason": why})
                 self._history(state, record)
                 self._emit("pending", accepted=False, outcome="dropped", reason=why)
                 return
@@ -470,7 +473,7 @@ class Trainer:
         test_ids = {item.id for item in self.test_items}
         decision = self.decider.gate_pairs(state, pending.skill, incumbent, evidence, exclude=test_ids)
         initial_from_gate(state, decision)
-        record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
+        record.update({"accepted": decision.accepted, "reason": decision.reason, "gate": decision.to_dict()})
         if decision.accepted:
             cand_scores, _ = evidence.tables(test_ids)
             state.candidate_scores = cand_scores
@@ -549,7 +552,7 @@ class Trainer:
         )
 
     def _judge(
-        self, state: RunState, plan: StepPlan, upd: Update, screened: list[Edit], record: dict[str, Any]
+        self, state: RunState, plan: StepPlan, upd: Update, screened: list[Edit], record: HistoryRecord
     ) -> None:
         """Screen the candidate again (its lines together: a rejected line is never replayed), then gate it
         against the incumbent and accept or reject it; the verdict goes into `record`."""
@@ -596,7 +599,7 @@ class Trainer:
         state: RunState,
         plan: StepPlan,
         rollout: Rollout,
-        record: dict[str, Any],
+        record: HistoryRecord,
         usage_before: dict[str, Any],
     ) -> None:
         """Close the step's record (the incumbent's figures, what the step spent), move the run on, write
@@ -630,7 +633,7 @@ class Trainer:
         applied: list[Edit],
         shown: Sequence[ItemResult],
         step: int,
-        record: dict[str, Any],
+        record: HistoryRecord,
     ) -> tuple[SkillBundle, list[Edit], list[Edit]]:
         """Screen the candidate; while the screen rejects it, reject the edits that carry a rejected line (into
         the rejected-edit buffer, with the screen's reason: which line and why) and build the candidate again
@@ -720,35 +723,37 @@ class Trainer:
             accepted=render_edits(accepted),
             rejected=render_rejected(state.epoch_rejected),
         )
-        record: dict[str, Any] = {"kind": "slow_update", "epoch": state.epoch + 1, "step": state.step}
+        record: HistoryRecord = {"kind": "slow_update", "epoch": state.epoch + 1, "step": state.step}
         record["optimizer_calls"] = [call.to_dict()]
         if answer is None or not answer.guidance.strip():
-            record.update(accepted=False, reason="no usable guidance returned", gate=None)
+            record.update({"accepted": False, "reason": "no usable guidance returned", "gate": None})
         else:
             try:
                 candidate = set_protected_region(incumbent, answer.guidance, GUIDANCE_REGION)
             except SkillOptError as exc:
                 candidate = None
-                record.update(accepted=False, reason=exc.message, gate=None)
+                record.update({"accepted": False, "reason": exc.message, "gate": None})
             if candidate is not None:
                 problem = size_problem(
                     incumbent, candidate, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
                 )
                 if candidate.content_hash == incumbent.content_hash:
-                    record.update(accepted=False, reason="guidance unchanged", gate=None)
+                    record.update({"accepted": False, "reason": "guidance unchanged", "gate": None})
                 elif problem:
-                    record.update(accepted=False, reason=problem, gate=None)
+                    record.update({"accepted": False, "reason": problem, "gate": None})
                 elif (
                     self.screen is not None
                     and (verdict := self.screen.check(incumbent, candidate, self.shown)).rejected
                 ):
-                    record.update(accepted=False, reason=verdict.reason(), gate=None)
+                    record.update({"accepted": False, "reason": verdict.reason(), "gate": None})
                     record["screened"] = [
                         {"reason": verdict.reason(), "findings": verdict.to_dict()["findings"]}
                     ]
                 else:
                     decision = self.decider.decide(state, candidate, incumbent)
-                    record.update(accepted=decision.accepted, reason=decision.reason, gate=decision.to_dict())
+                    record.update(
+                        {"accepted": decision.accepted, "reason": decision.reason, "gate": decision.to_dict()}
+                    )
                     record["guidance"] = answer.guidance
                     guidance_edit = Edit(
                         op="replace" if get_protected_region(incumbent) else "append",

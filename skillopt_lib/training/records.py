@@ -14,8 +14,10 @@ from typing import Any, TypedDict
 class HistoryRecord(TypedDict, total=False):
     """One line of history.jsonl, as the trainer writes it; `kind` says which keys a record has.
 
-    Typed so that a reader asking for a key the trainer never writes fails type checking (a TypedDict's
-    `.get` with an unknown literal key is an error); `HISTORY_KEYS` lets a test check the trainer's side.
+    Typed at both ends: the trainer builds every line as this type (`Trainer._history` takes nothing
+    else), so writing a key it does not declare fails type checking, and so does a reader asking for one
+    (a TypedDict's `.get` with an unknown literal key is an error). `HISTORY_KEYS` lets a test check what
+    a real run wrote.
     """
 
     kind: str  # baseline | pending | step | slow_update | meta_notes | test

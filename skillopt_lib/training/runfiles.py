@@ -106,7 +106,7 @@ class RunFiles:
         text = json.dumps(self.redactor.data(data), indent=2, ensure_ascii=False, default=str) + "\n"
         write_private(self.dir / name, self.redactor.text(text))
 
-    def append_history(self, record: dict[str, Any]) -> int:
+    def append_history(self, record: HistoryRecord) -> int:
         """Append one line; returns the new line count (the checkpoint stores it)."""
         line = self.redactor.json_line(record)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND

@@ -25,6 +25,7 @@ from skillopt_lib.reflect import OptimizerCaller, Reflection, reflect
 from skillopt_lib.seating import Screen, Seating, seat_screen
 from skillopt_lib.selection import Selection, select_edits
 from skillopt_lib.skill import SkillBundle, SkillIssue
+from skillopt_lib.training.records import HistoryRecord
 
 # Called for each edit the screen rejects before it could take a seat: (edit, the screen's reason).
 OnRejected = Callable[[Edit, str], None]
@@ -170,12 +171,12 @@ def update(
 
 def step_record(
     plan: StepPlan, rollout: Rollout, reflection: Reflection, choice: Choice, upd: Update
-) -> dict[str, Any]:
+) -> HistoryRecord:
     """The step's history line as far as the update: the gate's part is added by `Trainer._judge`, the
     spend and the incumbent's figures by `Trainer._record_step`."""
     proposed = [e for p in reflection.failure_patches + reflection.success_patches for e in p.edits]
     agg, sel = choice.aggregation, choice.selection
-    record: dict[str, Any] = {
+    record: HistoryRecord = {
         "kind": "step",
         "step": plan.step + 1,
         "epoch": plan.epoch + 1,
