@@ -19,12 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from skillopt_lib.agents import TOOLS
 from skillopt_lib.backends import create_backend
 from skillopt_lib.backends.base import ChatBackend, Usage
-from skillopt_lib.budget import budget_at, size_problem
+from skillopt_lib.budget import budget_at
 from skillopt_lib.config import (
     Redactor,
     TrainConfig,
@@ -33,16 +31,13 @@ from skillopt_lib.config import (
     validate_config,
 )
 from skillopt_lib.edits import (
-    GUIDANCE_REGION,
     Edit,
     apply_edits,
     bundle_changed_tokens,
-    get_protected_region,
-    set_protected_region,
 )
 from skillopt_lib.envs import load_env
 from skillopt_lib.envs.base import AgentBackend, Environment, Item, ItemResult, Split, recorded_result
-from skillopt_lib.errors import ConfigError, SkillOptError
+from skillopt_lib.errors import ConfigError
 from skillopt_lib.executor import Executor, make_executor
 from skillopt_lib.gate import (
     Arm,
@@ -62,13 +57,13 @@ from skillopt_lib.gate import (
 from skillopt_lib.reflect import (
     OptimizerCaller,
     Prompts,
-    render_edits,
     render_rejected,
     render_skill,
 )
 from skillopt_lib.seating import Screen, carries
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 from skillopt_lib.training.deciding import Decider, carry_findings, initial_from_gate
+from skillopt_lib.training.epoch import meta_notes, slow_candidate
 from skillopt_lib.training.records import HistoryRecord
 from skillopt_lib.training.runfiles import STATE_VERSION, RunFiles, saved_config, utc_iso
 from skillopt_lib.training.state import (
@@ -90,7 +85,6 @@ from skillopt_lib.training.step import (
 
 Event = dict[str, Any]
 EventHandler = Callable[[Event], None]
-META_NOTES_MAX = 2000
 
 
 class Trainer:
@@ -708,64 +702,35 @@ class Trainer:
         self._checkpoint(state)
 
     def _slow_update(self, state: RunState) -> None:
-        class Guidance(BaseModel):
-            reasoning: str = ""
-            guidance: str = ""
-
+        """The epoch's guidance as a candidate (`epoch.slow_candidate`), decided by the gate unless vetoed."""
         incumbent = bundle_from_json(state.incumbent)
-        accepted = [Edit.model_validate(a["edit"]) for a in state.epoch_accepted]
         usage_before = self._usage_now(state)
-        answer, call = self.caller.call_json(
-            "slow_update",
-            Guidance,
-            skill=render_skill(incumbent),
-            guidance=get_protected_region(incumbent, GUIDANCE_REGION) or "(none yet)",
-            accepted=render_edits(accepted),
-            rejected=render_rejected(state.epoch_rejected),
+        slow = slow_candidate(
+            self.caller,
+            incumbent,
+            state.epoch_accepted,
+            state.epoch_rejected,
+            max_skill_tokens=self.cfg.max_skill_tokens,
+            allow_large_deletions=self.cfg.allow_large_deletions,
+            screen=self.screen,
+            shown=self.shown,
         )
         record: HistoryRecord = {"kind": "slow_update", "epoch": state.epoch + 1, "step": state.step}
-        record["optimizer_calls"] = [call.to_dict()]
-        if answer is None or not answer.guidance.strip():
-            record.update({"accepted": False, "reason": "no usable guidance returned", "gate": None})
+        record["optimizer_calls"] = [slow.call.to_dict()]
+        if slow.candidate is None:
+            record.update({"accepted": False, "reason": slow.refusal or "", "gate": None})
+            if slow.screened:
+                record["screened"] = slow.screened
         else:
-            try:
-                candidate = set_protected_region(incumbent, answer.guidance, GUIDANCE_REGION)
-            except SkillOptError as exc:
-                candidate = None
-                record.update({"accepted": False, "reason": exc.message, "gate": None})
-            if candidate is not None:
-                problem = size_problem(
-                    incumbent, candidate, self.cfg.max_skill_tokens, self.cfg.allow_large_deletions
-                )
-                if candidate.content_hash == incumbent.content_hash:
-                    record.update({"accepted": False, "reason": "guidance unchanged", "gate": None})
-                elif problem:
-                    record.update({"accepted": False, "reason": problem, "gate": None})
-                elif (
-                    self.screen is not None
-                    and (verdict := self.screen.check(incumbent, candidate, self.shown)).rejected
-                ):
-                    record.update({"accepted": False, "reason": verdict.reason(), "gate": None})
-                    record["screened"] = [
-                        {"reason": verdict.reason(), "findings": verdict.to_dict()["findings"]}
-                    ]
-                else:
-                    decision = self.decider.decide(state, candidate, incumbent)
-                    record.update(
-                        {"accepted": decision.accepted, "reason": decision.reason, "gate": decision.to_dict()}
-                    )
-                    record["guidance"] = answer.guidance
-                    guidance_edit = Edit(
-                        op="replace" if get_protected_region(incumbent) else "append",
-                        target=get_protected_region(incumbent) or None,
-                        content=answer.guidance,
-                        source_type="slow_update",
-                        rationale="epoch consolidation",
-                    )
-                    if decision.accepted:
-                        self._accept(state, candidate, [], decision)
-                    else:
-                        self._reject(state, [guidance_edit], state.step - 1, decision.reason)
+            decision = self.decider.decide(state, slow.candidate, incumbent)
+            record.update(
+                {"accepted": decision.accepted, "reason": decision.reason, "gate": decision.to_dict()}
+            )
+            record["guidance"] = slow.guidance
+            if decision.accepted:
+                self._accept(state, slow.candidate, [], decision)
+            else:
+                self._reject(state, [slow.edit(incumbent)], state.step - 1, decision.reason)
         record["val"] = {"incumbent": state.incumbent_val}
         record["skill_hash"] = bundle_from_json(state.incumbent).content_hash
         record["usage_step"] = _usage_delta(usage_before, self._usage_now(state))
@@ -773,22 +738,10 @@ class Trainer:
         self._emit("slow_update", epoch=state.epoch + 1, accepted=record["accepted"], reason=record["reason"])
 
     def _meta_notes(self, state: RunState) -> None:
-        class Notes(BaseModel):
-            notes: str = ""
-
-        accepted_lines = [
-            f"- {Edit.model_validate(a['edit']).short(160)} (gate: {json.dumps(a.get('stats', {}))[:200]})"
-            for a in state.epoch_accepted
-        ]
-        answer, call = self.caller.call_json(
-            "meta_skill",
-            Notes,
-            meta_notes=state.meta_notes or "(none yet)",
-            accepted="\n".join(accepted_lines) or "(none)",
-            rejected=render_rejected(state.epoch_rejected),
+        """The optimizer's notes for the next epochs (`epoch.meta_notes`): they change no skill."""
+        state.meta_notes, call = meta_notes(
+            self.caller, state.meta_notes, state.epoch_accepted, state.epoch_rejected
         )
-        if answer is not None and answer.notes.strip():
-            state.meta_notes = answer.notes.strip()[:META_NOTES_MAX]
         self._history(
             state,
             {
