@@ -64,7 +64,7 @@ from skillopt_lib.seating import Screen, carries
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
 from skillopt_lib.training.deciding import Decider, carry_findings, initial_from_gate
 from skillopt_lib.training.epoch import meta_notes, slow_candidate
-from skillopt_lib.training.records import HistoryRecord
+from skillopt_lib.training.records import HistoryRecord, RunSummary
 from skillopt_lib.training.runfiles import STATE_VERSION, RunFiles, saved_config, utc_iso
 from skillopt_lib.training.state import (
     EvalResult,
@@ -773,7 +773,7 @@ class Trainer:
             state.test = test
             self._history(state, {"kind": "test", "step": state.step, "test": test})
             self._checkpoint(state)
-        summary = {
+        summary: RunSummary = {
             "env": getattr(self.env, "name", str(self.env)),
             "run_dir": str(self.files.dir),
             "skill_name": best.name,

@@ -55,3 +55,32 @@ class HistoryRecord(TypedDict, total=False):
 
 
 HISTORY_KEYS = frozenset(HistoryRecord.__annotations__)
+
+
+class RunSummary(TypedDict):
+    """What a finished run says of itself (`TrainResult.summary`, and `summary.json` in its folder).
+
+    Typed for the same reason as `HistoryRecord`: the trainer builds it as this type, and a caller (the
+    night's evidence, `skillopt train`'s last line) asking for a key it does not hold fails type checking.
+    """
+
+    env: str
+    run_dir: str
+    skill_name: str
+    steps: int
+    epochs_completed: int
+    accepted_steps: int
+    rejected_edits: int
+    stopped: str | None
+    gate: str
+    tier: str | None  # the weakest tier among the accepted decisions that made the best skill
+    initial_val: float | None  # None when nothing measured the validation split
+    best_val: float | None
+    test: dict[str, Any]  # initial and best skill on the test split, when it was evaluated
+    best_skill_hash: str
+    warnings: list[str]
+    pending: dict[str, Any] | None  # the running figures of a candidate left undecided
+    changed_tokens: int
+    usage: dict[str, Any]
+    started: str
+    finished: str

@@ -12,7 +12,7 @@ from skillopt_lib.envs.base import ItemResult
 from skillopt_lib.errors import SkillOptError
 from skillopt_lib.gate import PairedEvidence, ScoreTable, mean_score
 from skillopt_lib.skill import SkillBundle, bundle_from_json, bundle_to_json
-from skillopt_lib.training.records import HistoryRecord
+from skillopt_lib.training.records import HistoryRecord, RunSummary
 from skillopt_lib.training.runfiles import STATE_VERSION, utc_iso
 
 
@@ -62,17 +62,19 @@ class TrainResult:
 
     run_dir: Path
     best_skill: SkillBundle
-    summary: dict[str, Any]
+    summary: RunSummary
     pending: PendingCandidate | None = None
     steps: tuple[HistoryRecord, ...] = ()
 
     @property
-    def initial_val(self) -> float:
-        return float(self.summary["initial_val"])
+    def initial_val(self) -> float | None:
+        """The initial skill's validation score; None when nothing measured the validation split."""
+        return self.summary["initial_val"]
 
     @property
-    def best_val(self) -> float:
-        return float(self.summary["best_val"])
+    def best_val(self) -> float | None:
+        """The best skill's validation score; None when nothing measured the validation split."""
+        return self.summary["best_val"]
 
 
 @dataclass
