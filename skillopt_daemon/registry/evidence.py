@@ -43,8 +43,30 @@ class Evidence(BaseModel):
     # For each line the proposal adds: the user corrections, sessions and failed replays behind it.
     provenance: list[dict[str, Any]] = []
 
-    # What a night adds, so that its producers are type-checked against what the faces read
-    # (`night/learning/evidence.py`, `night/learning/target.py`, `night/installed/removals.py`, `team/pull.py`).
+    def stored(self) -> dict[str, Any]:
+        """The evidence as the registry stores it: every field its producer set (None included), and no
+        other."""
+        return self.model_dump(exclude_unset=True)
+
+    def score_change(self) -> float | None:
+        if self.delta is not None:
+            return self.delta
+        if self.baseline_score is not None and self.candidate_score is not None:
+            return self.candidate_score - self.baseline_score
+        return None
+
+
+class NightEvidence(Evidence):
+    """What skillopt's own producers write beside `Evidence`'s fields: a night's proposal
+    (`night/learning/evidence.py`, `night/learning/target.py`), a gated removal (`night/installed/removals.py`)
+    and a teammate's rule proposed unproven (`team/pull.py`).
+
+    Typed where they build it, so a producer that writes a field the faces do not know, or the wrong shape
+    of one, fails type checking or validation there. The registry validates any other evidence (a
+    hand-made proposal's `--evidence` file, a plugin's) only against `Evidence`: these names were free for
+    such evidence to use as it liked before they were declared here, and stay so.
+    """
+
     # The gate's session of the decision, the proposal's tier and that tier in the reviewer's words.
     gate_session: int | None = None
     tier: str | None = None
@@ -77,15 +99,3 @@ class Evidence(BaseModel):
     reason: str | None = None
     replayed: bool | None = None
     staleness: dict[str, Any] | None = None
-
-    def stored(self) -> dict[str, Any]:
-        """The evidence as the registry stores it: every field its producer set (None included), and no
-        other."""
-        return self.model_dump(exclude_unset=True)
-
-    def score_change(self) -> float | None:
-        if self.delta is not None:
-            return self.delta
-        if self.baseline_score is not None and self.candidate_score is not None:
-            return self.candidate_score - self.baseline_score
-        return None

@@ -26,7 +26,7 @@ import sqlite_utils
 from skillopt_daemon.night.learning import shared_rules
 from skillopt_daemon.night.learning.shared_rules import SharedRule
 from skillopt_daemon.registry import Registry
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_daemon.team.channel import Channel, member_slug
 from skillopt_daemon.team.git import git, identity
 from skillopt_daemon.team.policy import TeamPolicy
@@ -153,7 +153,7 @@ def _propose_unproven(db: sqlite_utils.Database, reg: Registry, rule: SharedRule
     if current is None or reg.load_bundle(current.id).content_hash == rule.content_hash:
         return None
     note = shared_rules.unproven_note(rule)
-    evidence = Evidence(team={**rule.to_dict(), "note": note}, reverify=False)
+    evidence = NightEvidence(team={**rule.to_dict(), "note": note}, reverify=False)
     version = reg.propose(rule.skill, rule.bundle, evidence, origin="proposed", parent=current.id, note=note)
     shared_rules.proposed_unproven(db, rule.key, f"{note}; proposal {version.id[:8]}")
     return note

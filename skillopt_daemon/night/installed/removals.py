@@ -35,7 +35,7 @@ from skillopt_daemon.night.learning.replay import tasks_for_families
 from skillopt_daemon.night.ledger import StoreLedger
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import Gate, GateConfig, GateDecision, PairedMeasure, Request, item_score, no_loss
 from skillopt_lib.skill import SkillBundle
@@ -156,7 +156,7 @@ def propose(
     o = r.outcome
     reason = r.reason()
     learned = _learned_from(o)
-    evidence = Evidence(
+    evidence = NightEvidence(
         removal=True,
         removes=[o.rule.line],
         reason=o.verdict,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.mining import preferences
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.gate import GateStats
 from skillopt_lib.skill import SkillBundle
@@ -106,14 +106,14 @@ def evidence(
     tasks: list[NightTask],
     budget: NightBudget,
     tool: AgentTool,
-) -> Evidence:
+) -> NightEvidence:
     """The proposal's evidence from a finished training `result` on the replay `env`."""
     summary = result.summary
     gate = last_accepted_gate(result.steps)
     stats = GateStats.model_validate((gate or {}).get("stats") or {})
     tokens, cost = usage_spend(summary.get("usage") or {})
     tier = str(summary.get("tier") or stats.tier or "proven")
-    return Evidence(
+    return NightEvidence(
         baseline_score=summary.get("initial_val"),
         candidate_score=summary.get("best_val"),
         delta=(summary.get("best_val") or 0.0) - (summary.get("initial_val") or 0.0),

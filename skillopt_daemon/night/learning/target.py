@@ -35,7 +35,7 @@ from skillopt_daemon.night.pending import Carried, load_pending, store_pending
 from skillopt_daemon.night.report import SkillOutcome
 from skillopt_daemon.night.runs import night_dir
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_daemon.registry.scope import placement
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.envs.base import ItemResult
@@ -528,7 +528,7 @@ def _leak_guard(settings: Settings, tasks: list[NightTask]) -> LeakGuard:
 
 
 def _propose(
-    ctx: NightContext, outcome: SkillOutcome, best: SkillBundle, found: Evidence, parent: str | None
+    ctx: NightContext, outcome: SkillOutcome, best: SkillBundle, found: NightEvidence, parent: str | None
 ) -> SkillOutcome:
     """Register the winner as a proposal (approved at once when the user opted in for this skill)."""
     name = outcome.skill
@@ -564,7 +564,7 @@ def _propose(
     return outcome
 
 
-def _unasked(found: Evidence) -> str | None:
+def _unasked(found: NightEvidence) -> str | None:
     """Why a proposal with lines nobody asked for may not be approved automatically, or None."""
     missing = found.provenance_missing
     if not missing:

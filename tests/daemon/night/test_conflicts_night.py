@@ -14,7 +14,7 @@ from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.learning.context import NightContext
 from skillopt_daemon.night.learning.target import _propose
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_daemon.registry.installers.base import InstallTarget
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle
@@ -49,7 +49,7 @@ def test_the_report_says_the_project_rule_wins_in_its_repository(tmp_path: Path)
     )
     user = ctx.registry.propose("changelog-end", skill("changelog-end", END), {"new_skill": True})
     ctx.registry.approve(user.id, [InstallTarget(AgentTool.CLAUDE_CODE, "user")])
-    found = Evidence.model_validate(
+    found = NightEvidence.model_validate(
         {
             "new_skill": True,
             "scope": {

@@ -30,7 +30,7 @@ from skillopt_daemon.night.mining import mine, preferences
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.tasks import NightTask
 from skillopt_daemon.registry import Registry
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_lib.gate import Gate, no_loss
 from skillopt_lib.skill import SkillBundle, SkillDoc
 from testkit.corpus.after import (
@@ -303,7 +303,7 @@ def test_a_contradicted_rules_removal_that_does_not_lose_is_proposed_diff_shows_
     assert lint.state == "proposed" and lint.evidence["removal"] and lint.evidence["reason"] == "contradicted"
     assert lint.evidence["tier"] == "likely" and lint.evidence["replayed"]
     assert lint.evidence["gate"]["stats"]["n"] == 4
-    assert Evidence.model_validate(lint.evidence).model_extra == {}, lint.evidence.keys()  # all declared
+    assert NightEvidence.model_validate(lint.evidence).model_extra == {}, lint.evidence.keys()  # all declared
     shown = _cli(env, "diff", lint.short_id)
     assert f"-{RULES['lint']}" in shown.stdout
     assert "removed because the user contradicted it" in shown.stdout

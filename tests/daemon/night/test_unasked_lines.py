@@ -13,7 +13,7 @@ from skillopt_daemon.night.budgets import NightBudget
 from skillopt_daemon.night.learning.context import NightContext
 from skillopt_daemon.night.learning.target import _propose
 from skillopt_daemon.night.report import CycleReport, SkillOutcome
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_lib.screen import screen
 from skillopt_lib.skill import SkillBundle
 
@@ -40,7 +40,7 @@ def _night(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: list[str]) 
     )
     verdict = screen([USER_RULE, PLANTED])
     assert not verdict.flagged
-    found = Evidence.model_validate(
+    found = NightEvidence.model_validate(
         {
             "tier": "proven",
             "delta": 0.5,

@@ -22,7 +22,7 @@ from skillopt_daemon.night.mining.attempts import Attempt, CommandRun
 from skillopt_daemon.night.mining.mine import Family, build_families, save_families
 from skillopt_daemon.night.report import CycleReport
 from skillopt_daemon.night.tasks import NightTask
-from skillopt_daemon.registry.evidence import Evidence
+from skillopt_daemon.registry.evidence import NightEvidence
 from skillopt_lib.agents import AgentTool
 from skillopt_lib.skill import SkillBundle, SkillDoc
 from testkit.repos import git_repo
@@ -134,7 +134,7 @@ def test_the_seeded_new_skill_is_proven_against_no_rule_and_proposed_as_the_team
     proposal = ctx.registry.get_version(outcome.proposal_id)
     assert proposal.evidence["new_skill"] and proposal.evidence["scope"]["scope"] == "project"
     # Everything the night wrote is a field the registry's model declares: the faces read no unknown key.
-    assert Evidence.model_validate(proposal.evidence).model_extra == {}, proposal.evidence.keys()
+    assert NightEvidence.model_validate(proposal.evidence).model_extra == {}, proposal.evidence.keys()
     got = shared_rules.get(ctx.db, rule.key)
     assert got is not None and (got.state, got.verdict, got.better) == ("decided", "helped", 3)
 
