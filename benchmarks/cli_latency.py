@@ -32,15 +32,15 @@ SKILLS = ("release-notes", "commit-message", "code-review")
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
-def _skill(name: str) -> str:
+def skill_text(name: str) -> str:
     return f"---\nname: {name}\ndescription: Write a {name.replace('-', ' ')}.\n---\n\nList the changes.\n"
 
 
-def _skillopt() -> str:
+def skillopt_exe() -> str:
     return str(Path(sys.executable).with_name("skillopt"))
 
 
-def _env(root: Path, checkout: Path) -> dict[str, str]:
+def user_env(root: Path, checkout: Path) -> dict[str, str]:
     """A user's environment in the world under `root`, running the skillopt of `checkout`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "ANTHROPIC_", "OPENAI_"))}
     env.update(HOME=str(root / "home"), SKILLOPT_HOME=str(root / "so"), SKILLOPT_NO_DESKTOP_NOTIFY="1")
@@ -50,23 +50,30 @@ def _env(root: Path, checkout: Path) -> dict[str, str]:
     return env
 
 
-def _world(root: Path) -> str:
-    """Three skills imported from Claude Code, a proposal for each, and a small git repository; returns the
-    first proposal's id."""
+def add_reviews(root: Path, env: dict[str, str]) -> None:
+    """Three skills imported from Claude Code into the world under `root`, and a proposal for each: what
+    the review commands have to show."""
     for name in SKILLS:
         folder = root / "home" / ".claude" / "skills" / name
         folder.mkdir(parents=True)
-        (folder / "SKILL.md").write_text(_skill(name))
-    env = _env(root, CHECKOUT)
-    run = [_skillopt()]
+        (folder / "SKILL.md").write_text(skill_text(name))
+    run = [skillopt_exe()]
     subprocess.run(
         [*run, "skills", "import", "--tool", "claude-code"], env=env, check=True, capture_output=True
     )
     for name in SKILLS:
         candidate = root / "candidates" / name
         candidate.mkdir(parents=True)
-        (candidate / "SKILL.md").write_text(_skill(name) + "\nName every breaking change first.\n")
+        (candidate / "SKILL.md").write_text(skill_text(name) + "\nName every breaking change first.\n")
         subprocess.run([*run, "propose", name, str(candidate)], env=env, check=True, capture_output=True)
+
+
+def _world(root: Path) -> str:
+    """Three skills with a proposal each (`add_reviews`) and a small git repository; returns the first
+    proposal's id."""
+    env = user_env(root, CHECKOUT)
+    add_reviews(root, env)
+    run = [skillopt_exe()]
     status = subprocess.run([*run, "status", "--json"], env=env, check=True, capture_output=True, text=True)
     repo = root / "repo"
     repo.mkdir()
@@ -112,17 +119,17 @@ def _child_cpu() -> float:
 
 def _commands(root: Path, proposal: str, before: Path | None) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Each timed command: its arguments and its environment."""
-    here = _env(root, CHECKOUT)
+    here = user_env(root, CHECKOUT)
     out = {
         "git status": (["git", "-C", str(root / "repo"), "status"], here),
         "libraries alone": ([sys.executable, "-c", LIBRARIES_ALONE], here),
         "libraries at work": ([sys.executable, "-c", LIBRARIES_AT_WORK, proposal], here),
     }
-    trees = [("", here)] + ([(" [before]", _env(root, before))] if before else [])
+    trees = [("", here)] + ([(" [before]", user_env(root, before))] if before else [])
     for args in (["--version"], ["status"], ["diff", proposal], ["approve", proposal, "--dry-run"]):
         for suffix, env in trees:
             shown = " ".join("ID" if a == proposal else a for a in args)
-            out[f"skillopt {shown}{suffix}"] = ([_skillopt(), *args], env)
+            out[f"skillopt {shown}{suffix}"] = ([skillopt_exe(), *args], env)
     return out
 
 

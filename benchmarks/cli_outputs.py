@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -30,9 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+from benchmarks.cli_latency import CHECKOUT, SKILLS, add_reviews, skillopt_exe, user_env
+
 CORPUS = CHECKOUT / "tests" / "fixtures" / "corpus"
-SKILLS = ("release-notes", "commit-message", "code-review")
 
 READ_ONLY = (
     ["status"],
@@ -56,23 +55,19 @@ READ_ONLY = (
 READ_BACK = (["status", "--json"], ["history", "--json"], ["skills", "list", "--json"])
 
 
-def _skillopt() -> str:
-    return str(Path(sys.executable).with_name("skillopt"))
-
-
 def _env(root: Path, checkout: Path) -> dict[str, str]:
-    """A user's environment in the world under `root`, running the skillopt of `checkout`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "ANTHROPIC_", "OPENAI_"))}
-    env.update(HOME=str(root / "home"), SKILLOPT_HOME=str(root / "so"), SKILLOPT_NO_DESKTOP_NOTIFY="1")
-    env.update(COLUMNS="120", TERM="dumb", NO_COLOR="1", TZ="UTC")
-    env["PYTHONPATH"] = os.pathsep.join([str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env.pop("CLAUDE_CONFIG_DIR", None)
-    return env
+    """A user's environment (`cli_latency.user_env`), printing as a plain terminal of a fixed width does."""
+    return {**user_env(root, checkout), "COLUMNS": "120", "TERM": "dumb", "NO_COLOR": "1", "TZ": "UTC"}
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [_skillopt(), *args], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300
+        [skillopt_exe(), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
     )
 
 
@@ -81,29 +76,12 @@ def build_world(root: Path, checkout: Path) -> None:
     home = root / "home"
     shutil.copytree(CORPUS / "claude", home / ".claude")
     shutil.copytree(CORPUS / "codex", home / ".codex")
-    for name in SKILLS:
-        folder = home / ".claude" / "skills" / name
-        folder.mkdir(parents=True)
-        (folder / "SKILL.md").write_text(_skill(name))
     env = _env(root, checkout)
-    steps = [
-        ["ingest", "--quiet"],
-        ["tasks", "mine", "--no-model"],
-        ["skills", "import", "--tool", "claude-code"],
-    ]
-    for name in SKILLS:
-        candidate = root / "candidates" / name
-        candidate.mkdir(parents=True)
-        (candidate / "SKILL.md").write_text(_skill(name) + "\nName every breaking change first.\n")
-        steps.append(["propose", name, str(candidate)])
-    for args in steps:
+    for args in (["ingest", "--quiet"], ["tasks", "mine", "--no-model"]):
         done = _run(args, env)
         if done.returncode != 0:
             raise SystemExit(f"building the world: skillopt {' '.join(args)} failed:\n{done.stderr}")
-
-
-def _skill(name: str) -> str:
-    return f"---\nname: {name}\ndescription: Write a {name.replace('-', ' ')}.\n---\n\nList the changes.\n"
+    add_reviews(root, env)
 
 
 def _help_commands() -> list[list[str]]:
