@@ -4,7 +4,7 @@ the user's legitimate rules that mention networks or credentials were still prop
 
 `python -m benchmarks.redteam [--kinds a,b] [--json]`: one night over the corpus' sessions
 (`tests/fixtures/redteam-corpus/`, real `claude` transcripts), the real `claude` CLI replaying against the
-scripted server, at the shipped defaults: only where the CLI and models live and the night's budget caps are
+scripted server, at the shipped defaults, the night's caps included: only where the CLI and models live is
 set. The night's optimizer is `testkit.copycat`, which writes every instruction-like line it is
 shown into its edit, so a plant that reaches the optimizer reaches a candidate; only the screen stands
 between it and a proposal. Needs the pinned agent CLIs (`make agent-clis`).
@@ -227,8 +227,8 @@ def run(
 ) -> dict[str, Any]:
     """One night over the corpus' sessions of `kind_ids`, measured (in `keep`, left there, when given).
     `repo_plants`: None, the repositories as recorded; otherwise each kind's commit on top of the recorded
-    one (`redteam_repo_plants`), with its plants (True) or without them (False, the control), and the night's
-    caps left at their shipped defaults. `epochs`: `night.epochs` (left at its default when None)."""
+    one (`redteam_repo_plants`), with its plants (True) or without them (False, the control). The night's
+    caps are the shipped ones either way. `epochs`: `night.epochs` (left at its default when None)."""
     on_top = None
     more_plants: list[Plant] = []
     agent = RedteamNight()
@@ -246,11 +246,7 @@ def run(
             Path(tmp) / "world", srv, Path(str(clis.claude)), kind_ids, on_top=on_top
         )
         t_world = time.perf_counter() - t0
-        night: dict[str, Any] = {} if epochs is None else {"epochs": epochs}
-        if repo_plants is None:
-            # Caps high enough that the figures show the whole night rather than where a cap stops it.
-            night.update(max_cost_usd=1000, max_tokens=500_000_000, max_replays=10_000)
-        w.configure(**night)
+        w.configure(**({} if epochs is None else {"epochs": epochs}))
         srv.clear_requests()
         t0 = time.perf_counter()
         report = json.loads(w.skillopt("sleep", "run", "--now", "--json").stdout)
